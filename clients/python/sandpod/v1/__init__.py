@@ -1,0 +1,1 @@
+"""Generated protobuf and gRPC stubs for sandpod.v1 (do not edit)."""

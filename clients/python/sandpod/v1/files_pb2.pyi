@@ -1,0 +1,144 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class FileInfo(_message.Message):
+    __slots__ = ("path", "name", "size", "mode", "is_dir", "is_symlink", "modify_time")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    IS_DIR_FIELD_NUMBER: _ClassVar[int]
+    IS_SYMLINK_FIELD_NUMBER: _ClassVar[int]
+    MODIFY_TIME_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    name: str
+    size: int
+    mode: int
+    is_dir: bool
+    is_symlink: bool
+    modify_time: _timestamp_pb2.Timestamp
+    def __init__(self, path: _Optional[str] = ..., name: _Optional[str] = ..., size: _Optional[int] = ..., mode: _Optional[int] = ..., is_dir: _Optional[bool] = ..., is_symlink: _Optional[bool] = ..., modify_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ReadFileRequest(_message.Message):
+    __slots__ = ("sandbox", "namespace", "path", "offset", "length")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    sandbox: str
+    namespace: str
+    path: str
+    offset: int
+    length: int
+    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., path: _Optional[str] = ..., offset: _Optional[int] = ..., length: _Optional[int] = ...) -> None: ...
+
+class ReadFileResponse(_message.Message):
+    __slots__ = ("data",)
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    def __init__(self, data: _Optional[bytes] = ...) -> None: ...
+
+class WriteFileHeader(_message.Message):
+    __slots__ = ("sandbox", "namespace", "path", "mode", "make_parents")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    MAKE_PARENTS_FIELD_NUMBER: _ClassVar[int]
+    sandbox: str
+    namespace: str
+    path: str
+    mode: int
+    make_parents: bool
+    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., path: _Optional[str] = ..., mode: _Optional[int] = ..., make_parents: _Optional[bool] = ...) -> None: ...
+
+class WriteFileRequest(_message.Message):
+    __slots__ = ("header", "data")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    header: WriteFileHeader
+    data: bytes
+    def __init__(self, header: _Optional[_Union[WriteFileHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class WriteFileResponse(_message.Message):
+    __slots__ = ("file",)
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    file: FileInfo
+    def __init__(self, file: _Optional[_Union[FileInfo, _Mapping]] = ...) -> None: ...
+
+class ListFilesRequest(_message.Message):
+    __slots__ = ("sandbox", "namespace", "path")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    sandbox: str
+    namespace: str
+    path: str
+    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
+
+class ListFilesResponse(_message.Message):
+    __slots__ = ("files",)
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    files: _containers.RepeatedCompositeFieldContainer[FileInfo]
+    def __init__(self, files: _Optional[_Iterable[_Union[FileInfo, _Mapping]]] = ...) -> None: ...
+
+class StatFileRequest(_message.Message):
+    __slots__ = ("sandbox", "namespace", "path")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    sandbox: str
+    namespace: str
+    path: str
+    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
+
+class StatFileResponse(_message.Message):
+    __slots__ = ("file",)
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    file: FileInfo
+    def __init__(self, file: _Optional[_Union[FileInfo, _Mapping]] = ...) -> None: ...
+
+class RemoveFileRequest(_message.Message):
+    __slots__ = ("sandbox", "namespace", "path", "recursive")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    RECURSIVE_FIELD_NUMBER: _ClassVar[int]
+    sandbox: str
+    namespace: str
+    path: str
+    recursive: bool
+    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., path: _Optional[str] = ..., recursive: _Optional[bool] = ...) -> None: ...
+
+class RemoveFileResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class MakeDirRequest(_message.Message):
+    __slots__ = ("sandbox", "namespace", "path", "parents", "mode")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    PARENTS_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    sandbox: str
+    namespace: str
+    path: str
+    parents: bool
+    mode: int
+    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., path: _Optional[str] = ..., parents: _Optional[bool] = ..., mode: _Optional[int] = ...) -> None: ...
+
+class MakeDirResponse(_message.Message):
+    __slots__ = ("file",)
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    file: FileInfo
+    def __init__(self, file: _Optional[_Union[FileInfo, _Mapping]] = ...) -> None: ...
