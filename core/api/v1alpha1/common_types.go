@@ -1,0 +1,41 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ShutdownPolicy says what happens at a sandbox's shutdown time.
+// +kubebuilder:validation:Enum=Delete;Retain
+type ShutdownPolicy string
+
+const (
+	// ShutdownPolicyDelete deletes the sandbox and its storage.
+	ShutdownPolicyDelete ShutdownPolicy = "Delete"
+	// ShutdownPolicyRetain stops the sandbox and keeps it and its storage.
+	ShutdownPolicyRetain ShutdownPolicy = "Retain"
+)
+
+// OperatingMode is whether a sandbox should be running.
+// +kubebuilder:validation:Enum=Running;Suspended
+type OperatingMode string
+
+const (
+	OperatingModeRunning   OperatingMode = "Running"
+	OperatingModeSuspended OperatingMode = "Suspended"
+)
+
+// Lifecycle holds the timing settings shared by templates, sandboxes and claims.
+type Lifecycle struct {
+	// ShutdownTime is when the sandbox ends.
+	// +optional
+	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty"`
+
+	// ShutdownPolicy says what happens at ShutdownTime. Default Delete.
+	// +optional
+	ShutdownPolicy ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+
+	// IdleTimeout suspends the sandbox after this long without exec or file
+	// calls. Zero or unset means never.
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+}

@@ -1,0 +1,21 @@
+package v1alpha1
+
+// Label, annotation and finalizer names, in one place.
+const (
+	// LabelPool names the warm pool a sandbox belongs to (removed on claim).
+	LabelPool = "sandpod.dev/pool"
+	// LabelTemplate names the template a sandbox was made from.
+	LabelTemplate = "sandpod.dev/template"
+	// LabelTemplateHash is the template spec hash a pool member was made with.
+	LabelTemplateHash = "sandpod.dev/template-hash"
+	// LabelClaim names the claim holding a sandbox.
+	LabelClaim = "sandpod.dev/claim"
+	// LabelSandbox is set on the pod, service and PVCs of a sandbox.
+	LabelSandbox = "sandpod.dev/sandbox"
+
+	// AnnotationRequestID records the client request id that created a sandbox.
+	AnnotationRequestID = "sandpod.dev/request-id"
+
+	// Finalizer guards cleanup of a sandbox's children.
+	Finalizer = "sandpod.dev/finalizer"
+)

@@ -1,0 +1,124 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SandboxSpec is the desired state of a Sandbox: one durable pod.
+type SandboxSpec struct {
+	// TemplateRef is the template the sandbox was made from, if any.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="templateRef is immutable"
+	TemplateRef *TemplateRef `json:"templateRef,omitempty"`
+
+	// PodTemplate is the pod the sandbox runs (copied from the template).
+	PodTemplate corev1.PodTemplateSpec `json:"podTemplate"`
+
+	// VolumeClaimTemplates become PVCs owned by the sandbox.
+	// +optional
+	// +listType=atomic
+	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
+
+	// Service creates a headless Service for a stable DNS name.
+	// +optional
+	Service bool `json:"service,omitempty"`
+
+	// OperatingMode Suspended deletes the pod and keeps storage and identity;
+	// Running recreates it. Default Running.
+	// +optional
+	OperatingMode OperatingMode `json:"operatingMode,omitempty"`
+
+	// Lifecycle: shutdown time and policy, idle auto-suspend.
+	// +optional
+	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+
+	// AutoResume resumes the sandbox when it receives an exec or file call.
+	// +optional
+	AutoResume bool `json:"autoResume,omitempty"`
+
+	// RestartOnFailure recreates a failed pod instead of reporting it Failed.
+	// +optional
+	RestartOnFailure bool `json:"restartOnFailure,omitempty"`
+
+	// Env is added to every exec (set by claims).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Env []corev1.EnvVar `json:"env,omitempty"`
+}
+
+// SandboxPhase is a summary of where a sandbox is in its life.
+// +kubebuilder:validation:Enum=Pending;Running;Suspended;Expired;Failed;Terminating
+type SandboxPhase string
+
+const (
+	SandboxPending     SandboxPhase = "Pending"
+	SandboxRunning     SandboxPhase = "Running"
+	SandboxSuspended   SandboxPhase = "Suspended"
+	SandboxExpired     SandboxPhase = "Expired"
+	SandboxFailed      SandboxPhase = "Failed"
+	SandboxTerminating SandboxPhase = "Terminating"
+)
+
+// Condition types of a Sandbox.
+const (
+	ConditionReady     = "Ready"
+	ConditionSuspended = "Suspended"
+	ConditionExpired   = "Expired"
+	ConditionFinished  = "Finished"
+)
+
+// SandboxStatus is the observed state of a Sandbox.
+type SandboxStatus struct {
+	// +optional
+	Phase SandboxPhase `json:"phase,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	PodName string `json:"podName,omitempty"`
+	// +optional
+	// +listType=atomic
+	PodIPs []string `json:"podIPs,omitempty"`
+	// +optional
+	ServiceFQDN string `json:"serviceFQDN,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LastActivityTime is the last exec or file call seen by the bridge.
+	// +optional
+	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Sandbox is one durable, isolated workload with a stable identity.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=sb
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.operatingMode`
+// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`
+// +kubebuilder:printcolumn:name="Shutdown",type=date,JSONPath=`.spec.lifecycle.shutdownTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Sandbox struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec SandboxSpec `json:"spec"`
+	// +optional
+	Status SandboxStatus `json:"status,omitempty"`
+}
+
+// SandboxList is a list of Sandboxes.
+// +kubebuilder:object:root=true
+type SandboxList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Sandbox `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Sandbox{}, &SandboxList{})
+}

@@ -1,0 +1,77 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SandboxClaimSpec asks for one sandbox of a template.
+type SandboxClaimSpec struct {
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="templateRef is immutable"
+	TemplateRef TemplateRef `json:"templateRef"`
+
+	// Lifecycle of the claimed sandbox.
+	// +optional
+	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+
+	// TTLSecondsAfterFinished deletes the claim this long after its sandbox
+	// finished (expired, failed or deleted).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// Env is added to every exec in the claimed sandbox.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// Labels are added to the claimed sandbox.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// SandboxClaimStatus is the observed state of a claim.
+type SandboxClaimStatus struct {
+	// SandboxName is the sandbox this claim holds.
+	// +optional
+	SandboxName string `json:"sandboxName,omitempty"`
+	// Warm is true when a ready pool member was adopted.
+	// +optional
+	Warm bool `json:"warm,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SandboxClaim adopts a ready sandbox from a warm pool, or creates one cold.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=sbc
+// +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.templateRef.name`
+// +kubebuilder:printcolumn:name="Sandbox",type=string,JSONPath=`.status.sandboxName`
+// +kubebuilder:printcolumn:name="Warm",type=boolean,JSONPath=`.status.warm`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SandboxClaim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec SandboxClaimSpec `json:"spec"`
+	// +optional
+	Status SandboxClaimStatus `json:"status,omitempty"`
+}
+
+// SandboxClaimList is a list of SandboxClaims.
+// +kubebuilder:object:root=true
+type SandboxClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SandboxClaim `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SandboxClaim{}, &SandboxClaimList{})
+}

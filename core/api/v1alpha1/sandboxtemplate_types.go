@@ -1,0 +1,117 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SandboxTemplateSpec is a reusable blueprint for sandboxes.
+type SandboxTemplateSpec struct {
+	// PodTemplate is the pod every sandbox of this template runs. The first
+	// container is the sandbox container; the agent is injected into it.
+	PodTemplate corev1.PodTemplateSpec `json:"podTemplate"`
+
+	// VolumeClaimTemplates become PVCs owned by each sandbox, kept across
+	// suspend and pod replacement.
+	// +optional
+	// +listType=atomic
+	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
+
+	// RuntimeClassName selects the isolation runtime (e.g. gvisor, kata).
+	// +optional
+	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
+
+	// Lifecycle defaults for sandboxes of this template.
+	// +optional
+	Lifecycle TemplateLifecycle `json:"lifecycle,omitempty"`
+
+	// AutoResume resumes a suspended sandbox when it receives an exec or a
+	// file call, instead of answering FailedPrecondition.
+	// +optional
+	AutoResume bool `json:"autoResume,omitempty"`
+
+	// NetworkPolicy is the managed network policy for sandboxes of this template.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// TemplateLifecycle holds the lifecycle defaults of a template.
+type TemplateLifecycle struct {
+	// DefaultTTL is the time to live of a sandbox when its request gives none.
+	// Unset means no scheduled end.
+	// +optional
+	DefaultTTL *metav1.Duration `json:"defaultTTL,omitempty"`
+
+	// ShutdownPolicy is the default at shutdown time. Default Delete.
+	// +optional
+	ShutdownPolicy ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+
+	// IdleTimeout suspends an idle sandbox after this long. Unset means never.
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+}
+
+// EgressMode is what a sandbox may reach.
+// +kubebuilder:validation:Enum=Internet;None
+type EgressMode string
+
+const (
+	// EgressInternet allows the internet but not cluster-internal ranges or
+	// the cloud metadata address.
+	EgressInternet EgressMode = "Internet"
+	// EgressNone allows no egress at all (local engine: a new network namespace).
+	EgressNone EgressMode = "None"
+)
+
+// NetworkPolicySpec configures the managed NetworkPolicy.
+type NetworkPolicySpec struct {
+	// Managed turns the managed NetworkPolicy on. Default true.
+	// +optional
+	Managed *bool `json:"managed,omitempty"`
+
+	// Egress is what sandboxes may reach. Default Internet.
+	// +optional
+	Egress EgressMode `json:"egress,omitempty"`
+}
+
+// SandboxTemplateStatus is the observed state of a SandboxTemplate.
+type SandboxTemplateStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Hash of the spec; pools roll members whose hash differs.
+	// +optional
+	SpecHash string `json:"specHash,omitempty"`
+
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SandboxTemplate is a reusable blueprint for sandboxes.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=sbt
+// +kubebuilder:printcolumn:name="Runtime",type=string,JSONPath=`.spec.runtimeClassName`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SandboxTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec SandboxTemplateSpec `json:"spec"`
+	// +optional
+	Status SandboxTemplateStatus `json:"status,omitempty"`
+}
+
+// SandboxTemplateList is a list of SandboxTemplates.
+// +kubebuilder:object:root=true
+type SandboxTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SandboxTemplate `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SandboxTemplate{}, &SandboxTemplateList{})
+}

@@ -1,0 +1,57 @@
+package lifecycle
+
+import (
+	"testing"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+func TestPhase(t *testing.T) {
+	running, suspended := v1alpha1.OperatingModeRunning, v1alpha1.OperatingModeSuspended
+	cases := map[string]struct {
+		in   Observed
+		want v1alpha1.SandboxPhase
+	}{
+		"no workload yet":           {Observed{Mode: running}, v1alpha1.SandboxPending},
+		"starting":                  {Observed{Mode: running, Workload: WorkloadStarting}, v1alpha1.SandboxPending},
+		"ready":                     {Observed{Mode: running, Workload: WorkloadReady}, v1alpha1.SandboxRunning},
+		"empty mode means running":  {Observed{Workload: WorkloadReady}, v1alpha1.SandboxRunning},
+		"failed":                    {Observed{Mode: running, Workload: WorkloadFailed}, v1alpha1.SandboxFailed},
+		"suspended beats workload":  {Observed{Mode: suspended, Workload: WorkloadReady}, v1alpha1.SandboxSuspended},
+		"expired beats suspended":   {Observed{Mode: suspended, Expired: true}, v1alpha1.SandboxExpired},
+		"deleting beats everything": {Observed{Deleting: true, Expired: true, Workload: WorkloadReady}, v1alpha1.SandboxTerminating},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Phase(tc.in); got != tc.want {
+				t.Errorf("Phase(%+v) = %s, want %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestShouldRunAndRestart(t *testing.T) {
+	cases := map[string]struct {
+		in          Observed
+		restart     bool
+		wantRun     bool
+		wantRestart bool
+	}{
+		"running":                {Observed{Mode: v1alpha1.OperatingModeRunning}, false, true, false},
+		"suspended":              {Observed{Mode: v1alpha1.OperatingModeSuspended}, true, false, false},
+		"expired":                {Observed{Expired: true, Workload: WorkloadFailed}, true, false, false},
+		"deleting":               {Observed{Deleting: true}, false, false, false},
+		"failed, no restart":     {Observed{Workload: WorkloadFailed}, false, true, false},
+		"failed, restart policy": {Observed{Workload: WorkloadFailed}, true, true, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := ShouldRunWorkload(tc.in); got != tc.wantRun {
+				t.Errorf("ShouldRunWorkload = %v, want %v", got, tc.wantRun)
+			}
+			if got := ShouldRestart(tc.in, tc.restart); got != tc.wantRestart {
+				t.Errorf("ShouldRestart = %v, want %v", got, tc.wantRestart)
+			}
+		})
+	}
+}
