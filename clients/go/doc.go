@@ -1,0 +1,43 @@
+// Package sandpod is the Go client of sandpod, a sandbox service for AI
+// agents: each sandbox is one durable, isolated workload with a stable
+// name, handed out in milliseconds from warm pools, with exec, files,
+// suspend, resume and a scheduled end.
+//
+// Dial a server (`sandpod serve` on a laptop or CI box, the bridge on
+// Kubernetes), claim a sandbox from a template, run commands and move
+// files:
+//
+//	client, err := sandpod.Dial(ctx, "127.0.0.1:7070", sandpod.WithToken(token))
+//	if err != nil { ... }
+//	defer client.Close()
+//
+//	sb, err := client.Claim(ctx, "python", sandpod.WithTTL(30*time.Minute))
+//	if err != nil { ... }
+//	defer sb.Delete(context.WithoutCancel(ctx))
+//
+//	res, err := sb.Run(ctx, "python3 -c 'print(6*7)'")
+//	fmt.Print(string(res.Stdout)) // 42
+//
+// # Contexts, retries and idempotency
+//
+// Every call takes a context first and ends with it. Calls that are safe to
+// repeat (reads, lifecycle changes, and Claim and Create thanks to a
+// request id generated once per call and sent on every attempt) are
+// retried on Unavailable, ResourceExhausted and Aborted with an
+// exponential, jittered backoff (see RetryPolicy). Exec and file writes
+// are never replayed: a command runs at most once per call.
+//
+// # Errors
+//
+// Calls return an *Error that wraps the gRPC status and matches one
+// sentinel with errors.Is (ErrNotFound, ErrTimeout, ErrInvalidArgument,
+// ...); status.FromError still works on it. Run and Wait with WithCheck
+// return a *CommandError when the command fails.
+//
+// # Handles
+//
+// A *Sandbox is a cheap handle (name, namespace, last known Info). It
+// never owns the sandbox: drop it freely, reconnect with Client.Sandbox or
+// Client.Get by name, and Delete explicitly (or let the shutdown time do
+// it).
+package sandpod

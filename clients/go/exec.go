@@ -1,0 +1,419 @@
+package sandpod
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// stdinChunk is the most stdin bytes sent in one message.
+const stdinChunk = 256 << 10
+
+// ExecOption configures Run and Start.
+type ExecOption interface{ applyExec(*execConfig) }
+
+type execConfig struct {
+	env       map[string]string
+	dir       string
+	timeout   time.Duration
+	maxOutput int64
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	check     bool
+}
+
+type execOptionFunc func(*execConfig)
+
+func (f execOptionFunc) applyExec(c *execConfig) { f(c) }
+
+func newExecConfig(opts []ExecOption) *execConfig {
+	cfg := &execConfig{}
+	for _, o := range opts {
+		o.applyExec(cfg)
+	}
+	return cfg
+}
+
+// EnvOption sets environment variables. Given to Claim or Create, every
+// exec in the sandbox gets them; given to Run or Start, that command does
+// (and its values win). Several EnvOptions add up.
+type EnvOption map[string]string
+
+// WithEnv sets environment variables; see EnvOption.
+func WithEnv(env map[string]string) EnvOption { return EnvOption(env) }
+
+func (e EnvOption) applySandbox(c *sandboxConfig) {
+	if c.env == nil {
+		c.env = map[string]string{}
+	}
+	maps.Copy(c.env, e)
+}
+
+func (e EnvOption) applyExec(c *execConfig) {
+	if c.env == nil {
+		c.env = map[string]string{}
+	}
+	maps.Copy(c.env, e)
+}
+
+// WithDir runs the command in dir, relative to the sandbox's root (the
+// default).
+func WithDir(dir string) ExecOption {
+	return execOptionFunc(func(c *execConfig) { c.dir = dir })
+}
+
+// WithTimeout makes the server kill the command's whole process group
+// after d. The Result then has TimedOut set (and WithCheck turns it into a
+// *CommandError that matches ErrTimeout). To bound the call itself, use
+// the context.
+func WithTimeout(d time.Duration) ExecOption {
+	return execOptionFunc(func(c *execConfig) { c.timeout = d })
+}
+
+// WithMaxOutput caps the bytes the server sends per stream (stdout,
+// stderr); past it output is dropped and Result.StdoutTruncated or
+// StderrTruncated set. The server's default is 16 MiB, its maximum 1 GiB.
+func WithMaxOutput(n int64) ExecOption {
+	return execOptionFunc(func(c *execConfig) { c.maxOutput = n })
+}
+
+// WithStdin feeds r to the command's standard input, then closes it. By
+// default Run gives the command an empty stdin, and Start leaves stdin
+// open for Process.Stdin.
+func WithStdin(r io.Reader) ExecOption {
+	return execOptionFunc(func(c *execConfig) { c.stdin = r })
+}
+
+// WithStdout also copies the command's stdout to w as it arrives (Run), or
+// sends it to w instead of Process.Stdout (Start).
+func WithStdout(w io.Writer) ExecOption {
+	return execOptionFunc(func(c *execConfig) { c.stdout = w })
+}
+
+// WithStderr is WithStdout for stderr.
+func WithStderr(w io.Writer) ExecOption {
+	return execOptionFunc(func(c *execConfig) { c.stderr = w })
+}
+
+// WithCheck makes Run and Wait return a *CommandError when the command
+// does not succeed (non-zero exit, signal or timeout), alongside the
+// Result.
+func WithCheck() ExecOption {
+	return execOptionFunc(func(c *execConfig) { c.check = true })
+}
+
+// Result is how a command ended.
+type Result struct {
+	// Stdout and Stderr hold the output (Run only: a Process's output is
+	// read from its Stdout and Stderr readers).
+	Stdout []byte
+	Stderr []byte
+	// ExitCode is the exit code, -1 when killed by a signal.
+	ExitCode int
+	// Signal is the signal that ended the command, 0 if none.
+	Signal int
+	// TimedOut says the server killed the command at its WithTimeout.
+	TimedOut bool
+	// Duration is how long the command ran, measured by the server.
+	Duration time.Duration
+	// StdoutTruncated and StderrTruncated say output was dropped past the
+	// WithMaxOutput cap.
+	StdoutTruncated bool
+	StderrTruncated bool
+	// PID is the command's process id inside the sandbox.
+	PID int
+}
+
+// Success reports whether the command exited with code 0.
+func (r *Result) Success() bool {
+	return r.ExitCode == 0 && r.Signal == 0 && !r.TimedOut
+}
+
+// Run runs a command line with /bin/sh -c in the sandbox and waits for it.
+// The error is nil when the command ran, whatever its exit code (unless
+// WithCheck); it is an *Error when it could not run or the call failed. A
+// command is never re-run by the client.
+func (s *Sandbox) Run(ctx context.Context, command string, opts ...ExecOption) (*Result, error) {
+	return s.run(ctx, &pb.ExecStart{Shell: command}, command, opts)
+}
+
+// RunArgv runs a program with arguments, without a shell; see Run.
+func (s *Sandbox) RunArgv(ctx context.Context, argv []string, opts ...ExecOption) (*Result, error) {
+	return s.run(ctx, &pb.ExecStart{Argv: argv}, strings.Join(argv, " "), opts)
+}
+
+func (s *Sandbox) run(ctx context.Context, start *pb.ExecStart, display string, opts []ExecOption) (*Result, error) {
+	cfg := newExecConfig(opts)
+	var stdout, stderr bytes.Buffer
+	outW, errW := io.Writer(&stdout), io.Writer(&stderr)
+	if cfg.stdout != nil {
+		outW = io.MultiWriter(&stdout, cfg.stdout)
+	}
+	if cfg.stderr != nil {
+		errW = io.MultiWriter(&stderr, cfg.stderr)
+	}
+	if cfg.stdin == nil {
+		cfg.stdin = bytes.NewReader(nil)
+	}
+	p, err := s.start(ctx, start, display, cfg, outW, errW)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.Wait()
+	if res != nil {
+		res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	}
+	return res, err
+}
+
+// Start starts a command line with /bin/sh -c in the sandbox and returns
+// at once, with the command's stdin, stdout and stderr as streams. The
+// command ends when ctx does. Wait for it with Process.Wait.
+func (s *Sandbox) Start(ctx context.Context, command string, opts ...ExecOption) (*Process, error) {
+	cfg := newExecConfig(opts)
+	return s.start(ctx, &pb.ExecStart{Shell: command}, command, cfg, cfg.stdout, cfg.stderr)
+}
+
+// StartArgv starts a program with arguments, without a shell; see Start.
+func (s *Sandbox) StartArgv(ctx context.Context, argv []string, opts ...ExecOption) (*Process, error) {
+	cfg := newExecConfig(opts)
+	return s.start(ctx, &pb.ExecStart{Argv: argv}, strings.Join(argv, " "), cfg, cfg.stdout, cfg.stderr)
+}
+
+// Process is a command started by Start. Its output not yet read waits in
+// memory; read Stdout and Stderr (or pass WithStdout/WithStderr) to
+// stream it.
+type Process struct {
+	command string
+	check   bool
+	stream  pb.SandboxService_ExecClient
+	cancel  context.CancelFunc
+
+	stdout, stderr io.Writer // where output goes
+	outPipe        *bufPipe  // nil when WithStdout was given
+	errPipe        *bufPipe
+
+	sendMu      sync.Mutex
+	stdinClosed bool
+	sendDone    bool
+
+	exited atomic.Bool
+	pid    atomic.Int32
+	done   chan struct{}
+	result *Result
+	err    error
+}
+
+func (s *Sandbox) start(ctx context.Context, start *pb.ExecStart, display string, cfg *execConfig, stdout, stderr io.Writer) (*Process, error) {
+	if err := s.c.check(); err != nil {
+		return nil, err
+	}
+	start.Sandbox, start.Namespace = s.name, s.ns
+	start.Env, start.WorkingDir = cfg.env, cfg.dir
+	start.Timeout, start.MaxOutputBytes = durationToProto(cfg.timeout), cfg.maxOutput
+
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := s.c.rpc.Exec(ctx)
+	if err != nil {
+		cancel()
+		return nil, wrapError("exec", err)
+	}
+	p := &Process{command: display, check: cfg.check, stream: stream, cancel: cancel, stdout: stdout, stderr: stderr, done: make(chan struct{})}
+	if p.stdout == nil {
+		p.outPipe = newBufPipe()
+		p.stdout = p.outPipe
+	}
+	if p.stderr == nil {
+		p.errPipe = newBufPipe()
+		p.stderr = p.errPipe
+	}
+	// A failed Send (io.EOF) means the stream ended: Recv says why.
+	_ = stream.Send(&pb.ExecRequest{Msg: &pb.ExecRequest_Start{Start: start}})
+	first, err := stream.Recv()
+	if err != nil {
+		cancel()
+		return nil, wrapError("exec", err)
+	}
+	if !p.handle(first) {
+		go p.recvLoop()
+	}
+	if cfg.stdin != nil {
+		go func() {
+			_, _ = io.Copy(p.Stdin(), cfg.stdin)
+			_ = p.Stdin().Close()
+		}()
+	}
+	return p, nil
+}
+
+// handle processes one response; it reports whether it was the last.
+func (p *Process) handle(m *pb.ExecResponse) bool {
+	switch x := m.GetMsg().(type) {
+	case *pb.ExecResponse_Started:
+		p.pid.Store(x.Started.GetPid())
+	case *pb.ExecResponse_Stdout:
+		_, _ = p.stdout.Write(x.Stdout)
+	case *pb.ExecResponse_Stderr:
+		_, _ = p.stderr.Write(x.Stderr)
+	case *pb.ExecResponse_Exit:
+		e := x.Exit
+		p.finish(&Result{
+			ExitCode:        int(e.GetExitCode()),
+			Signal:          int(e.GetSignal()),
+			TimedOut:        e.GetTimedOut(),
+			Duration:        durationFromProto(e.GetDuration()),
+			StdoutTruncated: e.GetStdoutTruncated(),
+			StderrTruncated: e.GetStderrTruncated(),
+			PID:             int(p.pid.Load()),
+		}, nil)
+		return true
+	}
+	return false
+}
+
+func (p *Process) recvLoop() {
+	for {
+		m, err := p.stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = status.Error(codes.Internal, "the exec stream ended without an exit status")
+			}
+			p.finish(nil, wrapError("exec", err))
+			return
+		}
+		if p.handle(m) {
+			return
+		}
+	}
+}
+
+func (p *Process) finish(res *Result, err error) {
+	p.exited.Store(true)
+	p.result, p.err = res, err
+	if p.outPipe != nil {
+		p.outPipe.closeWithError(err)
+	}
+	if p.errPipe != nil {
+		p.errPipe.closeWithError(err)
+	}
+	// The exit status is the last message: end the call, which also
+	// unblocks a stdin write waiting for flow control.
+	p.cancel()
+	p.sendMu.Lock()
+	p.sendDone = true
+	p.sendMu.Unlock()
+	close(p.done)
+}
+
+// PID returns the command's process id inside the sandbox (0 if the
+// server did not say).
+func (p *Process) PID() int { return int(p.pid.Load()) }
+
+// Stdin returns the command's standard input. Close it to send EOF.
+// Writes after the command ended return os.ErrProcessDone.
+func (p *Process) Stdin() io.WriteCloser { return stdinWriter{p} }
+
+// Stdout returns the command's standard output. It ends with io.EOF when
+// the command ends, or with the call's error. With WithStdout it is empty.
+func (p *Process) Stdout() io.Reader {
+	if p.outPipe == nil {
+		return bytes.NewReader(nil)
+	}
+	return p.outPipe
+}
+
+// Stderr returns the command's standard error; see Stdout.
+func (p *Process) Stderr() io.Reader {
+	if p.errPipe == nil {
+		return bytes.NewReader(nil)
+	}
+	return p.errPipe
+}
+
+// Signal sends sig to the command's whole process group.
+func (p *Process) Signal(sig syscall.Signal) error {
+	return p.send(&pb.ExecRequest{Msg: &pb.ExecRequest_Signal{Signal: int32(sig)}}, false)
+}
+
+// Kill sends SIGKILL to the command's process group.
+func (p *Process) Kill() error { return p.Signal(syscall.SIGKILL) }
+
+// Done is closed when the command has ended (or the call failed).
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait waits for the command to end and returns how it ended. The error is
+// an *Error when the call failed (the command may still have run), or a
+// *CommandError with WithCheck.
+func (p *Process) Wait() (*Result, error) {
+	<-p.done
+	if p.err != nil {
+		return nil, p.err
+	}
+	if p.check && !p.result.Success() {
+		return p.result, &CommandError{Command: p.command, ExitCode: p.result.ExitCode, Result: p.result}
+	}
+	return p.result, nil
+}
+
+func (p *Process) send(m *pb.ExecRequest, stdin bool) error {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	if p.sendDone {
+		return os.ErrProcessDone
+	}
+	if stdin && p.stdinClosed {
+		return io.ErrClosedPipe
+	}
+	if _, ok := m.GetMsg().(*pb.ExecRequest_CloseStdin); ok {
+		p.stdinClosed = true
+	}
+	if err := p.stream.Send(m); err != nil {
+		if errors.Is(err, io.EOF) || p.exited.Load() {
+			return os.ErrProcessDone
+		}
+		return wrapError("exec", err)
+	}
+	return nil
+}
+
+type stdinWriter struct{ p *Process }
+
+func (w stdinWriter) Write(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		c := b[:min(len(b), stdinChunk)]
+		if err := w.p.send(&pb.ExecRequest{Msg: &pb.ExecRequest_Stdin{Stdin: c}}, true); err != nil {
+			return n, err
+		}
+		n += len(c)
+		b = b[len(c):]
+	}
+	return n, nil
+}
+
+func (w stdinWriter) Close() error {
+	w.p.sendMu.Lock()
+	closed := w.p.stdinClosed
+	w.p.sendMu.Unlock()
+	if closed {
+		return nil
+	}
+	err := w.p.send(&pb.ExecRequest{Msg: &pb.ExecRequest_CloseStdin{CloseStdin: true}}, true)
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}

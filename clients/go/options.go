@@ -1,0 +1,126 @@
+package sandpod
+
+import (
+	"crypto/tls"
+	"net"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+)
+
+// DefaultNamespace is the namespace used when none is given.
+const DefaultNamespace = "default"
+
+// Option configures a Client in Dial or New.
+type Option func(*config)
+
+type config struct {
+	token       string
+	tlsConfig   *tls.Config
+	insecure    bool
+	transport   bool // WithTLS or WithInsecure was given
+	retry       RetryPolicy
+	callTimeout time.Duration
+	namespace   string
+	keepalive   keepalive.ClientParameters
+	dialOpts    []grpc.DialOption
+}
+
+func newConfig(opts []Option) *config {
+	cfg := &config{
+		retry:     DefaultRetryPolicy(),
+		namespace: DefaultNamespace,
+		// Pings only while a call is open (an Exec or a Watch), so that a
+		// dead server is noticed during long streams. The server must allow
+		// pings this often (grpc keepalive.EnforcementPolicy MinTime).
+		keepalive: keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 20 * time.Second},
+	}
+	for _, o := range opts {
+		o(cfg)
+	}
+	return cfg
+}
+
+// WithToken sends "authorization: Bearer <token>" with every call, as
+// `sandpod serve --token-file` requires.
+func WithToken(token string) Option {
+	return func(c *config) { c.token = token }
+}
+
+// WithTLS connects over TLS with the given configuration (nil means the
+// system's roots). Without WithTLS or WithInsecure, Dial uses plaintext for
+// loopback addresses and unix sockets and TLS with the system's roots for
+// any other address.
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) {
+		c.tlsConfig, c.insecure, c.transport = cfg, false, true
+		if c.tlsConfig == nil {
+			c.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	}
+}
+
+// WithInsecure connects without TLS, whatever the address.
+func WithInsecure() Option {
+	return func(c *config) { c.tlsConfig, c.insecure, c.transport = nil, true, true }
+}
+
+// WithRetryPolicy replaces DefaultRetryPolicy. Use NoRetry to turn retries
+// off.
+func WithRetryPolicy(p RetryPolicy) Option {
+	return func(c *config) { c.retry = p }
+}
+
+// WithCallTimeout bounds each attempt of a unary call (lifecycle calls and
+// the small file calls). An attempt that runs out is retried when the
+// call is safe to retry and the call's context still has time. Exec,
+// Watch and the file streams are bounded only by their context. Zero (the
+// default) means no per-attempt timeout.
+func WithCallTimeout(d time.Duration) Option {
+	return func(c *config) { c.callTimeout = d }
+}
+
+// WithNamespace sets the namespace of every call (default "default"). See
+// also Client.InNamespace.
+func WithNamespace(ns string) Option {
+	return func(c *config) {
+		if ns == "" {
+			ns = DefaultNamespace
+		}
+		c.namespace = ns
+	}
+}
+
+// WithKeepalive replaces the client's keepalive parameters (default: a ping
+// after 30s without activity while a call is open, 20s to answer).
+func WithKeepalive(p keepalive.ClientParameters) Option {
+	return func(c *config) { c.keepalive = p }
+}
+
+// WithDialOptions passes extra options to grpc.NewClient, after the
+// client's own (so they win).
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(c *config) { c.dialOpts = append(c.dialOpts, opts...) }
+}
+
+// isLocalAddress reports whether a gRPC target is a unix socket or a
+// loopback host, where plaintext is the default.
+func isLocalAddress(target string) bool {
+	if strings.HasPrefix(target, "unix:") || strings.HasPrefix(target, "unix-abstract:") {
+		return true
+	}
+	if i := strings.Index(target, ":///"); i >= 0 {
+		target = target[i+4:]
+	}
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		host = target
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
