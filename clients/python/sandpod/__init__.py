@@ -1,0 +1,85 @@
+"""sandpod: durable, isolated sandboxes for AI agents, notebooks and RL rollouts.
+
+Quick start::
+
+    import sandpod
+
+    with sandpod.Client() as client, client.claim("python") as sandbox:
+        print(sandbox.run("python3 -c 'print(6 * 7)'").stdout)
+
+See docs/python.md for the whole API.
+"""
+
+from ._async_client import AsyncClient, AsyncFiles, AsyncProcess, AsyncSandbox, ClaimBatch
+from ._base import USE_CLIENT_DEFAULT
+from ._client import Client, Files, Process, Sandbox, SandboxList
+from ._errors import (
+    AlreadyExists,
+    Cancelled,
+    CommandFailed,
+    CommandTimeout,
+    FailedPrecondition,
+    InvalidArgument,
+    PermissionDenied,
+    ResourceExhausted,
+    SandboxNotFound,
+    SandboxTimeout,
+    SandpodError,
+    ServerError,
+    Unauthenticated,
+    Unavailable,
+)
+from ._models import (
+    CommandResult,
+    Condition,
+    FileInfo,
+    Output,
+    Phase,
+    SandboxInfo,
+    ShutdownPolicy,
+    Template,
+    WarmPool,
+    WatchEvent,
+)
+from ._retry import RetryPolicy
+from ._version import __version__
+
+__all__ = [
+    "USE_CLIENT_DEFAULT",
+    "AlreadyExists",
+    "AsyncClient",
+    "AsyncFiles",
+    "AsyncProcess",
+    "AsyncSandbox",
+    "Cancelled",
+    "ClaimBatch",
+    "Client",
+    "CommandFailed",
+    "CommandResult",
+    "CommandTimeout",
+    "Condition",
+    "FailedPrecondition",
+    "FileInfo",
+    "Files",
+    "InvalidArgument",
+    "Output",
+    "PermissionDenied",
+    "Phase",
+    "Process",
+    "ResourceExhausted",
+    "RetryPolicy",
+    "Sandbox",
+    "SandboxInfo",
+    "SandboxList",
+    "SandboxNotFound",
+    "SandboxTimeout",
+    "SandpodError",
+    "ServerError",
+    "ShutdownPolicy",
+    "Template",
+    "Unauthenticated",
+    "Unavailable",
+    "WarmPool",
+    "WatchEvent",
+    "__version__",
+]

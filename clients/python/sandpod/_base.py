@@ -1,0 +1,338 @@
+"""What the sync and asyncio clients share: settings, request building, no I/O."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import enum
+import os
+import shlex
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import grpc
+
+from ._models import (
+    datetime_to_ts,
+    label_selector,
+    policy_to_pb,
+    seconds_of,
+    to_duration,
+)
+from ._retry import RetryPolicy
+from .v1 import exec_pb2, files_pb2, sandbox_service_pb2
+
+__all__ = ["USE_CLIENT_DEFAULT", "ClientSettings", "UseClientDefault"]
+
+DEFAULT_ADDRESS: Final = "127.0.0.1:50051"
+DEFAULT_NAMESPACE: Final = "default"
+DEFAULT_TIMEOUT: Final = 60.0
+#: Extra time the gRPC deadline of an exec gets over the command's own timeout, so that
+#: the server's kill (and the output so far) arrives before the client gives up.
+EXEC_GRACE: Final = 15.0
+#: Chunk size for file uploads (the server streams downloads in chunks of <= 1 MiB).
+CHUNK_SIZE: Final = 1 << 20
+MAX_MESSAGE: Final = 16 << 20
+
+OnExit = Literal["delete", "suspend", "keep"]
+_ON_EXIT: Final = ("delete", "suspend", "keep")
+
+
+class UseClientDefault(enum.Enum):
+    """The type of :data:`USE_CLIENT_DEFAULT`."""
+
+    token = 0
+
+    def __repr__(self) -> str:
+        return "USE_CLIENT_DEFAULT"
+
+
+#: Sentinel for "not given: use the client's setting", so that ``None`` can mean "none".
+USE_CLIENT_DEFAULT: Final = UseClientDefault.token
+
+Timeout = float | _dt.timedelta | None
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """The resolved settings of a client (shared by Client and AsyncClient)."""
+
+    address: str
+    token: str | None
+    credentials: grpc.ChannelCredentials | None
+    namespace: str
+    timeout: float | None
+    retry: RetryPolicy
+    progress: bool
+    options: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def resolve(
+        cls,
+        address: str | None,
+        token: str | None,
+        tls: bool | grpc.ChannelCredentials,
+        namespace: str | None,
+        timeout: Timeout,
+        retry: RetryPolicy | None,
+        progress: bool | None,
+        keepalive: float,
+        channel_options: Sequence[tuple[str, Any]] | None,
+    ) -> ClientSettings:
+        address = address or os.environ.get("SANDPOD_ADDRESS") or DEFAULT_ADDRESS
+        token = token if token is not None else (os.environ.get("SANDPOD_TOKEN") or None)
+        if isinstance(tls, grpc.ChannelCredentials):
+            creds: grpc.ChannelCredentials | None = tls
+        elif tls:
+            creds = grpc.ssl_channel_credentials()
+        else:
+            creds = None
+        return cls(
+            address=address,
+            token=token,
+            credentials=creds,
+            namespace=namespace or os.environ.get("SANDPOD_NAMESPACE") or DEFAULT_NAMESPACE,
+            timeout=None if timeout is None else seconds_of(timeout),
+            retry=retry or RetryPolicy(),
+            progress=auto_progress() if progress is None else progress,
+            options=channel_options_for(keepalive, channel_options),
+        )
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        if self.token:
+            return (("authorization", f"Bearer {self.token}"),)
+        return ()
+
+    def timeout_for(self, timeout: Timeout | UseClientDefault) -> float | None:
+        if timeout is USE_CLIENT_DEFAULT:
+            return self.timeout
+        if timeout is None:
+            return None
+        secs = seconds_of(timeout)
+        if secs <= 0:
+            raise ValueError("timeout must be positive (or None for no limit)")
+        return secs
+
+    def ns(self, namespace: str | None) -> str:
+        return namespace or self.namespace
+
+
+def channel_options_for(
+    keepalive: float, extra: Sequence[tuple[str, Any]] | None
+) -> tuple[tuple[str, Any], ...]:
+    """gRPC channel options: keepalive pings so a dead connection fails calls instead of
+    hanging them, quick reconnects after a server restart, and room for 1 MiB chunks."""
+    options: dict[str, Any] = {
+        "grpc.max_receive_message_length": MAX_MESSAGE,
+        "grpc.max_send_message_length": MAX_MESSAGE,
+        "grpc.initial_reconnect_backoff_ms": 100,
+        "grpc.min_reconnect_backoff_ms": 100,
+        "grpc.max_reconnect_backoff_ms": 2000,
+        "grpc.enable_retries": 0,  # retries are ours, with request ids
+    }
+    if keepalive > 0:
+        options.update(
+            {
+                "grpc.keepalive_time_ms": int(keepalive * 1000),
+                "grpc.keepalive_timeout_ms": 20_000,
+                "grpc.keepalive_permit_without_calls": 0,
+                "grpc.http2.max_pings_without_data": 0,
+            }
+        )
+    for key, value in extra or ():
+        options[key] = value
+    return tuple(options.items())
+
+
+def auto_progress() -> bool:
+    """Progress bars on by default only in a notebook or when stderr is a terminal."""
+    if os.environ.get("SANDPOD_PROGRESS", "").lower() in ("0", "false", "no", "off"):
+        return False
+    if in_notebook():
+        return True
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def in_notebook() -> bool:
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if callable(get) else None
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+def check_on_exit(on_exit: str) -> OnExit:
+    if on_exit not in _ON_EXIT:
+        raise ValueError(f"on_exit must be one of {_ON_EXIT}, not {on_exit!r}")
+    return on_exit  # type: ignore[return-value]
+
+
+def new_request_id() -> str:
+    return str(uuid.uuid4())
+
+
+# --- request builders ---------------------------------------------------------------
+
+
+def _lifecycle_fields(
+    ttl: Timeout,
+    shutdown_time: _dt.datetime | None,
+    shutdown_policy: str | None,
+) -> dict[str, Any]:
+    fields: dict[str, Any] = {"shutdown_policy": policy_to_pb(shutdown_policy)}
+    if ttl is not None and shutdown_time is not None:
+        raise ValueError("give ttl or shutdown_time, not both")
+    if ttl is not None:
+        fields["ttl"] = to_duration(ttl)
+    if shutdown_time is not None:
+        fields["shutdown_time"] = datetime_to_ts(shutdown_time)
+    return fields
+
+
+def claim_request(
+    template: str,
+    namespace: str,
+    *,
+    ttl: Timeout,
+    shutdown_time: _dt.datetime | None,
+    shutdown_policy: str | None,
+    labels: Mapping[str, str] | None,
+    env: Mapping[str, str] | None,
+    request_id: str,
+) -> sandbox_service_pb2.ClaimSandboxRequest:
+    if not template:
+        raise ValueError("template is required")
+    return sandbox_service_pb2.ClaimSandboxRequest(
+        template=template,
+        namespace=namespace,
+        labels=dict(labels or {}),
+        env=dict(env or {}),
+        request_id=request_id,
+        **_lifecycle_fields(ttl, shutdown_time, shutdown_policy),
+    )
+
+
+def create_request(
+    template: str,
+    namespace: str,
+    *,
+    name: str | None,
+    ttl: Timeout,
+    shutdown_time: _dt.datetime | None,
+    shutdown_policy: str | None,
+    labels: Mapping[str, str] | None,
+    env: Mapping[str, str] | None,
+    request_id: str,
+    wait: bool,
+) -> sandbox_service_pb2.CreateSandboxRequest:
+    if not template:
+        raise ValueError("template is required")
+    return sandbox_service_pb2.CreateSandboxRequest(
+        template=template,
+        namespace=namespace,
+        name=name or "",
+        labels=dict(labels or {}),
+        env=dict(env or {}),
+        request_id=request_id,
+        no_wait=not wait,
+        **_lifecycle_fields(ttl, shutdown_time, shutdown_policy),
+    )
+
+
+def list_request(
+    namespace: str,
+    labels: Mapping[str, str] | str | None,
+    include_pool_members: bool,
+    page_token: str,
+) -> sandbox_service_pb2.ListSandboxesRequest:
+    return sandbox_service_pb2.ListSandboxesRequest(
+        namespace=namespace,
+        label_selector=label_selector(labels),
+        page_size=1000,
+        page_token=page_token,
+        include_pool_members=include_pool_members,
+    )
+
+
+def extend_request(
+    name: str, namespace: str, ttl: Timeout, shutdown_time: _dt.datetime | None
+) -> sandbox_service_pb2.ExtendSandboxRequest:
+    if (ttl is None) == (shutdown_time is None):
+        raise ValueError("give exactly one of ttl or shutdown_time")
+    req = sandbox_service_pb2.ExtendSandboxRequest(name=name, namespace=namespace)
+    if ttl is not None:
+        req.ttl.CopyFrom(to_duration(ttl))
+    else:
+        assert shutdown_time is not None
+        req.shutdown_time.CopyFrom(datetime_to_ts(shutdown_time))
+    return req
+
+
+def exec_start(
+    sandbox: str,
+    namespace: str,
+    cmd: str | Sequence[str],
+    *,
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+    timeout: float | None,
+    max_output_bytes: int | None,
+) -> tuple[exec_pb2.ExecRequest, str]:
+    """The first Exec message, and the command as text (for messages and results)."""
+    start = exec_pb2.ExecStart(
+        sandbox=sandbox,
+        namespace=namespace,
+        env=dict(env or {}),
+        working_dir=cwd or "",
+        max_output_bytes=max_output_bytes or 0,
+    )
+    if isinstance(cmd, str):
+        if not cmd.strip():
+            raise ValueError("cmd must not be empty")
+        start.shell = cmd
+        text = cmd
+    else:
+        argv = [str(a) for a in cmd]
+        if not argv:
+            raise ValueError("cmd must not be empty")
+        start.argv.extend(argv)
+        text = shlex.join(argv)
+    if timeout is not None:
+        start.timeout.CopyFrom(to_duration(timeout))
+    return exec_pb2.ExecRequest(start=start), text
+
+
+def exec_deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else timeout + EXEC_GRACE
+
+
+def as_bytes(data: bytes | bytearray | memoryview | str, encoding: str = "utf-8") -> bytes:
+    if isinstance(data, str):
+        return data.encode(encoding)
+    return bytes(data)
+
+
+def write_header(
+    sandbox: str, namespace: str, path: str, mode: int | None, make_parents: bool
+) -> files_pb2.WriteFileRequest:
+    if not path:
+        raise ValueError("path is required")
+    return files_pb2.WriteFileRequest(
+        header=files_pb2.WriteFileHeader(
+            sandbox=sandbox,
+            namespace=namespace,
+            path=path,
+            mode=mode or 0,
+            make_parents=make_parents,
+        )
+    )
+
+
+def chunks_of(data: bytes, size: int = CHUNK_SIZE) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)] or []

@@ -1,0 +1,1182 @@
+"""The synchronous client: :class:`Client`, :class:`Sandbox`, :class:`Files`, :class:`Process`.
+
+:mod:`sandpod._async_client` is its asyncio twin, with the same names and parameters
+(a test keeps the two signatures equal). Everything that does no I/O is in
+:mod:`sandpod._base`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import datetime as _dt
+import os
+import queue
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import IO, Any
+
+import grpc
+
+from . import _base
+from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Timeout, UseClientDefault
+from ._errors import (
+    SandboxNotFound,
+    SandboxTimeout,
+    SandpodError,
+    ServerError,
+    from_rpc_error,
+)
+from ._models import (
+    CommandResult,
+    FileInfo,
+    Output,
+    OutputDecoder,
+    Phase,
+    SandboxInfo,
+    Template,
+    WarmPool,
+    WatchEvent,
+    sandbox_html,
+)
+from ._progress import CountBar, WaitBar
+from ._retry import RetryPolicy, RetryState
+from .v1 import exec_pb2, files_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
+
+__all__ = ["Client", "Files", "Process", "Sandbox", "SandboxList"]
+
+_pb = sandbox_service_pb2
+Data = bytes | bytearray | memoryview | str
+Source = Data | IO[bytes] | IO[str] | Iterable[bytes]
+
+
+class Client:
+    """A connection to a sandpod server.
+
+    Args:
+        address: ``host:port`` of the server; ``SANDPOD_ADDRESS`` or ``127.0.0.1:50051``.
+        token: bearer token; ``SANDPOD_TOKEN`` when not given.
+        tls: ``True`` for TLS with the system roots, or ``grpc.ChannelCredentials``.
+        namespace: default namespace of every call (``SANDPOD_NAMESPACE`` or ``default``).
+        timeout: default deadline in seconds of every call, retries included, and the
+            default timeout of ``Sandbox.run``. ``None`` means no deadline.
+        retry: how transient failures are retried (see :class:`RetryPolicy`).
+        progress: tqdm progress bars on long waits; ``None`` means on in a notebook or a
+            terminal only.
+        keepalive: seconds between keepalive pings on a busy connection (0 turns them off).
+        channel_options: extra gRPC channel options, applied last.
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        token: str | None = None,
+        tls: bool | grpc.ChannelCredentials = False,
+        namespace: str | None = None,
+        timeout: Timeout = _base.DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        progress: bool | None = None,
+        keepalive: float = 30.0,
+        channel_options: Sequence[tuple[str, Any]] | None = None,
+    ) -> None:
+        self._settings = ClientSettings.resolve(
+            address, token, tls, namespace, timeout, retry, progress, keepalive, channel_options
+        )
+        s = self._settings
+        if s.credentials is not None:
+            self._channel = grpc.secure_channel(s.address, s.credentials, options=s.options)
+        else:
+            self._channel = grpc.insecure_channel(s.address, options=s.options)
+        self._stub = sandbox_service_pb2_grpc.SandboxServiceStub(self._channel)
+        self._metadata = s.metadata()
+        self._closed = False
+
+    # --- plumbing -------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        return self._settings.address
+
+    @property
+    def namespace(self) -> str:
+        return self._settings.namespace
+
+    def close(self) -> None:
+        """Closes the channel. Sandboxes live on: reconnect with ``get(name)``."""
+        if not self._closed:
+            self._closed = True
+            self._channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client(address={self.address!r}, namespace={self.namespace!r})"
+
+    def _unary(
+        self,
+        method: str,
+        request: Any,
+        *,
+        timeout: Timeout | UseClientDefault,
+        idempotent: bool = True,
+        request_id: str = "",
+        done_on_retry: frozenset[grpc.StatusCode] = frozenset(),
+        wait_desc: str = "",
+    ) -> Any:
+        """One unary call with retries. ``done_on_retry``: codes that mean "an earlier
+        attempt already did it" when they answer a retry (NOT_FOUND for a delete)."""
+        state = RetryState(self._settings.retry, self._settings.timeout_for(timeout), idempotent)
+        callable_ = getattr(self._stub, method)
+        while True:
+            attempt_timeout = state.attempt_timeout()
+            try:
+                if wait_desc and self._settings.progress:
+                    return _with_wait_bar(
+                        callable_, request, attempt_timeout, self._metadata, wait_desc
+                    )
+                return callable_(request, timeout=attempt_timeout, metadata=self._metadata)
+            except grpc.RpcError as err:
+                code = err.code()
+                if state.attempts > 1 and code in done_on_retry:
+                    return None
+                delay = state.next_delay(code)
+                if delay is None:
+                    raise from_rpc_error(err, request_id=request_id) from None
+                time.sleep(delay)
+
+    def _handle(self, pb: Any, on_exit: OnExit, warm: bool | None = None) -> Sandbox:
+        return Sandbox(self, SandboxInfo.from_pb(pb), on_exit=on_exit, warm=warm)
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def claim(
+        self,
+        template: str,
+        *,
+        ttl: Timeout = None,
+        shutdown_time: _dt.datetime | None = None,
+        shutdown_policy: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        namespace: str | None = None,
+        request_id: str | None = None,
+        on_exit: OnExit = "delete",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> Sandbox:
+        """Claims a ready sandbox from the template's warm pool (or starts one cold).
+
+        Retries reuse one ``request_id`` (a fresh uuid4 unless given), so a retried claim
+        never hands out a second sandbox. ``on_exit`` says what leaving a ``with`` block
+        does: ``"delete"``, ``"suspend"`` or ``"keep"``.
+        """
+        on_exit = _base.check_on_exit(on_exit)
+        rid = request_id or _base.new_request_id()
+        req = _base.claim_request(
+            template,
+            self._settings.ns(namespace),
+            ttl=ttl,
+            shutdown_time=shutdown_time,
+            shutdown_policy=shutdown_policy,
+            labels=labels,
+            env=env,
+            request_id=rid,
+        )
+        return self._claim(req, on_exit, timeout, wait_bar=True)
+
+    def _claim(
+        self,
+        req: sandbox_service_pb2.ClaimSandboxRequest,
+        on_exit: OnExit,
+        timeout: Timeout | UseClientDefault,
+        *,
+        wait_bar: bool,
+    ) -> Sandbox:
+        resp = self._unary(
+            "ClaimSandbox",
+            req,
+            timeout=timeout,
+            request_id=req.request_id,
+            wait_desc=f"sandpod: claiming a {req.template} sandbox" if wait_bar else "",
+        )
+        return self._handle(resp.sandbox, on_exit, warm=resp.warm)
+
+    def create(
+        self,
+        template: str,
+        *,
+        name: str | None = None,
+        ttl: Timeout = None,
+        shutdown_time: _dt.datetime | None = None,
+        shutdown_policy: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        namespace: str | None = None,
+        request_id: str | None = None,
+        wait: bool = True,
+        on_exit: OnExit = "delete",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> Sandbox:
+        """Creates a sandbox cold (not from a pool) and, unless ``wait=False``, waits
+        until it runs. Retries reuse one ``request_id``."""
+        on_exit = _base.check_on_exit(on_exit)
+        rid = request_id or _base.new_request_id()
+        req = _base.create_request(
+            template,
+            self._settings.ns(namespace),
+            name=name,
+            ttl=ttl,
+            shutdown_time=shutdown_time,
+            shutdown_policy=shutdown_policy,
+            labels=labels,
+            env=env,
+            request_id=rid,
+            wait=wait,
+        )
+        resp = self._unary(
+            "CreateSandbox",
+            req,
+            timeout=timeout,
+            request_id=rid,
+            wait_desc=f"sandpod: starting a {template} sandbox" if wait else "",
+        )
+        return self._handle(resp.sandbox, on_exit, warm=False)
+
+    def get(
+        self,
+        name: str,
+        *,
+        namespace: str | None = None,
+        on_exit: OnExit = "delete",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> Sandbox:
+        """A handle to an existing sandbox, e.g. after a kernel restart."""
+        if not name:
+            raise ValueError("name is required")
+        on_exit = _base.check_on_exit(on_exit)
+        req = _pb.GetSandboxRequest(name=name, namespace=self._settings.ns(namespace))
+        resp = self._unary("GetSandbox", req, timeout=timeout)
+        return self._handle(resp.sandbox, on_exit)
+
+    def list(
+        self,
+        *,
+        labels: Mapping[str, str] | str | None = None,
+        namespace: str | None = None,
+        include_pool_members: bool = False,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> list[Sandbox]:
+        """All sandboxes (every page) whose labels match ``labels`` (a dict, all of which
+        must match, or a Kubernetes selector string such as ``"team=rl,run!=3"``)."""
+        out: list[Sandbox] = []
+        token = ""
+        while True:
+            req = _base.list_request(
+                self._settings.ns(namespace), labels, include_pool_members, token
+            )
+            resp = self._unary("ListSandboxes", req, timeout=timeout)
+            out.extend(self._handle(sb, "keep") for sb in resp.sandboxes)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    def watch(
+        self,
+        *,
+        labels: Mapping[str, str] | str | None = None,
+        namespace: str | None = None,
+        include_pool_members: bool = False,
+        send_initial_events: bool = True,
+        timeout: Timeout = None,
+    ) -> Iterator[WatchEvent]:
+        """Yields changes to sandboxes as they happen (ADDED for each existing one first,
+        unless ``send_initial_events=False``). Runs until ``timeout`` (default: forever)
+        or until the caller stops iterating."""
+        req = _pb.WatchSandboxesRequest(
+            namespace=self._settings.ns(namespace),
+            label_selector=_base.label_selector(labels) if not isinstance(labels, str) else labels,
+            send_initial_events=send_initial_events,
+            include_pool_members=include_pool_members,
+        )
+        deadline = None if timeout is None else _base.seconds_of(timeout)
+        call = self._stub.WatchSandboxes(req, timeout=deadline, metadata=self._metadata)
+        try:
+            for resp in call:
+                yield WatchEvent.from_pb(resp)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
+                return
+            raise from_rpc_error(err) from None
+        finally:
+            call.cancel()
+
+    def claim_many(
+        self,
+        template: str,
+        n: int,
+        *,
+        concurrency: int = 16,
+        ttl: Timeout = None,
+        shutdown_time: _dt.datetime | None = None,
+        shutdown_policy: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        namespace: str | None = None,
+        on_exit: OnExit = "delete",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> SandboxList:
+        """Claims ``n`` sandboxes, at most ``concurrency`` at a time.
+
+        All or nothing: if any claim fails, or the caller interrupts (Ctrl-C), every
+        sandbox already claimed is deleted before the error propagates. The result is a
+        list that, used as a context manager, deletes them all at exit.
+        """
+        if n < 0:
+            raise ValueError("n must not be negative")
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        on_exit = _base.check_on_exit(on_exit)
+        got: list[Sandbox] = []
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def one() -> Sandbox | None:
+            if stop.is_set():
+                return None
+            req = _base.claim_request(
+                template,
+                self._settings.ns(namespace),
+                ttl=ttl,
+                shutdown_time=shutdown_time,
+                shutdown_policy=shutdown_policy,
+                labels=labels,
+                env=env,
+                request_id=_base.new_request_id(),
+            )
+            sb = self._claim(req, on_exit, timeout, wait_bar=False)
+            with lock:
+                got.append(sb)
+            return sb
+
+        bar = CountBar(self._settings.progress, n, f"sandpod: claiming {template}")
+        pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=min(concurrency, max(n, 1)), thread_name_prefix="sandpod-claim"
+        )
+        try:
+            futures = [pool.submit(one) for _ in range(n)]
+            for fut in concurrent.futures.as_completed(futures):
+                fut.result()
+                bar.update()
+        except BaseException:
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)  # in-flight claims finish first
+            bar.close()
+            _delete_all(got)
+            raise
+        finally:
+            pool.shutdown(wait=True)
+            bar.close()
+        return SandboxList(got)
+
+    # --- templates and pools --------------------------------------------------------
+
+    def templates(
+        self,
+        *,
+        namespace: str | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> list[Template]:
+        """The sandbox templates the server knows."""
+        out: list[Template] = []
+        token = ""
+        while True:
+            req = _pb.ListTemplatesRequest(
+                namespace=self._settings.ns(namespace), page_size=1000, page_token=token
+            )
+            resp = self._unary("ListTemplates", req, timeout=timeout)
+            out.extend(Template.from_pb(t) for t in resp.templates)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    def pools(
+        self,
+        *,
+        namespace: str | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> list[WarmPool]:
+        """The warm pools and how many ready sandboxes each holds."""
+        out: list[WarmPool] = []
+        token = ""
+        while True:
+            req = _pb.ListWarmPoolsRequest(
+                namespace=self._settings.ns(namespace), page_size=1000, page_token=token
+            )
+            resp = self._unary("ListWarmPools", req, timeout=timeout)
+            out.extend(WarmPool.from_pb(p) for p in resp.warm_pools)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    def pool(
+        self,
+        name: str,
+        *,
+        namespace: str | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> WarmPool:
+        """One warm pool."""
+        req = _pb.GetWarmPoolRequest(name=name, namespace=self._settings.ns(namespace))
+        return WarmPool.from_pb(self._unary("GetWarmPool", req, timeout=timeout).warm_pool)
+
+    def scale_pool(
+        self,
+        name: str,
+        replicas: int,
+        *,
+        namespace: str | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> WarmPool:
+        """Sets how many ready sandboxes the pool keeps."""
+        req = _pb.ScaleWarmPoolRequest(
+            name=name, namespace=self._settings.ns(namespace), replicas=replicas
+        )
+        return WarmPool.from_pb(self._unary("ScaleWarmPool", req, timeout=timeout).warm_pool)
+
+
+def _with_wait_bar(
+    callable_: Any, request: Any, timeout: float | None, metadata: Any, desc: str
+) -> Any:
+    fut = callable_.future(request, timeout=timeout, metadata=metadata)
+    try:
+        with WaitBar(True, desc) as bar:
+            while True:
+                try:
+                    return fut.result(timeout=0.2)
+                except grpc.FutureTimeoutError:
+                    bar.tick()
+    except BaseException:
+        fut.cancel()
+        raise
+
+
+def _delete_all(sandboxes: Iterable[Sandbox]) -> None:
+    """Best-effort delete of many sandboxes, in parallel; never raises."""
+    items = list(sandboxes)
+    if not items:
+        return
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
+        for fut in [pool.submit(sb._release) for sb in items]:
+            fut.exception()
+
+
+class SandboxList(list):  # type: ignore[type-arg]
+    """A list of :class:`Sandbox` handles that deletes them all when used as a context
+    manager (``with client.claim_many("python", 8) as sandboxes: ...``)."""
+
+    def delete_all(self) -> None:
+        """Deletes every sandbox in the list (in parallel); already gone ones are fine."""
+        _delete_all(self)
+
+    def __enter__(self) -> SandboxList:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.delete_all()
+
+
+class Sandbox:
+    """A handle to one sandbox. Cheap: it holds a name and the last known state.
+
+    Use it as a context manager to delete it at the end (or suspend it, or keep it: see
+    ``on_exit``). ``info`` is the state as last reported; ``refresh()`` asks again.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        info: SandboxInfo,
+        *,
+        on_exit: OnExit = "delete",
+        warm: bool | None = None,
+    ) -> None:
+        self._client = client
+        self.info = info
+        self.on_exit: OnExit = on_exit
+        #: True when a claim adopted a ready pool member, False for a cold start,
+        #: None when unknown (a handle from get() or list()).
+        self.warm = warm
+        self.files = Files(self)
+        self._deleted = False
+
+    # --- state ----------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def namespace(self) -> str:
+        return self.info.namespace
+
+    @property
+    def status(self) -> Phase:
+        """The phase as last reported (no call); ``refresh()`` to update it."""
+        return self.info.phase
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self.info.labels
+
+    @property
+    def shutdown_time(self) -> _dt.datetime | None:
+        return self.info.shutdown_time
+
+    def __repr__(self) -> str:
+        return f"Sandbox(name={self.name!r}, template={self.info.template!r}, status={self.status})"
+
+    def _repr_html_(self) -> str:
+        return sandbox_html(self.info, self.warm)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.on_exit == "keep":
+            return
+        try:
+            if self.on_exit == "suspend":
+                self.suspend()
+            else:
+                self.delete()
+        except SandboxNotFound:
+            pass
+        except SandpodError as err:
+            if exc is None:
+                raise
+            warnings.warn(f"sandpod: could not {self.on_exit} {self.name}: {err}", stacklevel=2)
+
+    def _ref(self) -> dict[str, str]:
+        return {"name": self.name, "namespace": self.namespace}
+
+    def _update(self, pb: Any) -> Sandbox:
+        self.info = SandboxInfo.from_pb(pb)
+        return self
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def refresh(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> Sandbox:
+        """Fetches the current state into ``info`` and returns self."""
+        resp = self._client._unary(
+            "GetSandbox", _pb.GetSandboxRequest(**self._ref()), timeout=timeout
+        )
+        return self._update(resp.sandbox)
+
+    def suspend(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> Sandbox:
+        """Stops the sandbox's processes; files, name and identity are kept."""
+        resp = self._client._unary(
+            "SuspendSandbox", _pb.SuspendSandboxRequest(**self._ref()), timeout=timeout
+        )
+        return self._update(resp.sandbox)
+
+    def resume(
+        self, *, wait: bool = True, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> Sandbox:
+        """Starts a suspended (or expired and retained) sandbox again."""
+        resp = self._client._unary(
+            "ResumeSandbox",
+            _pb.ResumeSandboxRequest(no_wait=not wait, **self._ref()),
+            timeout=timeout,
+            wait_desc=f"sandpod: resuming {self.name}" if wait else "",
+        )
+        return self._update(resp.sandbox)
+
+    def extend(
+        self,
+        ttl: Timeout = None,
+        *,
+        shutdown_time: _dt.datetime | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> Sandbox:
+        """Moves the shutdown time to now + ``ttl`` (or to ``shutdown_time``)."""
+        req = _base.extend_request(self.name, self.namespace, ttl, shutdown_time)
+        return self._update(self._client._unary("ExtendSandbox", req, timeout=timeout).sandbox)
+
+    def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
+        """Deletes the sandbox and its files. Raises SandboxNotFound if it was gone
+        before the call (a retry that finds it gone counts as success)."""
+        self._client._unary(
+            "DeleteSandbox",
+            _pb.DeleteSandboxRequest(**self._ref()),
+            timeout=timeout,
+            done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
+        )
+        self._deleted = True
+
+    def _release(self) -> None:
+        if self._deleted:
+            return
+        try:
+            self.delete()
+        except SandboxNotFound:
+            self._deleted = True
+        except SandpodError as err:
+            warnings.warn(f"sandpod: could not delete {self.name}: {err}", stacklevel=2)
+
+    def wait_until_running(
+        self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> Sandbox:
+        """Polls until the sandbox runs (after ``create(wait=False)`` or ``resume(wait=False)``).
+        Raises SandboxTimeout when the deadline passes and ServerError if it failed."""
+        limit = self._client._settings.timeout_for(timeout)
+        end = None if limit is None else time.monotonic() + limit
+        delay = 0.05
+        with WaitBar(self._client._settings.progress, f"sandpod: waiting for {self.name}") as bar:
+            while True:
+                self.refresh()
+                if self.status == Phase.RUNNING:
+                    return self
+                if self.status in (Phase.FAILED, Phase.TERMINATING):
+                    raise ServerError(f"sandbox {self.name} is {self.status}: {self.info.message}")
+                if end is not None and time.monotonic() + delay > end:
+                    raise SandboxTimeout(f"sandbox {self.name} still {self.status} after {limit}s")
+                time.sleep(delay)
+                bar.tick()
+                delay = min(delay * 2, 1.0)
+
+    # --- commands -------------------------------------------------------------------
+
+    def run(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: Source | None = None,
+        check: bool = False,
+        on_output: Callable[[Output], object] | None = None,
+        max_output_bytes: int | None = None,
+    ) -> CommandResult:
+        """Runs a command and returns its result once it has exited.
+
+        ``cmd`` is a shell command line (run by ``/bin/sh -c``) or an argv list (no
+        shell). ``timeout`` (client default: 60 s; ``None`` for none) kills the command's
+        whole process group when it runs out: the result then has ``timed_out=True``.
+        ``stdin`` (bytes, text, a file object or an iterable of bytes) is fed to the
+        command and then closed. ``on_output`` is called with each :class:`Output` chunk
+        as it arrives. ``check=True`` raises :class:`CommandFailed` (or
+        :class:`CommandTimeout`) unless the command exited with 0.
+
+        A command is never re-run behind your back: if the connection fails while it
+        runs, you get :class:`Unavailable` and decide yourself.
+        """
+        limit = self._client._settings.timeout_for(timeout)
+        first, text = _base.exec_start(
+            self.name,
+            self.namespace,
+            cmd,
+            env=env,
+            cwd=cwd,
+            timeout=limit,
+            max_output_bytes=max_output_bytes,
+        )
+        call, requests = self._open_exec(first, limit)
+        decoder = OutputDecoder()
+        try:
+            if stdin is not None:
+                for chunk in _iter_source(stdin):
+                    requests.put(exec_pb2.ExecRequest(stdin=chunk))
+            requests.put(exec_pb2.ExecRequest(close_stdin=True))
+            for resp in call:
+                kind = resp.WhichOneof("msg")
+                if kind == "exit":
+                    result = decoder.result(resp.exit, text)
+                    return result.check() if check else result
+                out = decoder.feed_response(resp)
+                if out is not None and on_output is not None:
+                    on_output(out)
+            raise ServerError(f"exec of {text!r} ended without an exit status")
+        except grpc.RpcError as err:
+            raise _exec_error(err, text, limit) from None
+        finally:
+            requests.put(_END)
+            call.cancel()
+
+    def start(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: Timeout = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: Source | None = None,
+        max_output_bytes: int | None = None,
+    ) -> Process:
+        """Starts a command in the background and returns a :class:`Process` handle.
+
+        Iterate over the process to get its :class:`Output` as it comes (the streaming
+        form of ``run``); ``wait()`` for its result; ``write_stdin()``, ``close_stdin()``,
+        ``kill()``. ``timeout`` defaults to none: the process runs until it exits, is
+        killed, or the sandbox ends. ``stdin``, when given, is sent and then closed;
+        otherwise stdin stays open for ``write_stdin``.
+        """
+        limit = None if timeout is None else _base.seconds_of(timeout)
+        first, text = _base.exec_start(
+            self.name,
+            self.namespace,
+            cmd,
+            env=env,
+            cwd=cwd,
+            timeout=limit,
+            max_output_bytes=max_output_bytes,
+        )
+        call, requests = self._open_exec(first, limit)
+        proc = Process(self, call, requests, text, limit)
+        if stdin is not None:
+            for chunk in _iter_source(stdin):
+                proc.write_stdin(chunk)
+            proc.close_stdin()
+        return proc
+
+    def _open_exec(
+        self, first: exec_pb2.ExecRequest, limit: float | None
+    ) -> tuple[Any, queue.SimpleQueue[Any]]:
+        requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        requests.put(first)
+        client = self._client
+        # wait_for_ready: a call made while the server restarts waits for it instead of
+        # failing; the command is still sent exactly once.
+        call = client._stub.Exec(
+            _drain(requests),
+            timeout=_base.exec_deadline(limit),
+            metadata=client._metadata,
+            wait_for_ready=True,
+        )
+        return call, requests
+
+
+_END = object()
+
+
+def _drain(requests: queue.SimpleQueue[Any]) -> Iterator[Any]:
+    while True:
+        item = requests.get()
+        if item is _END:
+            return
+        yield item
+
+
+def _iter_source(source: Source, size: int = _base.CHUNK_SIZE) -> Iterator[bytes]:
+    """Chunks of bytes from bytes, text, a (binary or text) file object or an iterable."""
+    if isinstance(source, (bytes, bytearray, memoryview, str)):
+        data = _base.as_bytes(source)
+        for i in range(0, len(data), size):
+            yield data[i : i + size]
+        return
+    read = getattr(source, "read", None)
+    if callable(read):
+        while True:
+            chunk = read(size)
+            if not chunk:
+                return
+            yield _base.as_bytes(chunk)
+    else:
+        for chunk in source:  # type: ignore[union-attr]
+            if chunk:
+                yield _base.as_bytes(chunk)
+
+
+def _exec_error(err: grpc.RpcError, text: str, limit: float | None) -> SandpodError:
+    if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and limit is not None:
+        return SandboxTimeout(
+            f"command {text!r} did not report an exit within {limit + _base.EXEC_GRACE:.3g}s",
+            code=err.code(),
+        )
+    return from_rpc_error(err)
+
+
+class Process:
+    """A command running in a sandbox (from ``Sandbox.start``).
+
+    Iterating yields its :class:`Output` chunks as they arrive (also after it exited,
+    from the beginning); ``wait()`` returns the :class:`CommandResult`. As a context
+    manager it kills the command at exit if it is still running.
+    """
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        call: Any,
+        requests: queue.SimpleQueue[Any],
+        command: str,
+        limit: float | None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.command = command
+        self._call = call
+        self._requests = requests
+        self._limit = limit
+        self._decoder = OutputDecoder()
+        self._events: list[Output] = []
+        self._cond = threading.Condition()
+        self._result: CommandResult | None = None
+        self._error: SandpodError | None = None
+        self._done = False
+        self._stdin_closed = False
+        self.pid = 0
+        try:
+            first = next(call)
+        except grpc.RpcError as err:
+            requests.put(_END)
+            raise _exec_error(err, command, limit) from None
+        except StopIteration:
+            requests.put(_END)
+            raise ServerError(f"exec of {command!r} ended before it started") from None
+        if first.WhichOneof("msg") == "started":
+            self.pid = first.started.pid
+        else:
+            self._consume(first)
+        self._thread = threading.Thread(
+            target=self._read, name=f"sandpod-exec-{sandbox.name}", daemon=True
+        )
+        self._thread.start()
+
+    def _consume(self, resp: exec_pb2.ExecResponse) -> None:
+        kind = resp.WhichOneof("msg")
+        with self._cond:
+            if kind == "exit":
+                self._result = self._decoder.result(resp.exit, self.command)
+                self._done = True
+            elif kind in ("stdout", "stderr"):
+                out = self._decoder.feed_response(resp)
+                if out is not None:
+                    self._events.append(out)
+            self._cond.notify_all()
+
+    def _read(self) -> None:
+        try:
+            for resp in self._call:
+                self._consume(resp)
+                if self._done:
+                    break
+            else:
+                self._error = ServerError(f"exec of {self.command!r} ended without an exit")
+        except grpc.RpcError as err:
+            self._error = _exec_error(err, self.command, self._limit)
+        finally:
+            self._requests.put(_END)
+            with self._cond:
+                self._done = True
+                self._cond.notify_all()
+
+    def __repr__(self) -> str:
+        state = (
+            "running"
+            if self.running
+            else f"exited {self._result.exit_code if self._result else '?'}"
+        )
+        return f"Process(pid={self.pid}, command={self.command!r}, {state})"
+
+    @property
+    def running(self) -> bool:
+        with self._cond:
+            return not self._done
+
+    @property
+    def result(self) -> CommandResult | None:
+        """The result once the process exited, else None."""
+        return self._result
+
+    @property
+    def stdout(self) -> str:
+        """Standard output so far."""
+        with self._cond:
+            return bytes(self._decoder.buffers["stdout"]).decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        """Standard error so far."""
+        with self._cond:
+            return bytes(self._decoder.buffers["stderr"]).decode("utf-8", "replace")
+
+    def __iter__(self) -> Iterator[Output]:
+        i = 0
+        while True:
+            with self._cond:
+                while i >= len(self._events) and not self._done:
+                    self._cond.wait()
+                batch = self._events[i:]
+                done = self._done
+            i += len(batch)
+            yield from batch
+            if done and i >= len(self._events):
+                if self._error is not None:
+                    raise self._error
+                return
+
+    def write_stdin(self, data: Data) -> None:
+        """Sends bytes (or UTF-8 text) to the command's standard input."""
+        if self._stdin_closed:
+            raise ValueError("stdin is closed")
+        self._requests.put(exec_pb2.ExecRequest(stdin=_base.as_bytes(data)))
+
+    def close_stdin(self) -> None:
+        """Closes the command's standard input (it sees end-of-file)."""
+        if not self._stdin_closed:
+            self._stdin_closed = True
+            self._requests.put(exec_pb2.ExecRequest(close_stdin=True))
+
+    def send_signal(self, signal: int) -> None:
+        """Sends a signal to the command's whole process group."""
+        if self.running:
+            self._requests.put(exec_pb2.ExecRequest(signal=int(signal)))
+
+    def terminate(self) -> None:
+        """Sends SIGTERM."""
+        self.send_signal(15)
+
+    def kill(self) -> None:
+        """Sends SIGKILL."""
+        self.send_signal(9)
+
+    def wait(self, timeout: Timeout = None, *, check: bool = False) -> CommandResult:
+        """Waits for the exit and returns the result; raises SandboxTimeout if ``timeout``
+        runs out first (the process keeps running)."""
+        limit = None if timeout is None else _base.seconds_of(timeout)
+        self._thread.join(limit)
+        if self._thread.is_alive():
+            raise SandboxTimeout(f"process {self.pid} ({self.command!r}) still running")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result.check() if check else self._result
+
+    def __enter__(self) -> Process:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.running:
+            self.kill()
+            self._thread.join(10)
+            if self._thread.is_alive():
+                self._call.cancel()
+
+
+class Files:
+    """The files of a sandbox; paths are relative to its root (``/`` means the root)."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self._sandbox = sandbox
+
+    def _req(self, cls: Any, path: str, **kwargs: Any) -> Any:
+        return cls(
+            sandbox=self._sandbox.name, namespace=self._sandbox.namespace, path=path, **kwargs
+        )
+
+    @property
+    def _client(self) -> Client:
+        return self._sandbox._client
+
+    def read(
+        self,
+        path: str,
+        *,
+        offset: int = 0,
+        length: int = 0,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> bytes:
+        """The file's bytes (from ``offset``, at most ``length`` of them if not 0)."""
+        return b"".join(self.read_chunks(path, offset=offset, length=length, timeout=timeout))
+
+    def read_text(
+        self,
+        path: str,
+        *,
+        encoding: str = "utf-8",
+        errors: str = "strict",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> str:
+        """The file decoded as text."""
+        return self.read(path, timeout=timeout).decode(encoding, errors)
+
+    def read_chunks(
+        self,
+        path: str,
+        *,
+        offset: int = 0,
+        length: int = 0,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> Iterator[bytes]:
+        """Yields the file in chunks of up to 1 MiB, without holding it all in memory.
+        A transient failure resumes where the stream broke off."""
+        client = self._client
+        state = RetryState(client._settings.retry, client._settings.timeout_for(timeout), True)
+        got = 0
+        while True:
+            want = 0 if length == 0 else length - got
+            req = self._req(files_pb2.ReadFileRequest, path, offset=offset + got, length=want)
+            try:
+                for resp in client._stub.ReadFile(
+                    req, timeout=state.attempt_timeout(), metadata=client._metadata
+                ):
+                    got += len(resp.data)
+                    yield resp.data
+                return
+            except grpc.RpcError as err:
+                delay = state.next_delay(err.code())
+                if delay is None:
+                    raise from_rpc_error(err) from None
+                time.sleep(delay)
+
+    def download(
+        self,
+        path: str,
+        dest: str | os.PathLike[str] | IO[bytes],
+        *,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> int:
+        """Copies the file into a local path or binary file object; returns its size."""
+        if isinstance(dest, (str, os.PathLike)):
+            with open(dest, "wb") as f:
+                return self.download(path, f, timeout=timeout)
+        n = 0
+        for chunk in self.read_chunks(path, timeout=timeout):
+            dest.write(chunk)
+            n += len(chunk)
+        return n
+
+    def write(
+        self,
+        path: str,
+        data: Source,
+        *,
+        mode: int | None = None,
+        make_parents: bool = True,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> FileInfo:
+        """Writes a file atomically from bytes, text (UTF-8), a file object (binary or
+        text) or an iterable of bytes, streamed in 1 MiB chunks. Never retried (the
+        source may not be replayable): on a failure the old file is left as it was."""
+        client = self._client
+        header = _base.write_header(
+            self._sandbox.name, self._sandbox.namespace, path, mode, make_parents
+        )
+
+        def requests() -> Iterator[files_pb2.WriteFileRequest]:
+            yield header
+            for chunk in _iter_source(data):
+                yield files_pb2.WriteFileRequest(data=chunk)
+
+        try:
+            resp = client._stub.WriteFile(
+                requests(),
+                timeout=client._settings.timeout_for(timeout),
+                metadata=client._metadata,
+                wait_for_ready=True,
+            )
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return FileInfo.from_pb(resp.file)
+
+    def upload(
+        self,
+        src: str | os.PathLike[str],
+        path: str,
+        *,
+        mode: int | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> FileInfo:
+        """Copies a local file into the sandbox (keeping its permission bits)."""
+        with open(src, "rb") as f:
+            perm = mode if mode is not None else os.fstat(f.fileno()).st_mode & 0o7777
+            return self.write(path, f, mode=perm, timeout=timeout)
+
+    def list(
+        self, path: str = "/", *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> list[FileInfo]:
+        """The entries of a directory."""
+        resp = self._client._unary(
+            "ListFiles", self._req(files_pb2.ListFilesRequest, path), timeout=timeout
+        )
+        return [FileInfo.from_pb(f) for f in resp.files]
+
+    def stat(
+        self, path: str, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> FileInfo:
+        """Information about one file or directory; SandboxNotFound if it is missing."""
+        resp = self._client._unary(
+            "StatFile", self._req(files_pb2.StatFileRequest, path), timeout=timeout
+        )
+        return FileInfo.from_pb(resp.file)
+
+    def exists(
+        self, path: str, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> bool:
+        """Whether the path exists."""
+        try:
+            self.stat(path, timeout=timeout)
+        except SandboxNotFound:
+            return False
+        return True
+
+    def remove(
+        self,
+        path: str,
+        *,
+        recursive: bool = False,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> None:
+        """Removes a file (or, with ``recursive=True``, a directory and its contents)."""
+        self._client._unary(
+            "RemoveFile",
+            self._req(files_pb2.RemoveFileRequest, path, recursive=recursive),
+            timeout=timeout,
+            done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
+        )
+
+    def mkdir(
+        self,
+        path: str,
+        *,
+        parents: bool = True,
+        mode: int | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> FileInfo:
+        """Creates a directory (and, by default, its missing parents; then an existing
+        directory is fine)."""
+        resp = self._client._unary(
+            "MakeDir",
+            self._req(files_pb2.MakeDirRequest, path, parents=parents, mode=mode or 0),
+            timeout=timeout,
+            done_on_retry=frozenset({grpc.StatusCode.ALREADY_EXISTS}),
+        )
+        if resp is None:  # an earlier attempt made it
+            return self.stat(path, timeout=timeout)
+        return FileInfo.from_pb(resp.file)

@@ -1,0 +1,290 @@
+"""Exceptions raised by the sandpod client.
+
+Every exception the client raises on purpose derives from :class:`SandpodError`::
+
+    SandpodError
+    ├── SandboxNotFound        NOT_FOUND
+    ├── AlreadyExists          ALREADY_EXISTS
+    ├── InvalidArgument        INVALID_ARGUMENT, OUT_OF_RANGE
+    ├── FailedPrecondition     FAILED_PRECONDITION
+    ├── ResourceExhausted      RESOURCE_EXHAUSTED   (transient: retried)
+    ├── Unavailable            UNAVAILABLE, ABORTED (transient: retried)
+    ├── SandboxTimeout         DEADLINE_EXCEEDED, or a wait that ran out
+    │   └── CommandTimeout     run(..., check=True) whose command hit its timeout
+    ├── Unauthenticated        UNAUTHENTICATED
+    ├── PermissionDenied       PERMISSION_DENIED
+    ├── Cancelled              CANCELLED
+    ├── ServerError            INTERNAL, UNKNOWN, DATA_LOSS, UNIMPLEMENTED
+    └── CommandFailed          run(..., check=True) whose command exited non-zero
+        └── CommandTimeout
+
+gRPC errors are translated in exactly one place, :func:`from_rpc_error`, through the
+one table :data:`STATUS_TO_ERROR`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import grpc
+
+if TYPE_CHECKING:
+    from ._models import CommandResult
+
+__all__ = [
+    "STATUS_TO_ERROR",
+    "AlreadyExists",
+    "Cancelled",
+    "CommandFailed",
+    "CommandTimeout",
+    "FailedPrecondition",
+    "InvalidArgument",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "SandboxNotFound",
+    "SandboxTimeout",
+    "SandpodError",
+    "ServerError",
+    "Unauthenticated",
+    "Unavailable",
+    "from_rpc_error",
+]
+
+
+class SandpodError(Exception):
+    """The root of every error raised by the sandpod client.
+
+    Attributes:
+        message: the server's message (or the client's, for client-side errors).
+        code: the gRPC status code, or ``None`` for errors raised by the client itself.
+        reason: the stable ``ErrorInfo.reason`` word the server attached, if any.
+        request_id: the idempotency key of the create or claim that failed, if any;
+            retrying with the same ``request_id`` can never produce a second sandbox.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: grpc.StatusCode | None = None,
+        reason: str = "",
+        request_id: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.reason = reason
+        self.request_id = request_id
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.code is not None:
+            text = f"{text} ({self.code.name})"
+        if self.request_id:
+            text = f"{text} [request_id={self.request_id}]"
+        return text
+
+
+class SandboxNotFound(SandpodError):
+    """The sandbox (or file, template, pool) does not exist."""
+
+
+class AlreadyExists(SandpodError):
+    """A sandbox with that name (or a file or directory at that path) already exists."""
+
+
+class InvalidArgument(SandpodError):
+    """The request was refused as invalid; the message names the field."""
+
+
+class FailedPrecondition(SandpodError):
+    """The sandbox is not in a state that allows the call (e.g. suspended, no auto-resume)."""
+
+
+class ResourceExhausted(SandpodError):
+    """A limit or quota was hit. Retried with backoff until the call's deadline."""
+
+
+class Unavailable(SandpodError):
+    """The server could not be reached or asked to retry. Retried until the call's deadline."""
+
+
+class SandboxTimeout(SandpodError):
+    """A deadline ran out: a call, a wait for the sandbox to be ready, or a command."""
+
+
+class Unauthenticated(SandpodError):
+    """The server refused the token (set ``token=`` or ``SANDPOD_TOKEN``)."""
+
+
+class PermissionDenied(SandpodError):
+    """The caller may not do this (e.g. a path whose symbolic link points out of the root)."""
+
+
+class Cancelled(SandpodError):
+    """The call was cancelled."""
+
+
+class ServerError(SandpodError):
+    """The server failed in an unexpected way (INTERNAL, UNKNOWN, DATA_LOSS, UNIMPLEMENTED)."""
+
+
+class CommandFailed(SandpodError):
+    """A command run with ``check=True`` exited with a non-zero code (or was killed).
+
+    Attributes:
+        result: the whole :class:`CommandResult`.
+        exit_code, stdout, stderr: shortcuts into ``result``.
+    """
+
+    def __init__(self, result: CommandResult, command: str = "") -> None:
+        self.result = result
+        self.command = command
+        self.exit_code = result.exit_code
+        self.stdout = result.stdout
+        self.stderr = result.stderr
+        what = f"command {command!r}" if command else "command"
+        if result.timed_out:
+            text = f"{what} timed out after {result.duration:.3g}s"
+        elif result.signal:
+            text = f"{what} was killed by signal {result.signal}"
+        else:
+            text = f"{what} exited with code {result.exit_code}"
+        tail = result.stderr.strip()[-500:]
+        if tail:
+            text = f"{text}: {tail}"
+        super().__init__(text)
+
+
+class CommandTimeout(CommandFailed, SandboxTimeout):
+    """A command run with ``check=True`` ran out of its ``timeout`` and was killed."""
+
+
+#: The one table from gRPC status codes to exception classes.
+STATUS_TO_ERROR: dict[grpc.StatusCode, type[SandpodError]] = {
+    grpc.StatusCode.NOT_FOUND: SandboxNotFound,
+    grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.OUT_OF_RANGE: InvalidArgument,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.ABORTED: Unavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: SandboxTimeout,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.CANCELLED: Cancelled,
+    grpc.StatusCode.INTERNAL: ServerError,
+    grpc.StatusCode.UNKNOWN: ServerError,
+    grpc.StatusCode.DATA_LOSS: ServerError,
+    grpc.StatusCode.UNIMPLEMENTED: ServerError,
+}
+
+_STATUS_DETAILS_KEY = "grpc-status-details-bin"
+_ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+def from_rpc_error(err: grpc.RpcError, *, request_id: str = "") -> SandpodError:
+    """Translates a gRPC error (sync or asyncio) into the matching :class:`SandpodError`."""
+    code = _code_of(err)
+    message = _details_of(err) or (code.name.lower().replace("_", " ") if code else str(err))
+    cls = STATUS_TO_ERROR.get(code, ServerError) if code is not None else ServerError
+    reason = error_info_reason(_trailing_bytes(err, _STATUS_DETAILS_KEY))
+    return cls(message, code=code, reason=reason, request_id=request_id)
+
+
+def _code_of(err: grpc.RpcError) -> grpc.StatusCode | None:
+    code = getattr(err, "code", None)
+    if callable(code):
+        result = code()
+        if isinstance(result, grpc.StatusCode):
+            return result
+    return None
+
+
+def _details_of(err: grpc.RpcError) -> str:
+    details = getattr(err, "details", None)
+    if callable(details):
+        text = details()
+        if isinstance(text, str):
+            return text
+    return ""
+
+
+def _trailing_bytes(err: grpc.RpcError, key: str) -> bytes:
+    trailing = getattr(err, "trailing_metadata", None)
+    if not callable(trailing):
+        return b""
+    try:
+        metadata = trailing() or ()
+    except Exception:  # an aio call whose trailers are not available
+        return b""
+    for item in metadata:
+        k, v = item[0], item[1]
+        if k == key and isinstance(v, bytes):
+            return v
+    return b""
+
+
+def error_info_reason(status_bytes: bytes) -> str:
+    """Returns ``ErrorInfo.reason`` from a serialized ``google.rpc.Status``, or ``""``.
+
+    Decoded by hand (three fields of two tiny messages) so that the client does not need
+    googleapis-common-protos.
+    """
+    try:
+        for field, value in _fields(status_bytes):
+            if field != 3 or not isinstance(value, bytes):  # Status.details (Any)
+                continue
+            type_url, payload = "", b""
+            for f, v in _fields(value):
+                if f == 1 and isinstance(v, bytes):
+                    type_url = v.decode("utf-8", "replace")
+                elif f == 2 and isinstance(v, bytes):
+                    payload = v
+            if type_url != _ERROR_INFO_TYPE:
+                continue
+            for f, v in _fields(payload):
+                if f == 1 and isinstance(v, bytes):  # ErrorInfo.reason
+                    return v.decode("utf-8", "replace")
+    except ValueError:
+        return ""
+    return ""
+
+
+def _fields(data: bytes) -> list[tuple[int, bytes | int]]:
+    """Splits protobuf wire-format bytes into (field number, value) pairs."""
+    out: list[tuple[int, bytes | int]] = []
+    i = 0
+    while i < len(data):
+        key, i = _varint(data, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(data, i)
+            out.append((field, value))
+        elif wire == 2:
+            length, i = _varint(data, i)
+            if i + length > len(data):
+                raise ValueError("truncated field")
+            out.append((field, data[i : i + length]))
+            i += length
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+    return out
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        if i >= len(data) or shift > 63:
+            raise ValueError("bad varint")
+        b = data[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, i
+        shift += 7
