@@ -1,0 +1,86 @@
+import grpc
+import pytest
+
+import sandpod
+from sandpod._errors import STATUS_TO_ERROR, error_info_reason, from_rpc_error
+
+from .conftest import FakeRpcError
+
+EXPECTED = {
+    grpc.StatusCode.NOT_FOUND: sandpod.SandboxNotFound,
+    grpc.StatusCode.ALREADY_EXISTS: sandpod.AlreadyExists,
+    grpc.StatusCode.INVALID_ARGUMENT: sandpod.InvalidArgument,
+    grpc.StatusCode.FAILED_PRECONDITION: sandpod.FailedPrecondition,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: sandpod.ResourceExhausted,
+    grpc.StatusCode.UNAVAILABLE: sandpod.Unavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: sandpod.SandboxTimeout,
+    grpc.StatusCode.UNAUTHENTICATED: sandpod.Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: sandpod.PermissionDenied,
+    grpc.StatusCode.CANCELLED: sandpod.Cancelled,
+    grpc.StatusCode.INTERNAL: sandpod.ServerError,
+}
+
+
+@pytest.mark.parametrize(("code", "cls"), EXPECTED.items(), ids=lambda v: getattr(v, "name", ""))
+def test_status_code_maps_to_exception(code, cls):
+    err = from_rpc_error(FakeRpcError(code, "sandbox foo not found"))
+    assert type(err) is cls
+    assert err.code == code
+    assert err.message == "sandbox foo not found"
+    assert "sandbox foo not found" in str(err)
+
+
+def test_every_status_code_but_ok_is_in_the_table():
+    assert set(STATUS_TO_ERROR) == set(grpc.StatusCode) - {grpc.StatusCode.OK}
+    assert all(issubclass(c, sandpod.SandpodError) for c in STATUS_TO_ERROR.values())
+
+
+def test_request_id_is_carried():
+    err = from_rpc_error(FakeRpcError(grpc.StatusCode.UNAVAILABLE, "down"), request_id="r-1")
+    assert err.request_id == "r-1"
+    assert "r-1" in str(err)
+
+
+def test_empty_details_still_say_something():
+    err = from_rpc_error(FakeRpcError(grpc.StatusCode.UNAVAILABLE, ""))
+    assert err.message == "unavailable"
+
+
+def _ld(field: int, payload: bytes) -> bytes:
+    return bytes([field << 3 | 2, len(payload)]) + payload
+
+
+def test_error_info_reason_is_decoded():
+    error_info = _ld(1, b"SANDBOX_NOT_FOUND") + _ld(2, b"sandpod.dev")
+    anything = _ld(1, b"type.googleapis.com/google.rpc.ErrorInfo") + _ld(2, error_info)
+    status = bytes([0x08, 5]) + _ld(2, b"not found") + _ld(3, anything)
+    assert error_info_reason(status) == "SANDBOX_NOT_FOUND"
+    err = from_rpc_error(
+        FakeRpcError(grpc.StatusCode.NOT_FOUND, "nf", [("grpc-status-details-bin", status)])
+    )
+    assert err.reason == "SANDBOX_NOT_FOUND"
+
+
+def test_error_info_reason_tolerates_garbage():
+    assert error_info_reason(b"") == ""
+    assert error_info_reason(b"\xff\xff\xff") == ""
+    other = _ld(3, _ld(1, b"type.googleapis.com/google.rpc.RetryInfo") + _ld(2, b""))
+    assert error_info_reason(other) == ""
+
+
+def test_command_failed_carries_output():
+    result = sandpod.CommandResult(exit_code=3, stdout_bytes=b"out", stderr_bytes=b"boom\n")
+    with pytest.raises(sandpod.CommandFailed) as info:
+        result.check()
+    assert info.value.exit_code == 3
+    assert info.value.stdout == "out"
+    assert info.value.stderr == "boom\n"
+    assert "boom" in str(info.value)
+
+
+def test_command_timeout_is_both_failed_and_timeout():
+    result = sandpod.CommandResult(exit_code=-1, signal=9, timed_out=True, duration=1.0)
+    with pytest.raises(sandpod.CommandTimeout) as info:
+        result.check()
+    assert isinstance(info.value, sandpod.CommandFailed)
+    assert isinstance(info.value, sandpod.SandboxTimeout)
