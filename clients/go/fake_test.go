@@ -1,0 +1,240 @@
+package sandpod
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// fakeServer is an in-memory SandboxService for unit tests of the
+// client's own logic (retries, error mapping, stream handling). The
+// integration tests use the real server.
+type fakeServer struct {
+	pb.UnimplementedSandboxServiceServer
+
+	mu          sync.Mutex
+	fail        map[string][]codes.Code // per method: codes to fail with, in order
+	calls       map[string]int
+	requestIDs  []string
+	auth        []string
+	files       map[string][]byte
+	readBreakAt int // ReadFile fails with Unavailable after this many bytes, once
+}
+
+func newFakeServer() *fakeServer {
+	return &fakeServer{fail: map[string][]codes.Code{}, calls: map[string]int{}, files: map[string][]byte{}}
+}
+
+// failNext makes the next calls of method fail with the given codes.
+func (f *fakeServer) failNext(method string, cs ...codes.Code) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail[method] = append(f.fail[method], cs...)
+}
+
+func (f *fakeServer) enter(ctx context.Context, method string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[method]++
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		f.auth = append(f.auth, md.Get("authorization")...)
+	}
+	if cs := f.fail[method]; len(cs) > 0 {
+		f.fail[method] = cs[1:]
+		return status.Errorf(cs[0], "injected %s", cs[0])
+	}
+	return nil
+}
+
+func (f *fakeServer) count(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
+}
+
+func (f *fakeServer) ClaimSandbox(ctx context.Context, req *pb.ClaimSandboxRequest) (*pb.ClaimSandboxResponse, error) {
+	f.mu.Lock()
+	f.requestIDs = append(f.requestIDs, req.GetRequestId())
+	f.mu.Unlock()
+	if err := f.enter(ctx, "claim"); err != nil {
+		return nil, err
+	}
+	return &pb.ClaimSandboxResponse{Warm: true, Sandbox: &pb.Sandbox{Name: "python-1", Namespace: req.GetNamespace(), Template: req.GetTemplate(), Phase: pb.Phase_PHASE_RUNNING}}, nil
+}
+
+func (f *fakeServer) GetSandbox(ctx context.Context, req *pb.GetSandboxRequest) (*pb.GetSandboxResponse, error) {
+	if err := f.enter(ctx, "get"); err != nil {
+		return nil, err
+	}
+	if req.GetName() != "python-1" {
+		st, _ := status.New(codes.NotFound, "sandbox \""+req.GetName()+"\" not found").WithDetails()
+		return nil, st.Err()
+	}
+	return &pb.GetSandboxResponse{Sandbox: &pb.Sandbox{Name: req.GetName(), Namespace: req.GetNamespace(), Phase: pb.Phase_PHASE_RUNNING}}, nil
+}
+
+func (f *fakeServer) DeleteSandbox(ctx context.Context, req *pb.DeleteSandboxRequest) (*pb.DeleteSandboxResponse, error) {
+	if err := f.enter(ctx, "delete"); err != nil {
+		return nil, err
+	}
+	return &pb.DeleteSandboxResponse{}, nil
+}
+
+func (f *fakeServer) ListSandboxes(ctx context.Context, req *pb.ListSandboxesRequest) (*pb.ListSandboxesResponse, error) {
+	if err := f.enter(ctx, "list"); err != nil {
+		return nil, err
+	}
+	// Three pages of two: tokens "", "2", "4".
+	start := map[string]int{"": 0, "2": 2, "4": 4}[req.GetPageToken()]
+	resp := &pb.ListSandboxesResponse{}
+	for i := start; i < start+2; i++ {
+		resp.Sandboxes = append(resp.Sandboxes, &pb.Sandbox{Name: string(rune('a' + i))})
+	}
+	if start < 4 {
+		resp.NextPageToken = string(rune('0' + start + 2))
+	}
+	return resp, nil
+}
+
+func (f *fakeServer) SuspendSandbox(ctx context.Context, req *pb.SuspendSandboxRequest) (*pb.SuspendSandboxResponse, error) {
+	if err := f.enter(ctx, "suspend"); err != nil {
+		return nil, err
+	}
+	// Slow enough for a short per-call timeout to cut the first attempt.
+	if f.count("suspend") == 1 {
+		select {
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case <-time.After(10 * time.Second):
+		}
+	}
+	return &pb.SuspendSandboxResponse{Sandbox: &pb.Sandbox{Name: req.GetName(), Phase: pb.Phase_PHASE_SUSPENDED}}, nil
+}
+
+// Exec echoes: "cat" copies stdin to stdout; anything else prints the
+// command on stdout and "err" on stderr and exits with 3.
+func (f *fakeServer) Exec(stream pb.SandboxService_ExecServer) error {
+	if err := f.enter(stream.Context(), "exec"); err != nil {
+		return err
+	}
+	m, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	start := m.GetStart()
+	if start == nil {
+		return status.Error(codes.InvalidArgument, "first message must be start")
+	}
+	if err := stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Started{Started: &pb.ExecStarted{Pid: 42}}}); err != nil {
+		return err
+	}
+	exit := func(code int32) error {
+		return stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Exit{Exit: &pb.ExitStatus{ExitCode: code}}})
+	}
+	if start.GetShell() != "cat" {
+		_ = stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Stdout{Stdout: []byte(start.GetShell() + "\n")}})
+		_ = stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Stderr{Stderr: []byte("err\n")}})
+		return exit(3)
+	}
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		switch x := m.GetMsg().(type) {
+		case *pb.ExecRequest_Stdin:
+			if err := stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Stdout{Stdout: x.Stdin}}); err != nil {
+				return err
+			}
+		case *pb.ExecRequest_CloseStdin:
+			return exit(0)
+		case *pb.ExecRequest_Signal:
+			return stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Exit{Exit: &pb.ExitStatus{ExitCode: -1, Signal: x.Signal}}})
+		}
+	}
+}
+
+func (f *fakeServer) WriteFile(stream pb.SandboxService_WriteFileServer) error {
+	if err := f.enter(stream.Context(), "write"); err != nil {
+		return err
+	}
+	m, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	path := m.GetHeader().GetPath()
+	var data []byte
+	for {
+		m, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		data = append(data, m.GetData()...)
+	}
+	f.mu.Lock()
+	f.files[path] = data
+	f.mu.Unlock()
+	return stream.SendAndClose(&pb.WriteFileResponse{File: &pb.FileInfo{Path: path, Size: int64(len(data)), Mode: 0o644}})
+}
+
+// ReadFile sends 1000-byte chunks and, when readBreakAt is set, breaks
+// once after that many bytes.
+func (f *fakeServer) ReadFile(req *pb.ReadFileRequest, stream pb.SandboxService_ReadFileServer) error {
+	if err := f.enter(stream.Context(), "read"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	data, ok := f.files[req.GetPath()]
+	breakAt := f.readBreakAt
+	f.readBreakAt = 0
+	f.mu.Unlock()
+	if !ok {
+		return status.Error(codes.NotFound, "no such file")
+	}
+	data = data[req.GetOffset():]
+	sent := 0
+	for len(data) > 0 {
+		if breakAt > 0 && sent >= breakAt {
+			return status.Error(codes.Unavailable, "injected break")
+		}
+		n := min(1000, len(data))
+		if err := stream.Send(&pb.ReadFileResponse{Data: data[:n]}); err != nil {
+			return err
+		}
+		data, sent = data[n:], sent+n
+	}
+	return nil
+}
+
+// startFake serves f over bufconn and returns a client for it.
+func startFake(t *testing.T, f *fakeServer, opts ...Option) *Client {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer()
+	pb.RegisterSandboxServiceServer(srv, f)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	fast := RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond, MaxAttempts: 5}
+	return New(conn, append([]Option{WithRetryPolicy(fast)}, opts...)...)
+}
