@@ -1,0 +1,95 @@
+"""Every bad input gives its typed error, with the server's message."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+import sandpod
+
+from .conftest import Server, make_client
+
+
+def test_unknown_template(client, labels):
+    with pytest.raises(sandpod.SandboxNotFound, match="nope"):
+        client.claim("nope", labels=labels)
+    with pytest.raises(sandpod.SandboxNotFound, match="nope"):
+        client.create("nope", labels=labels)
+
+
+def test_missing_sandbox(client):
+    with pytest.raises(sandpod.SandboxNotFound) as info:
+        client.get("does-not-exist")
+    assert info.value.message
+    ghost = sandpod.Sandbox(client, sandpod.SandboxInfo(name="ghost", namespace="default"))
+    with pytest.raises(sandpod.SandboxNotFound):
+        ghost.run("true")
+    with pytest.raises(sandpod.SandboxNotFound):
+        ghost.files.read("x")
+    with pytest.raises(sandpod.SandboxNotFound):
+        ghost.delete()
+    with pytest.raises(sandpod.SandboxNotFound):
+        ghost.suspend()
+
+
+def test_invalid_arguments(client, labels):
+    with pytest.raises(sandpod.InvalidArgument):
+        client.create("python", name="Not_A_DNS_Label!", labels=labels)
+    with pytest.raises(sandpod.InvalidArgument):
+        client.list(labels="this is not a selector ===")
+    with pytest.raises(sandpod.InvalidArgument):
+        client.claim("python", labels={"bad key!": "v"})
+    past = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
+    with pytest.raises(sandpod.InvalidArgument):
+        client.claim("python", shutdown_time=past, labels=labels)
+    assert client.list(labels=labels) == []
+
+
+def test_client_side_validation(client):
+    with pytest.raises(ValueError):
+        client.claim("python", ttl=-5)
+    with pytest.raises(ValueError):
+        client.claim("python", shutdown_time=dt.datetime.now())  # naive
+    with pytest.raises(TypeError):
+        client.claim("python", ttl="1h")  # type: ignore[arg-type]
+
+
+def test_duplicate_name(client, labels):
+    name = f"dup-{labels['test']}"
+    with (
+        client.create("python", name=name, labels=labels),
+        pytest.raises(sandpod.AlreadyExists),
+    ):
+        client.create("python", name=name, labels=labels)
+
+
+def test_exec_on_suspended_without_auto_resume(client, labels):
+    with client.create("cold", labels=labels) as sb:
+        sb.suspend()
+        with pytest.raises(sandpod.FailedPrecondition):
+            sb.run("true")
+
+
+def test_unreachable_server():
+    from .conftest import free_port
+
+    c = sandpod.Client(f"127.0.0.1:{free_port()}", timeout=2, progress=False)
+    with c, pytest.raises((sandpod.Unavailable, sandpod.SandboxTimeout)):
+        c.list()
+
+
+def test_token_is_required_and_checked(sandpod_bin, tmp_path):
+    srv = Server(sandpod_bin, tmp_path, token="s3cret-token")
+    srv.start()
+    try:
+        for token in ("wrong", ""):
+            c = sandpod.Client(srv.address, token=token, timeout=30, progress=False)
+            with c, pytest.raises(sandpod.Unauthenticated):
+                c.list()
+        with make_client(srv) as c:
+            assert isinstance(c.list(), list)
+            with c.claim("python") as sb:
+                assert sb.run("echo ok").stdout == "ok\n"
+    finally:
+        srv.stop()
