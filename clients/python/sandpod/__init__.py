@@ -10,9 +10,16 @@ Quick start::
 See docs/python.md for the whole API.
 """
 
-from ._async_client import AsyncClient, AsyncFiles, AsyncProcess, AsyncSandbox, ClaimBatch
+from ._async_client import (
+    AsyncClient,
+    AsyncFiles,
+    AsyncProcess,
+    AsyncSandbox,
+    AsyncWatch,
+    ClaimBatch,
+)
 from ._base import USE_CLIENT_DEFAULT
-from ._client import Client, Files, Process, Sandbox, SandboxList
+from ._client import Client, Files, Process, Sandbox, SandboxList, Watch
 from ._errors import (
     AlreadyExists,
     Cancelled,
@@ -51,6 +58,7 @@ __all__ = [
     "AsyncFiles",
     "AsyncProcess",
     "AsyncSandbox",
+    "AsyncWatch",
     "Cancelled",
     "ClaimBatch",
     "Client",
@@ -80,6 +88,7 @@ __all__ = [
     "Unauthenticated",
     "Unavailable",
     "WarmPool",
+    "Watch",
     "WatchEvent",
     "__version__",
 ]

@@ -20,7 +20,7 @@ import grpc.aio
 
 from . import _base
 from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Timeout, UseClientDefault
-from ._client import Source, _iter_source
+from ._client import Source, _iter_source, _watch_ended
 from ._errors import (
     SandboxNotFound,
     SandboxTimeout,
@@ -44,7 +44,14 @@ from ._progress import CountBar, WaitBar
 from ._retry import RetryPolicy, RetryState
 from .v1 import exec_pb2, files_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
-__all__ = ["AsyncClient", "AsyncFiles", "AsyncProcess", "AsyncSandbox", "ClaimBatch"]
+__all__ = [
+    "AsyncClient",
+    "AsyncFiles",
+    "AsyncProcess",
+    "AsyncSandbox",
+    "AsyncWatch",
+    "ClaimBatch",
+]
 
 _pb = sandbox_service_pb2
 Data = bytes | bytearray | memoryview | str
@@ -277,7 +284,7 @@ class AsyncClient:
             if not token:
                 return out
 
-    async def watch(
+    def watch(
         self,
         *,
         labels: Mapping[str, str] | str | None = None,
@@ -285,25 +292,14 @@ class AsyncClient:
         include_pool_members: bool = False,
         send_initial_events: bool = True,
         timeout: Timeout = None,
-    ) -> AsyncIterator[WatchEvent]:
-        """See :meth:`sandpod.Client.watch`."""
-        req = _pb.WatchSandboxesRequest(
-            namespace=self._settings.ns(namespace),
-            label_selector=_base.label_selector(labels),
-            send_initial_events=send_initial_events,
-            include_pool_members=include_pool_members,
+    ) -> AsyncWatch:
+        """See :meth:`sandpod.Client.watch` (``async for`` over the result)."""
+        req = _base.watch_request(
+            self._settings.ns(namespace), labels, include_pool_members, send_initial_events
         )
         deadline = None if timeout is None else _base.seconds_of(timeout)
         call = self._stub.WatchSandboxes(req, timeout=deadline, metadata=self._metadata)
-        try:
-            async for resp in call:
-                yield WatchEvent.from_pb(resp)
-        except grpc.RpcError as err:
-            if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
-                return
-            raise from_rpc_error(err) from None
-        finally:
-            call.cancel()
+        return AsyncWatch(call, bounded=deadline is not None)
 
     def claim_many(
         self,
@@ -439,6 +435,49 @@ async def _with_wait_bar(call: Any, desc: str) -> Any:
 async def _delete_all(sandboxes: Iterable[AsyncSandbox]) -> None:
     """Best-effort delete of many sandboxes, concurrently; never raises."""
     await asyncio.gather(*(sb._release() for sb in sandboxes), return_exceptions=True)
+
+
+class AsyncWatch:
+    """The async iterator of :class:`WatchEvent` returned by ``AsyncClient.watch``."""
+
+    def __init__(self, call: Any, *, bounded: bool) -> None:
+        self._call = call
+        self._bounded = bounded
+        self._closed = False
+
+    def __aiter__(self) -> AsyncWatch:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        try:
+            resp = await self._call.read()
+        except grpc.RpcError as err:
+            if _watch_ended(err, self._closed, self._bounded):
+                raise StopAsyncIteration from None
+            raise from_rpc_error(err) from None
+        except asyncio.CancelledError:
+            if self._closed:
+                raise StopAsyncIteration from None
+            raise
+        if resp is grpc.aio.EOF:
+            raise StopAsyncIteration
+        return WatchEvent.from_pb(resp)
+
+    def close(self) -> None:
+        """Stops the stream."""
+        self._closed = True
+        self._call.cancel()
+
+    async def __aenter__(self) -> AsyncWatch:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 class ClaimBatch:
@@ -616,7 +655,7 @@ class AsyncSandbox:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.on_exit == "keep":
+        if self.on_exit == "keep" or self._deleted:
             return
         try:
             if self.on_exit == "suspend":

@@ -260,6 +260,20 @@ def list_request(
     )
 
 
+def watch_request(
+    namespace: str,
+    labels: Mapping[str, str] | str | None,
+    include_pool_members: bool,
+    send_initial_events: bool,
+) -> sandbox_service_pb2.WatchSandboxesRequest:
+    return sandbox_service_pb2.WatchSandboxesRequest(
+        namespace=namespace,
+        label_selector=label_selector(labels),
+        send_initial_events=send_initial_events,
+        include_pool_members=include_pool_members,
+    )
+
+
 def extend_request(
     name: str, namespace: str, ttl: Timeout, shutdown_time: _dt.datetime | None
 ) -> sandbox_service_pb2.ExtendSandboxRequest:

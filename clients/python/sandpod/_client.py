@@ -45,7 +45,7 @@ from ._progress import CountBar, WaitBar
 from ._retry import RetryPolicy, RetryState
 from .v1 import exec_pb2, files_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
-__all__ = ["Client", "Files", "Process", "Sandbox", "SandboxList"]
+__all__ = ["Client", "Files", "Process", "Sandbox", "SandboxList", "Watch"]
 
 _pb = sandbox_service_pb2
 Data = bytes | bytearray | memoryview | str
@@ -299,27 +299,17 @@ class Client:
         include_pool_members: bool = False,
         send_initial_events: bool = True,
         timeout: Timeout = None,
-    ) -> Iterator[WatchEvent]:
-        """Yields changes to sandboxes as they happen (ADDED for each existing one first,
-        unless ``send_initial_events=False``). Runs until ``timeout`` (default: forever)
-        or until the caller stops iterating."""
-        req = _pb.WatchSandboxesRequest(
-            namespace=self._settings.ns(namespace),
-            label_selector=_base.label_selector(labels) if not isinstance(labels, str) else labels,
-            send_initial_events=send_initial_events,
-            include_pool_members=include_pool_members,
+    ) -> Watch:
+        """Streams changes to sandboxes as they happen: an ADDED event for each existing
+        one first (unless ``send_initial_events=False``), then ADDED, MODIFIED and
+        DELETED. The stream starts at once; iterate it, and ``close()`` it (or use it
+        as a context manager) to stop. It ends by itself after ``timeout`` seconds."""
+        req = _base.watch_request(
+            self._settings.ns(namespace), labels, include_pool_members, send_initial_events
         )
         deadline = None if timeout is None else _base.seconds_of(timeout)
         call = self._stub.WatchSandboxes(req, timeout=deadline, metadata=self._metadata)
-        try:
-            for resp in call:
-                yield WatchEvent.from_pb(resp)
-        except grpc.RpcError as err:
-            if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
-                return
-            raise from_rpc_error(err) from None
-        finally:
-            call.cancel()
+        return Watch(call, bounded=deadline is not None)
 
     def claim_many(
         self,
@@ -481,6 +471,49 @@ def _delete_all(sandboxes: Iterable[Sandbox]) -> None:
             fut.exception()
 
 
+class Watch:
+    """The iterator of :class:`WatchEvent` returned by ``Client.watch``."""
+
+    def __init__(self, call: Any, *, bounded: bool) -> None:
+        self._call = call
+        self._bounded = bounded
+        self._closed = False
+
+    def __iter__(self) -> Watch:
+        return self
+
+    def __next__(self) -> WatchEvent:
+        try:
+            return WatchEvent.from_pb(next(self._call))
+        except grpc.RpcError as err:
+            if _watch_ended(err, self._closed, self._bounded):
+                raise StopIteration from None
+            raise from_rpc_error(err) from None
+
+    def close(self) -> None:
+        """Stops the stream."""
+        self._closed = True
+        self._call.cancel()
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _watch_ended(err: grpc.RpcError, closed: bool, bounded: bool) -> bool:
+    code = err.code()
+    return (closed and code == grpc.StatusCode.CANCELLED) or (
+        bounded and code == grpc.StatusCode.DEADLINE_EXCEEDED
+    )
+
+
 class SandboxList(list):  # type: ignore[type-arg]
     """A list of :class:`Sandbox` handles that deletes them all when used as a context
     manager (``with client.claim_many("python", 8) as sandboxes: ...``)."""
@@ -563,7 +596,7 @@ class Sandbox:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.on_exit == "keep":
+        if self.on_exit == "keep" or self._deleted:
             return
         try:
             if self.on_exit == "suspend":

@@ -200,15 +200,16 @@ def test_list_templates_and_pools(client):
     assert client.pool("python").replicas == 5
 
 
-def test_watch_sees_a_claim_and_its_deletion(client, labels):
-    events = client.watch(labels=labels, send_initial_events=False, timeout=120)
+def test_watch_sees_a_sandbox_and_its_deletion(client, labels):
     sb = client.claim("python", labels=labels)
-    sb.delete()
-    types = []
-    for ev in events:
-        assert ev.sandbox.name == sb.name
-        types.append(ev.type)
-        if ev.type == "DELETED":
-            break
-    events.close()
+    with client.watch(labels=labels, timeout=120) as events:
+        first = next(events)  # the initial ADDED event for the existing sandbox
+        assert (first.type, first.sandbox.name) == ("ADDED", sb.name)
+        sb.delete()
+        types = []
+        for ev in events:
+            assert ev.sandbox.name == sb.name
+            types.append(ev.type)
+            if ev.type == "DELETED":
+                break
     assert types[-1] == "DELETED"
