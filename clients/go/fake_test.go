@@ -238,3 +238,19 @@ func startFake(t *testing.T, f *fakeServer, opts ...Option) *Client {
 	fast := RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond, MaxAttempts: 5}
 	return New(conn, append([]Option{WithRetryPolicy(fast)}, opts...)...)
 }
+
+// WatchSandboxes sends one event per sandbox name in watchNames, then
+// waits for the caller to go away.
+func (f *fakeServer) WatchSandboxes(req *pb.WatchSandboxesRequest, stream pb.SandboxService_WatchSandboxesServer) error {
+	if err := f.enter(stream.Context(), "watch"); err != nil {
+		return err
+	}
+	for _, name := range []string{"a", "b"} {
+		ev := &pb.WatchSandboxesResponse{Type: pb.WatchSandboxesResponse_EVENT_TYPE_ADDED, Sandbox: &pb.Sandbox{Name: name, Phase: pb.Phase_PHASE_RUNNING}}
+		if err := stream.Send(ev); err != nil {
+			return err
+		}
+	}
+	<-stream.Context().Done()
+	return nil
+}
