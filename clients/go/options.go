@@ -33,9 +33,11 @@ func newConfig(opts []Option) *config {
 		retry:     DefaultRetryPolicy(),
 		namespace: DefaultNamespace,
 		// Pings only while a call is open (an Exec or a Watch), so that a
-		// dead server is noticed during long streams. The server must allow
-		// pings this often (grpc keepalive.EnforcementPolicy MinTime).
-		keepalive: keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 20 * time.Second},
+		// dead connection is noticed during long quiet streams. Five
+		// minutes is what a gRPC server allows by default
+		// (keepalive.EnforcementPolicy.MinTime); a client that pings more
+		// often is sent away with "too_many_pings".
+		keepalive: keepalive.ClientParameters{Time: 5 * time.Minute, Timeout: 20 * time.Second},
 	}
 	for _, o := range opts {
 		o(cfg)
@@ -94,7 +96,9 @@ func WithNamespace(ns string) Option {
 }
 
 // WithKeepalive replaces the client's keepalive parameters (default: a ping
-// after 30s without activity while a call is open, 20s to answer).
+// after 5 minutes without activity while a call is open, 20s to answer).
+// Ping more often only when the server's keepalive enforcement policy
+// allows it.
 func WithKeepalive(p keepalive.ClientParameters) Option {
 	return func(c *config) { c.keepalive = p }
 }
