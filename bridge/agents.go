@@ -1,0 +1,80 @@
+package bridge
+
+import (
+	"context"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/sandpod/sandpod/core/agent"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// agentConns keeps one gRPC connection per agent, reused by every call.
+type agentConns struct {
+	mu     sync.Mutex
+	conns  map[string]*grpc.ClientConn // target -> conn
+	target map[string]string           // ns/name -> target
+}
+
+func newAgentConns() *agentConns {
+	return &agentConns{conns: map[string]*grpc.ClientConn{}, target: map[string]string{}}
+}
+
+// client returns an agent client for ep and a context carrying its secret.
+func (a *agentConns) client(ctx context.Context, ns, name string, ep agent.Endpoint) (sandpodv1.AgentServiceClient, context.Context, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := nsKey(ns, name)
+	if old, ok := a.target[key]; ok && old != ep.Target {
+		a.closeLocked(old)
+	}
+	conn, ok := a.conns[ep.Target]
+	if !ok {
+		var err error
+		conn, err = grpc.NewClient(ep.Target,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(8<<20)))
+		if err != nil {
+			return nil, nil, err
+		}
+		a.conns[ep.Target] = conn
+	}
+	a.target[key] = ep.Target
+	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, agent.SecretMetadataKey, ep.Secret), nil
+}
+
+// forget closes the connection of a deleted sandbox.
+func (a *agentConns) forget(ns, name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := nsKey(ns, name)
+	if t, ok := a.target[key]; ok {
+		a.closeLocked(t)
+		delete(a.target, key)
+	}
+}
+
+func (a *agentConns) closeLocked(target string) {
+	if c, ok := a.conns[target]; ok {
+		_ = c.Close()
+		delete(a.conns, target)
+	}
+}
+
+func (a *agentConns) closeAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for t := range a.conns {
+		a.closeLocked(t)
+	}
+}
+
+func nsKey(ns, name string) string {
+	if ns == "" {
+		ns = "default"
+	}
+	return ns + "/" + name
+}

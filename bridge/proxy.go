@@ -1,0 +1,297 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sandpod/sandpod/core/agent"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// Exec and file calls are checked here, then forwarded to the sandbox's
+// agent message by message: the path and protocol are the same whatever the
+// backend.
+
+// agentFor resolves the agent of a sandbox; release must be called when the
+// call ends.
+func (s *Server) agentFor(ctx context.Context, ns, name string) (sandpodv1.AgentServiceClient, context.Context, agent.Endpoint, func(), error) {
+	if err := firstError(checkName("sandbox", name, true), checkNamespace(ns)); err != nil {
+		return nil, nil, agent.Endpoint{}, nil, err
+	}
+	ep, err := s.backend.Agent(ctx, ns, name)
+	if err != nil {
+		return nil, nil, agent.Endpoint{}, nil, err
+	}
+	release := func() {
+		if ep.Done != nil {
+			ep.Done()
+		}
+	}
+	client, actx, err := s.agents.client(ctx, ns, name, ep)
+	if err != nil {
+		release()
+		return nil, nil, agent.Endpoint{}, nil, status.Errorf(codes.Unavailable, "sandbox %q: connect to agent: %v", name, err)
+	}
+	return client, actx, ep, release, nil
+}
+
+// agentError keeps the agent's status, and explains a lost connection.
+func agentError(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return status.Errorf(codes.Unavailable, "sandbox %q: %v", name, err)
+	}
+	if st.Code() == codes.Unavailable {
+		return status.Errorf(codes.Unavailable, "sandbox %q: its agent is unreachable (%s); the call was not retried", name, st.Message())
+	}
+	return err
+}
+
+func checkExecStart(st *sandpodv1.ExecStart) error {
+	for i, a := range st.GetArgv() {
+		if strings.IndexByte(a, 0) >= 0 {
+			return invalid("argv", "argument %d contains a NUL byte", i)
+		}
+	}
+	if strings.IndexByte(st.GetShell(), 0) >= 0 {
+		return invalid("shell", "contains a NUL byte")
+	}
+	if len(st.GetArgv()) > 0 && st.GetShell() != "" {
+		return invalid("argv", "give either argv or shell, not both")
+	}
+	if len(st.GetArgv()) == 0 && st.GetShell() == "" {
+		return invalid("argv", "argv or shell is required")
+	}
+	if _, err := agent.CleanPath(st.GetWorkingDir()); err != nil {
+		return invalid("working_dir", "%v", err)
+	}
+	if t := st.GetTimeout(); t != nil {
+		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 {
+			return invalid("timeout", "must be a valid, non-negative duration")
+		}
+	}
+	if n := st.GetMaxOutputBytes(); n < 0 || n > agent.MaxMaxOutput {
+		return invalid("max_output_bytes", "must be between 0 and %d, got %d", agent.MaxMaxOutput, n)
+	}
+	return checkEnv("env", st.GetEnv())
+}
+
+func checkPath(field, p string) error {
+	if _, err := agent.CleanPath(p); err != nil {
+		return invalid(field, "%v", err)
+	}
+	return nil
+}
+
+// Exec runs a command in a sandbox, streaming in both directions.
+func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	st := first.GetStart()
+	if st == nil {
+		return invalid("start", "the first message of an exec must be start")
+	}
+	if err := checkExecStart(st); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	client, actx, ep, release, err := s.agentFor(ctx, st.GetNamespace(), st.GetSandbox())
+	if err != nil {
+		return err
+	}
+	defer release()
+	if len(ep.Env) > 0 {
+		env := make(map[string]string, len(ep.Env)+len(st.GetEnv()))
+		for k, v := range ep.Env {
+			env[k] = v
+		}
+		for k, v := range st.GetEnv() {
+			env[k] = v
+		}
+		st.Env = env
+	}
+	up, err := client.Exec(actx)
+	if err != nil {
+		return agentError(st.GetSandbox(), err)
+	}
+	if err := up.Send(first); err != nil {
+		_, rerr := up.Recv()
+		return agentError(st.GetSandbox(), rerr)
+	}
+	go func() {
+		for {
+			msg, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				_ = up.CloseSend()
+				return
+			}
+			if err != nil {
+				cancel() // the caller is gone: the agent kills the command
+				return
+			}
+			if msg.GetStart() != nil {
+				cancel()
+				return
+			}
+			if err := up.Send(msg); err != nil {
+				return
+			}
+		}
+	}()
+	for {
+		msg, err := up.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return agentError(st.GetSandbox(), err)
+		}
+		if err := stream.Send(msg); err != nil {
+			return err
+		}
+	}
+}
+
+// ReadFile streams a file out of a sandbox.
+func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.SandboxService_ReadFileServer) error {
+	if err := checkPath("path", req.GetPath()); err != nil {
+		return err
+	}
+	if req.GetOffset() < 0 || req.GetLength() < 0 {
+		return invalid("offset", "offset and length must not be negative")
+	}
+	client, actx, _, release, err := s.agentFor(stream.Context(), req.GetNamespace(), req.GetSandbox())
+	if err != nil {
+		return err
+	}
+	defer release()
+	down, err := client.ReadFile(actx, req)
+	if err != nil {
+		return agentError(req.GetSandbox(), err)
+	}
+	for {
+		msg, err := down.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return agentError(req.GetSandbox(), err)
+		}
+		if err := stream.Send(msg); err != nil {
+			return err
+		}
+	}
+}
+
+// WriteFile streams a file into a sandbox; it appears atomically.
+func (s *Server) WriteFile(stream sandpodv1.SandboxService_WriteFileServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	h := first.GetHeader()
+	if h == nil {
+		return invalid("header", "the first message of a write must be the header")
+	}
+	if err := checkPath("path", h.GetPath()); err != nil {
+		return err
+	}
+	client, actx, _, release, err := s.agentFor(stream.Context(), h.GetNamespace(), h.GetSandbox())
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(actx)
+	defer cancel()
+	up, err := client.WriteFile(ctx)
+	if err != nil {
+		return agentError(h.GetSandbox(), err)
+	}
+	msg := first
+	for {
+		if err := up.Send(msg); err != nil {
+			_, rerr := up.CloseAndRecv()
+			return agentError(h.GetSandbox(), rerr)
+		}
+		msg, err = stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			cancel() // an aborted upload leaves the old file in place
+			return err
+		}
+	}
+	resp, err := up.CloseAndRecv()
+	if err != nil {
+		return agentError(h.GetSandbox(), err)
+	}
+	return stream.SendAndClose(resp)
+}
+
+// ListFiles lists a directory in a sandbox.
+func (s *Server) ListFiles(ctx context.Context, req *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {
+	if err := checkPath("path", req.GetPath()); err != nil {
+		return nil, err
+	}
+	client, actx, _, release, err := s.agentFor(ctx, req.GetNamespace(), req.GetSandbox())
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	resp, err := client.ListFiles(actx, req)
+	return resp, agentError(req.GetSandbox(), err)
+}
+
+// StatFile describes a path in a sandbox.
+func (s *Server) StatFile(ctx context.Context, req *sandpodv1.StatFileRequest) (*sandpodv1.StatFileResponse, error) {
+	if err := checkPath("path", req.GetPath()); err != nil {
+		return nil, err
+	}
+	client, actx, _, release, err := s.agentFor(ctx, req.GetNamespace(), req.GetSandbox())
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	resp, err := client.StatFile(actx, req)
+	return resp, agentError(req.GetSandbox(), err)
+}
+
+// RemoveFile removes a path in a sandbox.
+func (s *Server) RemoveFile(ctx context.Context, req *sandpodv1.RemoveFileRequest) (*sandpodv1.RemoveFileResponse, error) {
+	if err := checkPath("path", req.GetPath()); err != nil {
+		return nil, err
+	}
+	client, actx, _, release, err := s.agentFor(ctx, req.GetNamespace(), req.GetSandbox())
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	resp, err := client.RemoveFile(actx, req)
+	return resp, agentError(req.GetSandbox(), err)
+}
+
+// MakeDir creates a directory in a sandbox.
+func (s *Server) MakeDir(ctx context.Context, req *sandpodv1.MakeDirRequest) (*sandpodv1.MakeDirResponse, error) {
+	if err := checkPath("path", req.GetPath()); err != nil {
+		return nil, err
+	}
+	client, actx, _, release, err := s.agentFor(ctx, req.GetNamespace(), req.GetSandbox())
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	resp, err := client.MakeDir(actx, req)
+	return resp, agentError(req.GetSandbox(), err)
+}

@@ -1,0 +1,309 @@
+package bridge
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// Server implements sandpodv1.SandboxServiceServer over a Backend.
+type Server struct {
+	sandpodv1.UnimplementedSandboxServiceServer
+
+	backend Backend
+	agents  *agentConns
+	now     func() time.Time
+}
+
+// New returns a bridge over backend.
+func New(backend Backend) *Server {
+	return &Server{backend: backend, agents: newAgentConns(), now: time.Now}
+}
+
+// Close drops the connections to agents.
+func (s *Server) Close() { s.agents.closeAll() }
+
+// Options configure the gRPC server of the bridge.
+type Options struct {
+	// Tokens, when not empty, are the bearer tokens callers must present.
+	Tokens []string
+	// ServerOptions are passed to grpc.NewServer (e.g. TLS credentials).
+	ServerOptions []grpc.ServerOption
+}
+
+// GRPCServer builds a gRPC server with the sandbox service, the standard
+// health service (SERVING) and reflection, so grpcurl works against it.
+func (s *Server) GRPCServer(o Options) (*grpc.Server, *health.Server) {
+	auth := newTokenAuth(o.Tokens)
+	opts := append([]grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(auth.unary),
+		grpc.ChainStreamInterceptor(auth.stream),
+		grpc.MaxRecvMsgSize(8 << 20),
+	}, o.ServerOptions...)
+	g := grpc.NewServer(opts...)
+	sandpodv1.RegisterSandboxServiceServer(g, s)
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(sandpodv1.SandboxService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(g, hs)
+	reflection.Register(g)
+	return g, hs
+}
+
+// CreateSandbox validates and creates a sandbox cold.
+func (s *Server) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandboxRequest) (*sandpodv1.CreateSandboxResponse, error) {
+	if err := firstError(
+		checkName("template", req.GetTemplate(), true),
+		checkNamespace(req.GetNamespace()),
+		checkName("name", req.GetName(), false),
+		checkLabels("labels", req.GetLabels()),
+		checkEnv("env", req.GetEnv()),
+		checkLifetime(req.GetTtl(), req.GetShutdownTime(), s.now()),
+		checkPolicy(req.GetShutdownPolicy()),
+		checkRequestID(req.GetRequestId()),
+	); err != nil {
+		return nil, err
+	}
+	sb, err := s.backend.CreateSandbox(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.CreateSandboxResponse{Sandbox: sb}, nil
+}
+
+// ClaimSandbox validates and claims a sandbox, warm first.
+func (s *Server) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (*sandpodv1.ClaimSandboxResponse, error) {
+	if err := firstError(
+		checkName("template", req.GetTemplate(), true),
+		checkNamespace(req.GetNamespace()),
+		checkLabels("labels", req.GetLabels()),
+		checkEnv("env", req.GetEnv()),
+		checkLifetime(req.GetTtl(), req.GetShutdownTime(), s.now()),
+		checkPolicy(req.GetShutdownPolicy()),
+		checkRequestID(req.GetRequestId()),
+	); err != nil {
+		return nil, err
+	}
+	sb, warm, err := s.backend.ClaimSandbox(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.ClaimSandboxResponse{Sandbox: sb, Warm: warm}, nil
+}
+
+// GetSandbox returns one sandbox.
+func (s *Server) GetSandbox(ctx context.Context, req *sandpodv1.GetSandboxRequest) (*sandpodv1.GetSandboxResponse, error) {
+	if err := checkRef(req.GetName(), req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	sb, err := s.backend.GetSandbox(ctx, req.GetNamespace(), req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.GetSandboxResponse{Sandbox: sb}, nil
+}
+
+// ListSandboxes returns one page of matching sandboxes.
+func (s *Server) ListSandboxes(ctx context.Context, req *sandpodv1.ListSandboxesRequest) (*sandpodv1.ListSandboxesResponse, error) {
+	if err := checkNamespace(req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	sel, err := parseSelector(req.GetLabelSelector())
+	if err != nil {
+		return nil, err
+	}
+	size, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := decodePageToken(req.GetPageToken()); err != nil {
+		return nil, err
+	}
+	all, err := s.backend.ListSandboxes(ctx, req.GetNamespace(), sel, req.GetIncludePoolMembers())
+	if err != nil {
+		return nil, err
+	}
+	items, next, err := page(all, (*sandpodv1.Sandbox).GetName, size, req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.ListSandboxesResponse{Sandboxes: items, NextPageToken: next}, nil
+}
+
+// WatchSandboxes streams changes until the caller cancels.
+func (s *Server) WatchSandboxes(req *sandpodv1.WatchSandboxesRequest, stream sandpodv1.SandboxService_WatchSandboxesServer) error {
+	if err := checkNamespace(req.GetNamespace()); err != nil {
+		return err
+	}
+	sel, err := parseSelector(req.GetLabelSelector())
+	if err != nil {
+		return err
+	}
+	events, err := s.backend.WatchSandboxes(stream.Context(), req.GetNamespace(), sel, req.GetIncludePoolMembers(), req.GetSendInitialEvents())
+	if err != nil {
+		return err
+	}
+	for ev := range events {
+		if err := stream.Send(ev); err != nil {
+			return err
+		}
+	}
+	if stream.Context().Err() != nil {
+		return nil
+	}
+	return status.Error(codes.Aborted, "watch fell behind; list and watch again")
+}
+
+// SuspendSandbox stops a sandbox's processes and keeps its files.
+func (s *Server) SuspendSandbox(ctx context.Context, req *sandpodv1.SuspendSandboxRequest) (*sandpodv1.SuspendSandboxResponse, error) {
+	if err := checkRef(req.GetName(), req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	sb, err := s.backend.SuspendSandbox(ctx, req.GetNamespace(), req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.SuspendSandboxResponse{Sandbox: sb}, nil
+}
+
+// ResumeSandbox starts a suspended sandbox again.
+func (s *Server) ResumeSandbox(ctx context.Context, req *sandpodv1.ResumeSandboxRequest) (*sandpodv1.ResumeSandboxResponse, error) {
+	if err := checkRef(req.GetName(), req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	sb, err := s.backend.ResumeSandbox(ctx, req.GetNamespace(), req.GetName(), !req.GetNoWait())
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.ResumeSandboxResponse{Sandbox: sb}, nil
+}
+
+// ExtendSandbox moves the shutdown time.
+func (s *Server) ExtendSandbox(ctx context.Context, req *sandpodv1.ExtendSandboxRequest) (*sandpodv1.ExtendSandboxResponse, error) {
+	if err := checkRef(req.GetName(), req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if req.GetTtl() == nil && req.GetShutdownTime() == nil {
+		return nil, invalid("ttl", "give ttl or shutdown_time")
+	}
+	if err := checkLifetime(req.GetTtl(), req.GetShutdownTime(), now); err != nil {
+		return nil, err
+	}
+	at := now.Add(req.GetTtl().AsDuration())
+	if req.GetShutdownTime() != nil {
+		at = req.GetShutdownTime().AsTime()
+	}
+	sb, err := s.backend.ExtendSandbox(ctx, req.GetNamespace(), req.GetName(), at)
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.ExtendSandboxResponse{Sandbox: sb}, nil
+}
+
+// DeleteSandbox deletes a sandbox and its files.
+func (s *Server) DeleteSandbox(ctx context.Context, req *sandpodv1.DeleteSandboxRequest) (*sandpodv1.DeleteSandboxResponse, error) {
+	if err := checkRef(req.GetName(), req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	if err := s.backend.DeleteSandbox(ctx, req.GetNamespace(), req.GetName()); err != nil {
+		return nil, err
+	}
+	s.agents.forget(req.GetNamespace(), req.GetName())
+	return &sandpodv1.DeleteSandboxResponse{}, nil
+}
+
+// ListTemplates lists templates.
+func (s *Server) ListTemplates(ctx context.Context, req *sandpodv1.ListTemplatesRequest) (*sandpodv1.ListTemplatesResponse, error) {
+	if err := checkNamespace(req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	size, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.backend.ListTemplates(ctx, req.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	items, next, err := page(all, (*sandpodv1.Template).GetName, size, req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.ListTemplatesResponse{Templates: items, NextPageToken: next}, nil
+}
+
+// ListWarmPools lists warm pools.
+func (s *Server) ListWarmPools(ctx context.Context, req *sandpodv1.ListWarmPoolsRequest) (*sandpodv1.ListWarmPoolsResponse, error) {
+	if err := checkNamespace(req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	size, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.backend.ListWarmPools(ctx, req.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	items, next, err := page(all, (*sandpodv1.WarmPool).GetName, size, req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.ListWarmPoolsResponse{WarmPools: items, NextPageToken: next}, nil
+}
+
+// GetWarmPool returns one pool.
+func (s *Server) GetWarmPool(ctx context.Context, req *sandpodv1.GetWarmPoolRequest) (*sandpodv1.GetWarmPoolResponse, error) {
+	if err := checkRef(req.GetName(), req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	p, err := s.backend.GetWarmPool(ctx, req.GetNamespace(), req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.GetWarmPoolResponse{WarmPool: p}, nil
+}
+
+// ScaleWarmPool sets a pool's size.
+func (s *Server) ScaleWarmPool(ctx context.Context, req *sandpodv1.ScaleWarmPoolRequest) (*sandpodv1.ScaleWarmPoolResponse, error) {
+	if err := checkRef(req.GetName(), req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	if req.GetReplicas() < 0 || req.GetReplicas() > MaxReplicas {
+		return nil, invalid("replicas", "must be between 0 and %d, got %d", MaxReplicas, req.GetReplicas())
+	}
+	p, err := s.backend.ScaleWarmPool(ctx, req.GetNamespace(), req.GetName(), req.GetReplicas())
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.ScaleWarmPoolResponse{WarmPool: p}, nil
+}
+
+func checkRef(name, namespace string) error {
+	return firstError(checkName("name", name, true), checkNamespace(namespace))
+}
+
+func checkPolicy(p sandpodv1.ShutdownPolicy) error {
+	if _, ok := sandpodv1.ShutdownPolicy_name[int32(p)]; !ok {
+		return invalid("shutdown_policy", "unknown value %d", p)
+	}
+	return nil
+}
+
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

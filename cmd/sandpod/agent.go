@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"github.com/sandpod/sandpod/core/agent"
+)
+
+func init() {
+	register("agent", "run the in-sandbox agent (started by the engine or the pod)", runAgent)
+}
+
+func runAgent(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	var o agent.Options
+	fs.StringVar(&o.Sandbox, "sandbox", "", "name of the sandbox served")
+	fs.StringVar(&o.Root, "root", "/workspace", "sandbox root: file paths are relative to it, commands start in it")
+	fs.StringVar(&o.Listen, "listen", "tcp://0.0.0.0:7070", "tcp://HOST:PORT, unix:///PATH or fd://N")
+	fs.StringVar(&o.SecretFile, "secret-file", "", "file holding the sandbox secret")
+	fs.IntVar(&o.GateFD, "gate-fd", 0, "pipe delivering the secret once the engine is ready (local engine)")
+	fs.BoolVar(&o.Isolate, "isolate", false, "read-only host file system around the root (local engine)")
+	fs.BoolVar(&o.NetIsolated, "net-isolated", false, "bring up loopback in a private network namespace")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	o.Command = fs.Args()
+	return agent.Main(ctx, o)
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // served only with --pprof
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sandpod/sandpod/bridge"
+	"github.com/sandpod/sandpod/core/engine"
+)
+
+//go:embed default-templates.yaml
+var defaultTemplates []byte
+
+var _ bridge.Backend = (*engine.Engine)(nil)
+
+func init() {
+	register("serve", "run the bridge on the embedded local engine (no cluster needed)", runServe)
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func runServe(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:50051", "address of the gRPC API")
+	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and the state store live")
+	var configs stringList
+	fs.Var(&configs, "config", "SandboxTemplate/SandboxWarmPool YAML file or directory (repeatable; default: a python template with a pool of 2)")
+	addrFile := fs.String("address-file", "", "write the address actually listened on to this file (useful with --listen 127.0.0.1:0)")
+	tokenFile := fs.String("token-file", "", "file of bearer tokens, one per line, that callers must present")
+	pprof := fs.String("pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := serve(ctx, log, *listen, *stateDir, configs, *addrFile, *tokenFile, *pprof); err != nil {
+		log.Error("serve", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, log *slog.Logger, listen, stateDir string, configs []string, addrFile, tokenFile, pprofAddr string) error {
+	defs, err := loadDefinitions(configs)
+	if err != nil {
+		return err
+	}
+	var tokens []string
+	if tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return fmt.Errorf("token file: %w", err)
+		}
+		tokens = strings.Split(string(b), "\n")
+	}
+	eng, err := engine.New(ctx, engine.Config{StateDir: stateDir, Definitions: defs, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	eng.Start()
+
+	lis, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	b := bridge.New(eng)
+	defer b.Close()
+	g, hs := b.GRPCServer(bridge.Options{Tokens: tokens})
+	if addrFile != "" {
+		tmp := addrFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(lis.Addr().String()), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, addrFile); err != nil {
+			return err
+		}
+	}
+	if pprofAddr != "" {
+		go func() { log.Info("pprof", "err", http.ListenAndServe(pprofAddr, nil)) }()
+	}
+	go func() {
+		<-ctx.Done()
+		hs.Shutdown()
+		stopped := make(chan struct{})
+		go func() { g.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			g.Stop() // long execs and watches end here; sandboxes keep running
+		}
+	}()
+	log.Info("sandpod serving", "address", lis.Addr().String(), "state", stateDir, "templates", len(defs.Templates), "pools", len(defs.Pools))
+	return g.Serve(lis)
+}
+
+func loadDefinitions(configs []string) (engine.Definitions, error) {
+	if len(configs) > 0 {
+		return engine.LoadDefinitions(configs...)
+	}
+	return engine.ParseDefinitions("built-in default templates", defaultTemplates)
+}
+
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "sandpod")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "sandpod")
+	}
+	return "sandpod-state"
+}

@@ -1,0 +1,331 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+const (
+	// DefaultMaxOutput is the per-stream cap on kept output.
+	DefaultMaxOutput = 16 << 20
+	// MaxMaxOutput bounds what a caller may ask to keep.
+	MaxMaxOutput = 1 << 30
+	chunkSize    = 32 << 10
+	// drainGrace is how long output is still read after the command exits,
+	// for children that inherited its stdout; past it the pipes are closed
+	// so a background child cannot hold the call open.
+	drainGrace = 200 * time.Millisecond
+)
+
+// Exec runs one command. See ExecRequest for the protocol.
+func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	start := first.GetStart()
+	if start == nil {
+		return status.Error(codes.InvalidArgument, "exec: the first message must be start")
+	}
+	cmd, err := s.command(start)
+	if err != nil {
+		return err
+	}
+	maxOut := start.GetMaxOutputBytes()
+	if maxOut == 0 {
+		maxOut = DefaultMaxOutput
+	}
+
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return status.Errorf(codes.Internal, "exec: stdin pipe: %v", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return status.Errorf(codes.Internal, "exec: stdout pipe: %v", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return status.Errorf(codes.Internal, "exec: stderr pipe: %v", err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return startError(start, err)
+	}
+	outW.Close()
+	errW.Close()
+	s.running.Add(1)
+	defer s.running.Add(-1)
+	pgid := cmd.Process.Pid
+
+	send := &lockedSender{stream: stream}
+	if err := send.send(&sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Started{Started: &sandpodv1.ExecStarted{Pid: int32(pgid)}}}); err != nil {
+		killGroup(pgid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return err
+	}
+
+	var readers sync.WaitGroup
+	var outTrunc, errTrunc bool
+	readers.Add(2)
+	go func() {
+		defer readers.Done()
+		outTrunc = pump(outR, maxOut, send, func(b []byte) *sandpodv1.ExecResponse {
+			return &sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Stdout{Stdout: b}}
+		})
+	}()
+	go func() {
+		defer readers.Done()
+		errTrunc = pump(errR, maxOut, send, func(b []byte) *sandpodv1.ExecResponse {
+			return &sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Stderr{Stderr: b}}
+		})
+	}()
+
+	// Client messages: stdin, close, signals. A broken client stream kills
+	// the whole process group: nobody is left to read its output.
+	var finished atomic.Bool
+	defer finished.Store(true)
+	go func() {
+		for {
+			msg, err := stream.Recv()
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !finished.Load() {
+					killGroup(pgid, syscall.SIGKILL)
+				}
+				stdin.Close()
+				return
+			}
+			switch m := msg.Msg.(type) {
+			case *sandpodv1.ExecRequest_Stdin:
+				_, _ = stdin.Write(m.Stdin)
+			case *sandpodv1.ExecRequest_CloseStdin:
+				stdin.Close()
+			case *sandpodv1.ExecRequest_Signal:
+				killGroup(pgid, syscall.Signal(m.Signal))
+			}
+		}
+	}()
+
+	var timedOut bool
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var timeout <-chan time.Time
+	if d := start.GetTimeout().AsDuration(); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var waitErr error
+	select {
+	case waitErr = <-waited:
+	case <-timeout:
+		timedOut = true
+		killGroup(pgid, syscall.SIGKILL)
+		waitErr = <-waited
+	case <-stream.Context().Done():
+		killGroup(pgid, syscall.SIGKILL)
+		<-waited
+		return status.FromContextError(stream.Context().Err()).Err()
+	}
+	if timedOut {
+		// The whole tree is gone; nothing more will be written.
+		readers.Wait()
+	} else if !waitTimeout(&readers, drainGrace) {
+		outR.Close()
+		errR.Close()
+		readers.Wait()
+	}
+	outR.Close()
+	errR.Close()
+
+	exit := exitStatus(cmd.ProcessState, waitErr)
+	exit.TimedOut = timedOut
+	exit.Duration = durationpb.New(time.Since(began))
+	exit.StdoutTruncated, exit.StderrTruncated = outTrunc, errTrunc
+	s.touch()
+	return send.send(&sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Exit{Exit: exit}})
+}
+
+// command builds the process for an ExecStart, checking its arguments.
+func (s *Server) command(start *sandpodv1.ExecStart) (*exec.Cmd, error) {
+	argv := start.GetArgv()
+	switch {
+	case len(argv) > 0 && start.GetShell() != "":
+		return nil, status.Error(codes.InvalidArgument, "exec: give either argv or shell, not both")
+	case len(argv) == 0 && start.GetShell() == "":
+		return nil, status.Error(codes.InvalidArgument, "exec: argv or shell is required")
+	case len(argv) > 0 && argv[0] == "":
+		return nil, status.Error(codes.InvalidArgument, "exec: argv[0] (the program) is empty")
+	case start.GetMaxOutputBytes() < 0 || start.GetMaxOutputBytes() > MaxMaxOutput:
+		return nil, status.Errorf(codes.InvalidArgument, "exec: max_output_bytes must be between 0 and %d", MaxMaxOutput)
+	case start.GetTimeout().AsDuration() < 0:
+		return nil, status.Error(codes.InvalidArgument, "exec: timeout must not be negative")
+	}
+	if len(argv) == 0 {
+		argv = []string{"/bin/sh", "-c", start.GetShell()}
+	}
+	dir, err := s.workingDir(start.GetWorkingDir())
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = mergeEnv(s.cfg.Env, start.GetEnv())
+	// Its own process group, so a timeout or cancel kills the whole tree.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, nil
+}
+
+func (s *Server) workingDir(p string) (string, error) {
+	rel, err := CleanPath(p)
+	if err != nil {
+		return "", status.Errorf(codes.InvalidArgument, "exec: working_dir: %v", err)
+	}
+	fi, err := s.root.Stat(rel)
+	if err != nil {
+		return "", fileError("exec: working_dir", p, err)
+	}
+	if !fi.IsDir() {
+		return "", status.Errorf(codes.InvalidArgument, "exec: working_dir %q is not a directory", p)
+	}
+	return s.cfg.Root + "/" + rel, nil
+}
+
+func startError(start *sandpodv1.ExecStart, err error) error {
+	prog := start.GetShell()
+	if len(start.GetArgv()) > 0 {
+		prog = start.GetArgv()[0]
+	}
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return status.Errorf(codes.NotFound, "exec: program %q not found in the sandbox", prog)
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return status.Errorf(codes.PermissionDenied, "exec: program %q is not executable", prog)
+	}
+	if errors.Is(err, syscall.EAGAIN) {
+		return status.Errorf(codes.ResourceExhausted, "exec: sandbox process limit reached: %v", err)
+	}
+	return status.Errorf(codes.FailedPrecondition, "exec: start %q: %v", prog, err)
+}
+
+// mergeEnv overlays extra on base ("K=V" pairs); extra wins.
+func mergeEnv(base []string, extra map[string]string) []string {
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k := kv
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				k = kv[:i]
+				break
+			}
+		}
+		if _, ok := extra[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
+
+func exitStatus(ps *os.ProcessState, waitErr error) *sandpodv1.ExitStatus {
+	if ps == nil {
+		return &sandpodv1.ExitStatus{ExitCode: -1}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return &sandpodv1.ExitStatus{ExitCode: -1, Signal: int32(ws.Signal())}
+	}
+	_ = waitErr // an *exec.ExitError carries the same state as ps
+	return &sandpodv1.ExitStatus{ExitCode: int32(ps.ExitCode())}
+}
+
+func killGroup(pgid int, sig syscall.Signal) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, sig)
+	}
+}
+
+// lockedSender serialises sends from the stdout and stderr pumps.
+type lockedSender struct {
+	mu     sync.Mutex
+	stream sandpodv1.AgentService_ExecServer
+	failed bool
+}
+
+func (l *lockedSender) send(m *sandpodv1.ExecResponse) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed {
+		return fmt.Errorf("exec: stream already broken")
+	}
+	if err := l.stream.Send(m); err != nil {
+		l.failed = true
+		return err
+	}
+	return nil
+}
+
+// pump forwards r in chunks until EOF, keeping at most max bytes; it reports
+// whether anything was dropped.
+func pump(r io.Reader, max int64, send *lockedSender, wrap func([]byte) *sandpodv1.ExecResponse) (truncated bool) {
+	buf := make([]byte, chunkSize)
+	var sent int64
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			keep := int64(n)
+			if room := max - sent; keep > room {
+				keep = room
+				truncated = true
+			}
+			if keep > 0 {
+				chunk := make([]byte, keep)
+				copy(chunk, buf[:keep])
+				_ = send.send(wrap(chunk))
+				sent += keep
+			}
+		}
+		if err != nil {
+			return truncated
+		}
+	}
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}

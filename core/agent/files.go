@@ -1,0 +1,291 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// ReadChunk is the size of ReadFile messages.
+const ReadChunk = 1 << 20
+
+// ReadFile streams a file from offset, for length bytes (0: to the end).
+func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.AgentService_ReadFileServer) error {
+	rel, err := s.path("read_file", req.GetPath())
+	if err != nil {
+		return err
+	}
+	if req.GetOffset() < 0 || req.GetLength() < 0 {
+		return status.Error(codes.InvalidArgument, "read_file: offset and length must not be negative")
+	}
+	f, err := s.root.Open(rel)
+	if err != nil {
+		return fileError("read_file", req.GetPath(), err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fileError("read_file", req.GetPath(), err)
+	}
+	if fi.IsDir() {
+		return status.Errorf(codes.InvalidArgument, "read_file: %q is a directory", req.GetPath())
+	}
+	if _, err := f.Seek(req.GetOffset(), io.SeekStart); err != nil {
+		return fileError("read_file", req.GetPath(), err)
+	}
+	var r io.Reader = f
+	if req.GetLength() > 0 {
+		r = io.LimitReader(f, req.GetLength())
+	}
+	buf := make([]byte, ReadChunk)
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if serr := stream.Send(&sandpodv1.ReadFileResponse{Data: buf[:n]}); serr != nil {
+				return serr
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		}
+		if err != nil {
+			return fileError("read_file", req.GetPath(), err)
+		}
+	}
+}
+
+// WriteFile writes a file atomically: into a temporary file beside it, then
+// renamed over the target when the stream closes cleanly. A broken stream
+// leaves the old file untouched.
+func (s *Server) WriteFile(stream sandpodv1.AgentService_WriteFileServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	h := first.GetHeader()
+	if h == nil {
+		return status.Error(codes.InvalidArgument, "write_file: the first message must be the header")
+	}
+	rel, err := s.path("write_file", h.GetPath())
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return status.Error(codes.InvalidArgument, "write_file: path is the sandbox root, a directory")
+	}
+	mode := fs.FileMode(h.GetMode())
+	if mode == 0 {
+		mode = 0o644
+	}
+	if mode&^fs.ModePerm != 0 {
+		return status.Errorf(codes.InvalidArgument, "write_file: mode %o has bits beyond 0777", h.GetMode())
+	}
+	if fi, err := s.root.Stat(rel); err == nil && fi.IsDir() {
+		return status.Errorf(codes.InvalidArgument, "write_file: %q is a directory", h.GetPath())
+	}
+	dir := path.Dir(rel)
+	if h.GetMakeParents() && dir != "." {
+		if err := s.root.MkdirAll(dir, 0o755); err != nil {
+			return fileError("write_file", h.GetPath(), err)
+		}
+	}
+	tmp := path.Join(dir, "."+path.Base(rel)+".sandpod-"+randomSuffix())
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return fileError("write_file", h.GetPath(), err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			_ = s.root.Remove(tmp)
+		}
+	}()
+	for {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if msg.GetHeader() != nil {
+			return status.Error(codes.InvalidArgument, "write_file: only the first message may be a header")
+		}
+		if _, err := f.Write(msg.GetData()); err != nil {
+			return fileError("write_file", h.GetPath(), err)
+		}
+	}
+	if err := f.Chmod(mode); err != nil { // not masked by the umask
+		return fileError("write_file", h.GetPath(), err)
+	}
+	if err := f.Close(); err != nil {
+		return fileError("write_file", h.GetPath(), err)
+	}
+	if err := s.root.Rename(tmp, rel); err != nil {
+		return fileError("write_file", h.GetPath(), err)
+	}
+	committed = true
+	fi, err := s.root.Lstat(rel)
+	if err != nil {
+		return fileError("write_file", h.GetPath(), err)
+	}
+	return stream.SendAndClose(&sandpodv1.WriteFileResponse{File: fileInfo(rel, fi)})
+}
+
+// ListFiles lists a directory.
+func (s *Server) ListFiles(_ context.Context, req *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {
+	rel, err := s.path("list_files", req.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.root.Open(rel)
+	if err != nil {
+		return nil, fileError("list_files", req.GetPath(), err)
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, fileError("list_files", req.GetPath(), err)
+	}
+	out := &sandpodv1.ListFilesResponse{}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed while listing
+		}
+		out.Files = append(out.Files, fileInfo(path.Join(rel, e.Name()), fi))
+	}
+	return out, nil
+}
+
+// StatFile describes one path without following a final symbolic link.
+func (s *Server) StatFile(_ context.Context, req *sandpodv1.StatFileRequest) (*sandpodv1.StatFileResponse, error) {
+	rel, err := s.path("stat_file", req.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	fi, err := s.root.Lstat(rel)
+	if err != nil {
+		return nil, fileError("stat_file", req.GetPath(), err)
+	}
+	return &sandpodv1.StatFileResponse{File: fileInfo(rel, fi)}, nil
+}
+
+// RemoveFile removes a file, an empty directory, or (recursive) a tree.
+func (s *Server) RemoveFile(_ context.Context, req *sandpodv1.RemoveFileRequest) (*sandpodv1.RemoveFileResponse, error) {
+	rel, err := s.path("remove_file", req.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	if rel == "." {
+		return nil, status.Error(codes.InvalidArgument, "remove_file: the sandbox root cannot be removed")
+	}
+	if _, err := s.root.Lstat(rel); err != nil {
+		return nil, fileError("remove_file", req.GetPath(), err)
+	}
+	if req.GetRecursive() {
+		err = s.root.RemoveAll(rel)
+	} else {
+		err = s.root.Remove(rel)
+	}
+	if err != nil {
+		return nil, fileError("remove_file", req.GetPath(), err)
+	}
+	return &sandpodv1.RemoveFileResponse{}, nil
+}
+
+// MakeDir creates a directory (and, with parents, its missing parents).
+func (s *Server) MakeDir(_ context.Context, req *sandpodv1.MakeDirRequest) (*sandpodv1.MakeDirResponse, error) {
+	rel, err := s.path("make_dir", req.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	mode := fs.FileMode(req.GetMode())
+	if mode == 0 {
+		mode = 0o755
+	}
+	if mode&^fs.ModePerm != 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "make_dir: mode %o has bits beyond 0777", req.GetMode())
+	}
+	if req.GetParents() {
+		err = s.root.MkdirAll(rel, mode)
+	} else {
+		err = s.root.Mkdir(rel, mode)
+	}
+	if err != nil {
+		return nil, fileError("make_dir", req.GetPath(), err)
+	}
+	fi, err := s.root.Lstat(rel)
+	if err != nil {
+		return nil, fileError("make_dir", req.GetPath(), err)
+	}
+	return &sandpodv1.MakeDirResponse{File: fileInfo(rel, fi)}, nil
+}
+
+func (s *Server) path(op, p string) (string, error) {
+	rel, err := CleanPath(p)
+	if err != nil {
+		return "", status.Errorf(codes.InvalidArgument, "%s: path: %v", op, err)
+	}
+	return rel, nil
+}
+
+// fileError maps a file system error to a gRPC status that names the path.
+func fileError(op, p string, err error) error {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return status.Errorf(codes.NotFound, "%s: %q does not exist in the sandbox", op, p)
+	case errors.Is(err, fs.ErrExist):
+		return status.Errorf(codes.AlreadyExists, "%s: %q already exists", op, p)
+	case strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes"):
+		return status.Errorf(codes.PermissionDenied, "%s: %q leads outside the sandbox (through a symbolic link)", op, p)
+	case errors.Is(err, fs.ErrPermission):
+		return status.Errorf(codes.PermissionDenied, "%s: %q: permission denied", op, p)
+	case errors.As(err, &errno) && errno == syscall.ENOTDIR:
+		return status.Errorf(codes.InvalidArgument, "%s: a parent of %q is not a directory", op, p)
+	case errors.As(err, &errno) && errno == syscall.ENOTEMPTY:
+		return status.Errorf(codes.FailedPrecondition, "%s: directory %q is not empty (use recursive)", op, p)
+	case errors.As(err, &errno) && (errno == syscall.ENOSPC || errno == syscall.EDQUOT):
+		return status.Errorf(codes.ResourceExhausted, "%s: %q: no space left in the sandbox", op, p)
+	case errors.As(err, &errno) && errno == syscall.EISDIR:
+		return status.Errorf(codes.InvalidArgument, "%s: %q is a directory", op, p)
+	default:
+		return status.Errorf(codes.Internal, "%s: %q: %v", op, p, err)
+	}
+}
+
+func fileInfo(rel string, fi fs.FileInfo) *sandpodv1.FileInfo {
+	if rel == "." {
+		rel = ""
+	}
+	return &sandpodv1.FileInfo{
+		Path:       rel,
+		Name:       fi.Name(),
+		Size:       fi.Size(),
+		Mode:       uint32(fi.Mode().Perm()),
+		IsDir:      fi.IsDir(),
+		IsSymlink:  fi.Mode()&fs.ModeSymlink != 0,
+		ModifyTime: timestamppb.New(fi.ModTime()),
+	}
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCleanPath(t *testing.T) {
+	cases := map[string]struct {
+		in      string
+		want    string
+		wantErr string
+	}{
+		"empty is root":          {in: "", want: "."},
+		"slash is root":          {in: "/", want: "."},
+		"relative":               {in: "a/b.txt", want: "a/b.txt"},
+		"absolute means root":    {in: "/a/b.txt", want: "a/b.txt"},
+		"dots and slashes":       {in: "./a//b/./c/", want: "a/b/c"},
+		"dotdot refused":         {in: "../etc/passwd", wantErr: `".."`},
+		"inner dotdot refused":   {in: "a/../../b", wantErr: `".."`},
+		"harmless dotdot too":    {in: "a/../b", wantErr: `".."`},
+		"dotdot-like name is ok": {in: "a/..b/c..", want: "a/..b/c.."},
+		"nul refused":            {in: "a\x00b", wantErr: "NUL"},
+		"too long":               {in: strings.Repeat("a", MaxPathLen+1), wantErr: "limit"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := CleanPath(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("CleanPath(%q) = %q, %v; want error with %q", tc.in, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("CleanPath(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzCleanPath checks that no accepted path can name anything above the root.
+func FuzzCleanPath(f *testing.F) {
+	for _, s := range []string{"", "/", "a/b", "../x", "a/../../b", "/..", "a\x00", "....//..."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		got, err := CleanPath(p)
+		if err != nil {
+			return
+		}
+		if got == ".." || strings.HasPrefix(got, "../") || strings.HasPrefix(got, "/") || strings.Contains(got, "\x00") {
+			t.Fatalf("CleanPath(%q) = %q escapes the root", p, got)
+		}
+	})
+}

@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// SecretEnv carries the secret from the init process to the agent child. It
+// is removed from the environment commands run with.
+const SecretEnv = "SANDPOD_AGENT_SECRET"
+
+// Options are the agent's command-line settings.
+type Options struct {
+	Sandbox string
+	Root    string
+	// Listen is tcp://HOST:PORT, unix:///PATH or fd://N (a listening socket
+	// inherited from the local engine).
+	Listen string
+	// SecretFile holds the sandbox secret (Kubernetes: a mounted Secret).
+	SecretFile string
+	// GateFD, when set, is a pipe the local engine writes the secret to once
+	// the sandbox's cgroups are in place; init waits on it before starting
+	// anything.
+	GateFD int
+	// Isolate makes the host file system read-only around the work
+	// directory (local engine; needs new user and mount namespaces).
+	Isolate     bool
+	NetIsolated bool
+	// Command, if given, is the template's main program, supervised.
+	Command []string
+}
+
+// Main runs the agent (or, as PID 1, its init) and returns the exit code.
+func Main(ctx context.Context, o Options) int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("sandbox", o.Sandbox)
+	if IsInit() {
+		secret, err := initSecret(o)
+		if err != nil {
+			log.Error("init: no secret", "err", err)
+			return 1
+		}
+		if o.Isolate {
+			if err := IsolateFilesystem(o.Root, o.Sandbox, o.NetIsolated); err != nil {
+				log.Error("init: isolate", "err", err)
+				return 1
+			}
+		}
+		return RunInit([]string{SecretEnv + "=" + secret})
+	}
+	if err := serve(ctx, o, log); err != nil {
+		log.Error("agent stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func initSecret(o Options) (string, error) {
+	if o.GateFD > 0 {
+		gate := os.NewFile(uintptr(o.GateFD), "gate")
+		defer gate.Close()
+		b, err := io.ReadAll(io.LimitReader(gate, 4096))
+		if err != nil {
+			return "", fmt.Errorf("read gate: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return readSecret(o)
+}
+
+func readSecret(o Options) (string, error) {
+	if s := os.Getenv(SecretEnv); s != "" {
+		return s, nil
+	}
+	if o.SecretFile == "" {
+		return "", errors.New("no secret: set --secret-file or " + SecretEnv)
+	}
+	b, err := os.ReadFile(o.SecretFile)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("secret file %s is empty", o.SecretFile)
+	}
+	return s, nil
+}
+
+func serve(ctx context.Context, o Options, log *slog.Logger) error {
+	secret, err := readSecret(o)
+	if err != nil {
+		return err
+	}
+	lis, err := Listen(o.Listen)
+	if err != nil {
+		return err
+	}
+	srv, err := New(Config{Sandbox: o.Sandbox, Root: o.Root, Secret: secret, Env: commandEnv()})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	g := srv.GRPCServer()
+	if len(o.Command) > 0 {
+		go supervise(ctx, o.Command, o.Root, commandEnv(), log)
+	}
+	go func() {
+		<-ctx.Done()
+		g.GracefulStop()
+	}()
+	log.Info("agent serving", "listen", o.Listen, "root", o.Root)
+	return g.Serve(lis)
+}
+
+// Listen opens the agent's listener from a tcp://, unix:// or fd:// address.
+func Listen(addr string) (net.Listener, error) {
+	scheme, rest, ok := strings.Cut(addr, "://")
+	if !ok {
+		return nil, fmt.Errorf("listen address %q: want tcp://HOST:PORT, unix:///PATH or fd://N", addr)
+	}
+	switch scheme {
+	case "tcp":
+		return net.Listen("tcp", rest)
+	case "unix":
+		_ = os.Remove(rest)
+		return net.Listen("unix", rest)
+	case "fd":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 3 {
+			return nil, fmt.Errorf("listen address %q: bad fd", addr)
+		}
+		return net.FileListener(os.NewFile(uintptr(n), "listener"))
+	}
+	return nil, fmt.Errorf("listen address %q: unknown scheme %q", addr, scheme)
+}
+
+// commandEnv is the agent's environment without sandpod's own variables.
+func commandEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SANDPOD_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// supervise keeps the template's main program running, restarting it with
+// growing pauses when it exits.
+func supervise(ctx context.Context, argv []string, dir string, env []string, log *slog.Logger) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = dir, env
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		began := time.Now()
+		err := cmd.Run()
+		log.Warn("supervised command exited", "argv", argv, "err", err)
+		if time.Since(began) > time.Minute {
+			backoff = time.Second
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}

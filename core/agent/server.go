@@ -1,0 +1,132 @@
+// Package agent is the in-sandbox server: exec with streaming I/O and files
+// confined to the sandbox's root. It is the same program and protocol in the
+// local engine and in a Kubernetes pod. Every call must carry the sandbox's
+// secret; the bridge is the only caller that knows it.
+package agent
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// SecretMetadataKey is the gRPC metadata key that carries the sandbox secret.
+const SecretMetadataKey = "sandpod-agent-secret"
+
+// Version is set at build time.
+var Version = "dev"
+
+// Config configures an agent.
+type Config struct {
+	// Sandbox is the name of the sandbox this agent serves.
+	Sandbox string
+	// Root is the directory file paths are relative to and commands start in.
+	Root string
+	// Secret must be presented by every caller.
+	Secret string
+	// Env is the base environment of every command.
+	Env []string
+}
+
+// Server implements sandpodv1.AgentServiceServer.
+type Server struct {
+	sandpodv1.UnimplementedAgentServiceServer
+
+	cfg          Config
+	root         *os.Root
+	start        time.Time
+	lastActivity atomic.Int64 // unix nanos
+	running      atomic.Int32
+}
+
+// New opens the sandbox root and returns a server for it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Secret == "" {
+		return nil, fmt.Errorf("agent: an empty secret would let anyone in")
+	}
+	root, err := os.OpenRoot(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("agent: open root: %w", err)
+	}
+	s := &Server{cfg: cfg, root: root, start: time.Now()}
+	s.touch()
+	return s, nil
+}
+
+// Close releases the root directory handle.
+func (s *Server) Close() error { return s.root.Close() }
+
+// GRPCServer returns a gRPC server with the agent service and secret check.
+func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
+	opts = append(opts,
+		grpc.ChainUnaryInterceptor(s.authUnary),
+		grpc.ChainStreamInterceptor(s.authStream),
+		grpc.MaxRecvMsgSize(8<<20),
+	)
+	g := grpc.NewServer(opts...)
+	sandpodv1.RegisterAgentServiceServer(g, s)
+	return g
+}
+
+func (s *Server) touch() { s.lastActivity.Store(time.Now().UnixNano()) }
+
+func (s *Server) authorize(ctx context.Context) error {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, got := range md.Get(SecretMetadataKey) {
+		if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Secret)) == 1 {
+			return nil
+		}
+	}
+	return status.Error(codes.Unauthenticated, "agent: missing or wrong sandbox secret")
+}
+
+func (s *Server) authUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if err := s.authorize(ctx); err != nil {
+		return nil, err
+	}
+	s.touch()
+	return h(ctx, req)
+}
+
+func (s *Server) authStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if err := s.authorize(ss.Context()); err != nil {
+		return err
+	}
+	s.touch()
+	return h(srv, ss)
+}
+
+// GetAgentInfo reports identity and activity; the engine uses it as a health check.
+func (s *Server) GetAgentInfo(context.Context, *sandpodv1.GetAgentInfoRequest) (*sandpodv1.GetAgentInfoResponse, error) {
+	return &sandpodv1.GetAgentInfoResponse{
+		Sandbox:          s.cfg.Sandbox,
+		Version:          Version,
+		Root:             s.cfg.Root,
+		StartTime:        timestamppb.New(s.start),
+		LastActivityTime: timestamppb.New(time.Unix(0, s.lastActivity.Load())),
+		RunningExecs:     s.running.Load(),
+	}, nil
+}
+
+// Endpoint is where a sandbox's agent listens and the secret it expects.
+type Endpoint struct {
+	// Target is a gRPC target: "unix:///path" or "host:port".
+	Target string
+	Secret string
+	// Env is added to every exec (a claim's env); the request's env wins.
+	Env map[string]string
+	// Done, if set, is called when the call that asked for the endpoint
+	// ends, so the backend knows the sandbox is busy until then.
+	Done func()
+}

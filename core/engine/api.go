@@ -1,0 +1,567 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"sort"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+func nsOr(ns string) string {
+	if ns == "" {
+		return DefaultNamespace
+	}
+	return ns
+}
+
+// CreateSandbox starts a sandbox cold from a template.
+func (e *Engine) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandboxRequest) (*sandpodv1.Sandbox, error) {
+	ns := nsOr(req.GetNamespace())
+	p := newParams{
+		namespace: ns, template: req.GetTemplate(), name: req.GetName(), labels: req.GetLabels(), env: req.GetEnv(),
+		ttl: req.GetTtl().AsDuration(), policy: PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "create",
+	}
+	if req.GetShutdownTime() != nil {
+		t := req.GetShutdownTime().AsTime()
+		p.shutdown = &t
+	}
+	sb, existed, err := e.newSandbox(p)
+	if err != nil {
+		return nil, err
+	}
+	if !existed {
+		e.startAsync(sb)
+	}
+	if req.GetNoWait() {
+		return e.snapshot(sb), nil
+	}
+	return e.waitReady(ctx, sb)
+}
+
+// ClaimSandbox adopts a ready warm pool member of the template, or starts a
+// sandbox cold when none is ready.
+func (e *Engine) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (*sandpodv1.Sandbox, bool, error) {
+	ns := nsOr(req.GetNamespace())
+	p := newParams{
+		namespace: ns, template: req.GetTemplate(), labels: req.GetLabels(), env: req.GetEnv(),
+		ttl: req.GetTtl().AsDuration(), policy: PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "claim",
+	}
+	if req.GetShutdownTime() != nil {
+		t := req.GetShutdownTime().AsTime()
+		p.shutdown = &t
+	}
+	if sb, warm, ok, err := e.adoptWarm(p); err != nil {
+		return nil, false, err
+	} else if ok {
+		got, err := e.waitReady(ctx, sb)
+		return got, warm, err
+	}
+	sb, existed, err := e.newSandbox(p)
+	if err != nil {
+		return nil, false, err
+	}
+	if !existed {
+		e.startAsync(sb)
+	}
+	got, err := e.waitReady(ctx, sb)
+	return got, false, err
+}
+
+type newParams struct {
+	namespace, template, name string
+	labels, env               map[string]string
+	ttl                       time.Duration
+	shutdown                  *time.Time
+	policy                    v1alpha1.ShutdownPolicy
+	requestID, op             string
+	pool                      string
+}
+
+// byRequest returns the sandbox an earlier request with the same id made.
+// Callers hold e.mu.
+func (e *Engine) byRequest(p newParams) (*sandbox, bool, error) {
+	if p.requestID == "" {
+		return nil, false, nil
+	}
+	ent, ok := e.requests[p.namespace+"/"+p.requestID]
+	if !ok {
+		return nil, false, nil
+	}
+	if ent.Op != p.op {
+		return nil, true, status.Errorf(codes.InvalidArgument, "request_id %q was already used by a %s request", p.requestID, ent.Op)
+	}
+	sb := e.sandboxes[p.namespace+"/"+ent.Sandbox]
+	if sb == nil || sb.rec.UID != ent.UID {
+		return nil, true, status.Errorf(codes.NotFound, "request_id %q made sandbox %q, which has since been deleted", p.requestID, ent.Sandbox)
+	}
+	return sb, true, nil
+}
+
+// adoptWarm hands out a ready pool member in one store write.
+func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if prev, found, err := e.byRequest(p); found {
+		if err != nil {
+			return nil, false, false, err
+		}
+		return prev, prev.rec.Pool != "", true, nil
+	}
+	spec, ok := e.templates[p.namespace+"/"+p.template]
+	if !ok {
+		return nil, false, false, e.noTemplate(p.namespace, p.template)
+	}
+	var members []lifecycle.PoolMember
+	for _, s := range e.sandboxes {
+		r := &s.rec
+		if r.Namespace != p.namespace || r.Pool == "" || r.Claimed || r.Deleting || r.Spec.Template != p.template {
+			continue
+		}
+		members = append(members, lifecycle.PoolMember{Name: r.Name, Ready: s.workload == lifecycle.WorkloadReady && s.proc != nil, TemplateHash: r.Spec.Hash, Created: r.Created})
+	}
+	cands := lifecycle.ClaimCandidates(members, spec.Hash)
+	if len(cands) == 0 {
+		return nil, false, false, nil
+	}
+	sb = e.sandboxes[p.namespace+"/"+cands[0]]
+	now := time.Now()
+	next := sb.rec
+	next.Claimed = true
+	next.Labels = mergeMaps(next.Labels, p.labels)
+	next.Env = copyMap(p.env)
+	next.ShutdownTime = lifecycle.ShutdownTime(now, p.shutdown, p.ttl, sb.rec.Spec.DefaultTTL.Duration)
+	next.ShutdownPolicy = lifecycle.EffectivePolicy(p.policy, sb.rec.Spec.ShutdownPolicy)
+	next.RequestID = p.requestID
+	next.LastActivity = now
+	var ent *requestEntry
+	if p.requestID != "" {
+		ent = &requestEntry{Op: p.op, Sandbox: next.Name, UID: next.UID}
+	}
+	if err := e.store.put(&next, p.namespace+"/"+p.requestID, ent); err != nil {
+		return nil, false, false, status.Errorf(codes.Unavailable, "save claim: %v", err)
+	}
+	sb.rec = next
+	if ent != nil {
+		e.requests[p.namespace+"/"+p.requestID] = *ent
+	}
+	go e.publish(sb)
+	e.poke() // refill the pool
+	return sb, true, true, nil
+}
+
+// newSandbox records a new sandbox (or finds the one its request id made).
+func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if prev, found, err := e.byRequest(p); found {
+		return prev, true, err
+	}
+	spec, ok := e.templates[p.namespace+"/"+p.template]
+	if !ok {
+		return nil, false, e.noTemplate(p.namespace, p.template)
+	}
+	name := p.name
+	if name == "" {
+		name = e.generateName(p.namespace, p.template)
+	} else if _, exists := e.sandboxes[p.namespace+"/"+name]; exists {
+		return nil, false, status.Errorf(codes.AlreadyExists, "sandbox %q already exists in namespace %q", name, p.namespace)
+	}
+	now := time.Now()
+	rec := record{
+		Namespace: p.namespace, Name: name, UID: newUID(), Pool: p.pool, Claimed: p.pool == "",
+		Labels: copyMap(p.labels), Env: copyMap(p.env), Spec: spec, Secret: newSecret(), RequestID: p.requestID,
+		Mode: v1alpha1.OperatingModeRunning, Created: now, LastActivity: now,
+		ShutdownTime:   lifecycle.ShutdownTime(now, p.shutdown, p.ttl, spec.DefaultTTL.Duration),
+		ShutdownPolicy: lifecycle.EffectivePolicy(p.policy, spec.ShutdownPolicy),
+	}
+	if p.pool != "" {
+		rec.ShutdownTime = nil // pool members wait without a clock; a claim sets it
+	}
+	var ent *requestEntry
+	if p.requestID != "" {
+		ent = &requestEntry{Op: p.op, Sandbox: name, UID: rec.UID}
+	}
+	if err := e.store.put(&rec, p.namespace+"/"+p.requestID, ent); err != nil {
+		return nil, false, status.Errorf(codes.Unavailable, "save sandbox: %v", err)
+	}
+	sb := &sandbox{rec: rec}
+	e.sandboxes[rec.key()] = sb
+	if ent != nil {
+		e.requests[p.namespace+"/"+p.requestID] = *ent
+	}
+	go e.hub.publish(event{typ: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_ADDED, sb: sb.toProto()})
+	return sb, false, nil
+}
+
+func (e *Engine) noTemplate(ns, name string) error {
+	return status.Errorf(codes.NotFound, "template %q not found in namespace %q (ListTemplates shows what is defined)", name, ns)
+}
+
+const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+func (e *Engine) generateName(ns, template string) string {
+	for {
+		b := make([]byte, 6)
+		_, _ = rand.Read(b)
+		for i := range b {
+			b[i] = nameAlphabet[int(b[i])%len(nameAlphabet)]
+		}
+		prefix := template
+		if len(prefix) > 56 {
+			prefix = prefix[:56]
+		}
+		name := prefix + "-" + string(b)
+		if _, taken := e.sandboxes[ns+"/"+name]; !taken {
+			return name
+		}
+	}
+}
+
+// startAsync starts a sandbox independently of the request that asked, so
+// a caller who gives up does not leave a half-started sandbox behind.
+func (e *Engine) startAsync(sb *sandbox) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.StartTimeout+10*time.Second)
+		defer cancel()
+		_ = e.run(ctx, sb)
+	}()
+}
+
+// waitReady waits until sb runs, fails or goes away.
+func (e *Engine) waitReady(ctx context.Context, sb *sandbox) (*sandpodv1.Sandbox, error) {
+	sub := e.hub.subscribe()
+	defer e.hub.unsubscribe(sub)
+	for {
+		e.mu.Lock()
+		cur := sb.toProto()
+		gone := e.sandboxes[sb.rec.key()] != sb
+		e.mu.Unlock()
+		switch {
+		case gone:
+			return nil, status.Errorf(codes.NotFound, "sandbox %q was deleted while starting", cur.GetName())
+		case cur.GetPhase() == sandpodv1.Phase_PHASE_RUNNING:
+			return cur, nil
+		case cur.GetPhase() == sandpodv1.Phase_PHASE_FAILED:
+			return nil, status.Errorf(codes.Unavailable, "sandbox %q failed to start: %s", cur.GetName(), cur.GetMessage())
+		case cur.GetPhase() != sandpodv1.Phase_PHASE_PENDING:
+			return cur, nil // suspended or expired meanwhile: report as is
+		}
+		select {
+		case <-ctx.Done():
+			return nil, status.Errorf(codes.DeadlineExceeded, "sandbox %q is still starting (it was not deleted: get it by name, or retry with the same request_id)", cur.GetName())
+		case _, ok := <-sub:
+			if !ok { // fell behind; resubscribe
+				sub = e.hub.subscribe()
+			}
+		}
+	}
+}
+
+func (e *Engine) lookup(ns, name string) (*sandbox, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sb := e.sandboxes[nsOr(ns)+"/"+name]
+	if sb == nil || sb.rec.Deleting {
+		return nil, status.Errorf(codes.NotFound, "sandbox %q not found in namespace %q", name, nsOr(ns))
+	}
+	return sb, nil
+}
+
+// GetSandbox returns one sandbox.
+func (e *Engine) GetSandbox(_ context.Context, ns, name string) (*sandpodv1.Sandbox, error) {
+	sb, err := e.lookup(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return e.snapshot(sb), nil
+}
+
+// ListSandboxes returns matching sandboxes sorted by name.
+func (e *Engine) ListSandboxes(_ context.Context, ns string, sel labels.Selector, includePool bool) ([]*sandpodv1.Sandbox, error) {
+	ns = nsOr(ns)
+	e.mu.Lock()
+	var out []*sandpodv1.Sandbox
+	for _, sb := range e.sandboxes {
+		if sb.rec.Deleting {
+			continue
+		}
+		if p := sb.toProto(); matches(p, ns, sel, includePool) {
+			out = append(out, p)
+		}
+	}
+	e.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// SuspendSandbox stops the sandbox's processes; its files and name stay.
+func (e *Engine) SuspendSandbox(ctx context.Context, ns, name string) (*sandpodv1.Sandbox, error) {
+	sb, err := e.lookup(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if sb.rec.Expired {
+		e.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; it is already stopped", name)
+	}
+	next := sb.rec
+	next.Mode = v1alpha1.OperatingModeSuspended
+	next.Message = "suspended"
+	if err := e.store.put(&next, "", nil); err != nil {
+		e.mu.Unlock()
+		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
+	}
+	sb.rec = next
+	e.mu.Unlock()
+	e.stop(sb)
+	e.publish(sb)
+	return e.snapshot(sb), nil
+}
+
+// ResumeSandbox starts a suspended (or failed) sandbox again.
+func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) (*sandpodv1.Sandbox, error) {
+	sb, err := e.lookup(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if sb.rec.Expired {
+		e.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; extend its shutdown time first", name)
+	}
+	next := sb.rec
+	next.Mode = v1alpha1.OperatingModeRunning
+	next.Message = ""
+	next.LastActivity = time.Now()
+	if err := e.store.put(&next, "", nil); err != nil {
+		e.mu.Unlock()
+		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
+	}
+	sb.rec = next
+	if sb.workload == lifecycle.WorkloadFailed {
+		sb.workload = lifecycle.WorkloadAbsent
+	}
+	e.mu.Unlock()
+	e.startAsync(sb)
+	if !wait {
+		return e.snapshot(sb), nil
+	}
+	return e.waitReady(ctx, sb)
+}
+
+// ExtendSandbox moves the shutdown time. An expired sandbox becomes
+// suspended, ready to resume.
+func (e *Engine) ExtendSandbox(_ context.Context, ns, name string, shutdown time.Time) (*sandpodv1.Sandbox, error) {
+	sb, err := e.lookup(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	next := sb.rec
+	next.ShutdownTime = &shutdown
+	if next.Expired {
+		next.Expired = false
+		next.Mode = v1alpha1.OperatingModeSuspended
+	}
+	if err := e.store.put(&next, "", nil); err != nil {
+		e.mu.Unlock()
+		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
+	}
+	sb.rec = next
+	e.mu.Unlock()
+	e.publish(sb)
+	e.poke()
+	return e.snapshot(sb), nil
+}
+
+// DeleteSandbox stops a sandbox and removes it with its files.
+func (e *Engine) DeleteSandbox(_ context.Context, ns, name string) error {
+	sb, err := e.lookup(ns, name)
+	if err != nil {
+		return err
+	}
+	if err := e.markDeleting(sb); err != nil {
+		return err
+	}
+	if err := e.finishDelete(sb); err != nil {
+		return status.Errorf(codes.Internal, "delete %q: %v", name, err)
+	}
+	return nil
+}
+
+func (e *Engine) markDeleting(sb *sandbox) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	next := sb.rec
+	next.Deleting = true
+	if err := e.store.put(&next, "", nil); err != nil {
+		return status.Errorf(codes.Unavailable, "save: %v", err)
+	}
+	sb.rec = next
+	return nil
+}
+
+// Agent returns the agent endpoint of a running sandbox, waiting for a
+// starting one and resuming a suspended one when its template auto-resumes.
+func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, error) {
+	sb, err := e.lookup(ns, name)
+	if err != nil {
+		return agent.Endpoint{}, err
+	}
+	e.mu.Lock()
+	phase := sb.phase()
+	autoResume := sb.rec.Spec.AutoResume
+	msg := sb.rec.Message
+	e.mu.Unlock()
+	switch phase {
+	case v1alpha1.SandboxSuspended:
+		if !autoResume {
+			return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
+		}
+		if _, err := e.ResumeSandbox(ctx, ns, name, true); err != nil {
+			return agent.Endpoint{}, err
+		}
+	case v1alpha1.SandboxExpired:
+		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired (retained): extend and resume it first", name)
+	case v1alpha1.SandboxFailed:
+		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s (resume restarts it)", name, msg)
+	case v1alpha1.SandboxPending:
+		if _, err := e.waitReady(ctx, sb); err != nil {
+			return agent.Endpoint{}, err
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if sb.proc == nil {
+		return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now; retry", name)
+	}
+	sb.active++
+	sb.rec.LastActivity = time.Now()
+	return agent.Endpoint{
+		Target: "unix://" + e.socketPath(&sb.rec),
+		Secret: sb.rec.Secret,
+		Env:    copyMap(sb.rec.Env),
+		Done: func() {
+			e.mu.Lock()
+			sb.active--
+			sb.rec.LastActivity = time.Now()
+			e.mu.Unlock()
+		},
+	}, nil
+}
+
+// ListTemplates returns the templates of a namespace.
+func (e *Engine) ListTemplates(_ context.Context, ns string) ([]*sandpodv1.Template, error) {
+	ns = nsOr(ns)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*sandpodv1.Template
+	for key, rs := range e.templates {
+		if key[:len(ns)+1] != ns+"/" {
+			continue
+		}
+		t := &sandpodv1.Template{
+			Name: rs.Template, Namespace: ns, Image: rs.Image, RuntimeClassName: rs.RuntimeClass,
+			ShutdownPolicy: policyToProto[lifecycle.EffectivePolicy(rs.ShutdownPolicy, "")], AutoResume: rs.AutoResume,
+			NetworkIsolated: rs.NetIsolated, MemoryLimitBytes: rs.MemoryBytes, CpuLimitMillis: rs.CPUMillis, PidsLimit: rs.PidsLimit,
+		}
+		if rs.IdleTimeout.Duration > 0 {
+			t.IdleTimeout = durationpb.New(rs.IdleTimeout.Duration)
+		}
+		if rs.DefaultTTL.Duration > 0 {
+			t.DefaultTtl = durationpb.New(rs.DefaultTTL.Duration)
+		}
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// ListWarmPools returns the pools of a namespace.
+func (e *Engine) ListWarmPools(_ context.Context, ns string) ([]*sandpodv1.WarmPool, error) {
+	ns = nsOr(ns)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*sandpodv1.WarmPool
+	for _, p := range e.pools {
+		if p.namespace == ns {
+			out = append(out, e.poolStatus(p))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// GetWarmPool returns one pool with its ready and pending counts.
+func (e *Engine) GetWarmPool(_ context.Context, ns, name string) (*sandpodv1.WarmPool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.pools[nsOr(ns)+"/"+name]
+	if p == nil {
+		return nil, status.Errorf(codes.NotFound, "warm pool %q not found in namespace %q", name, nsOr(ns))
+	}
+	return e.poolStatus(p), nil
+}
+
+// ScaleWarmPool sets a pool's size; it survives a restart.
+func (e *Engine) ScaleWarmPool(ctx context.Context, ns, name string, replicas int32) (*sandpodv1.WarmPool, error) {
+	if replicas > MaxPoolReplicas {
+		return nil, status.Errorf(codes.ResourceExhausted, "replicas %d is above the local engine's limit of %d", replicas, MaxPoolReplicas)
+	}
+	key := nsOr(ns) + "/" + name
+	e.mu.Lock()
+	p := e.pools[key]
+	if p == nil {
+		e.mu.Unlock()
+		return nil, status.Errorf(codes.NotFound, "warm pool %q not found in namespace %q", name, nsOr(ns))
+	}
+	if err := e.store.putPoolReplicas(key, replicas); err != nil {
+		e.mu.Unlock()
+		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
+	}
+	p.replicas = replicas
+	out := e.poolStatus(p)
+	e.mu.Unlock()
+	e.poke()
+	return out, nil
+}
+
+// poolStatus counts a pool's members. Callers hold e.mu.
+func (e *Engine) poolStatus(p *pool) *sandpodv1.WarmPool {
+	out := &sandpodv1.WarmPool{Name: p.name, Namespace: p.namespace, Template: p.template, Replicas: p.replicas}
+	for _, sb := range e.sandboxes {
+		r := &sb.rec
+		if r.Namespace != p.namespace || r.Pool != p.name || r.Claimed || r.Deleting {
+			continue
+		}
+		switch sb.workload {
+		case lifecycle.WorkloadReady:
+			out.ReadyReplicas++
+		case lifecycle.WorkloadAbsent, lifecycle.WorkloadStarting:
+			out.PendingReplicas++
+		}
+	}
+	return out
+}
+
+func mergeMaps(a, b map[string]string) map[string]string {
+	out := copyMap(a)
+	if out == nil && len(b) > 0 {
+		out = map[string]string{}
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}

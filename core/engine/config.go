@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+// Definitions are the SandboxTemplates and SandboxWarmPools the engine serves,
+// read from the same YAML a cluster takes.
+type Definitions struct {
+	Templates []v1alpha1.SandboxTemplate
+	Pools     []v1alpha1.SandboxWarmPool
+}
+
+// LoadDefinitions reads YAML files (or every *.yaml/*.yml in a directory).
+func LoadDefinitions(paths ...string) (Definitions, error) {
+	var defs Definitions
+	for _, p := range paths {
+		files, err := yamlFiles(p)
+		if err != nil {
+			return defs, err
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return defs, err
+			}
+			if err := defs.add(f, b); err != nil {
+				return defs, err
+			}
+		}
+	}
+	return defs, defs.check()
+}
+
+// ParseDefinitions reads definitions from YAML bytes; source names them in errors.
+func ParseDefinitions(source string, data []byte) (Definitions, error) {
+	var defs Definitions
+	if err := defs.add(source, data); err != nil {
+		return defs, err
+	}
+	return defs, defs.check()
+}
+
+func yamlFiles(p string) ([]string, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if !fi.IsDir() {
+		return []string{p}, nil
+	}
+	var files []string
+	for _, pat := range []string{"*.yaml", "*.yml"} {
+		m, _ := filepath.Glob(filepath.Join(p, pat))
+		files = append(files, m...)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+func (d *Definitions) add(file string, b []byte) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for i := 1; ; i++ {
+		var raw map[string]any
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("config %s, document %d: %w", file, i, err)
+		}
+		if raw == nil {
+			continue
+		}
+		j, _ := yaml.Marshal(raw)
+		var tm metav1.TypeMeta
+		_ = yaml.Unmarshal(j, &tm)
+		if tm.APIVersion != v1alpha1.GroupVersion.String() {
+			return fmt.Errorf("config %s, document %d: apiVersion %q, want %s", file, i, tm.APIVersion, v1alpha1.GroupVersion)
+		}
+		switch tm.Kind {
+		case "SandboxTemplate":
+			var t v1alpha1.SandboxTemplate
+			if err := yaml.UnmarshalStrict(j, &t); err != nil {
+				return fmt.Errorf("config %s, SandboxTemplate: %w", file, err)
+			}
+			d.Templates = append(d.Templates, t)
+		case "SandboxWarmPool":
+			var p v1alpha1.SandboxWarmPool
+			if err := yaml.UnmarshalStrict(j, &p); err != nil {
+				return fmt.Errorf("config %s, SandboxWarmPool: %w", file, err)
+			}
+			d.Pools = append(d.Pools, p)
+		default:
+			return fmt.Errorf("config %s, document %d: kind %q is not served by the local engine (want SandboxTemplate or SandboxWarmPool)", file, i, tm.Kind)
+		}
+	}
+}
+
+func (d *Definitions) check() error {
+	seen := map[string]bool{}
+	for i := range d.Templates {
+		t := &d.Templates[i]
+		if t.Namespace == "" {
+			t.Namespace = DefaultNamespace
+		}
+		if err := checkName("SandboxTemplate", t.Name); err != nil {
+			return err
+		}
+		if seen[t.Namespace+"/"+t.Name] {
+			return fmt.Errorf("config: SandboxTemplate %s/%s defined twice", t.Namespace, t.Name)
+		}
+		seen[t.Namespace+"/"+t.Name] = true
+		if _, err := resolveTemplate(t); err != nil {
+			return err
+		}
+	}
+	for i := range d.Pools {
+		p := &d.Pools[i]
+		if p.Namespace == "" {
+			p.Namespace = DefaultNamespace
+		}
+		if err := checkName("SandboxWarmPool", p.Name); err != nil {
+			return err
+		}
+		if !seen[p.Namespace+"/"+p.Spec.TemplateRef.Name] {
+			return fmt.Errorf("config: SandboxWarmPool %s/%s refers to template %q, which is not defined", p.Namespace, p.Name, p.Spec.TemplateRef.Name)
+		}
+		if p.Spec.Replicas < 0 || p.Spec.Replicas > MaxPoolReplicas {
+			return fmt.Errorf("config: SandboxWarmPool %s/%s: replicas %d out of range 0..%d", p.Namespace, p.Name, p.Spec.Replicas, MaxPoolReplicas)
+		}
+	}
+	return nil
+}
+
+func checkName(kind, name string) error {
+	if name == "" || len(name) > 63 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" ||
+		name[0] == '-' || name[len(name)-1] == '-' {
+		return fmt.Errorf("config: %s name %q must be a DNS label (lowercase letters, digits, '-', at most 63)", kind, name)
+	}
+	return nil
+}
+
+// runSpec is everything the engine needs to run a sandbox of a template,
+// resolved once and stored with each sandbox so it outlives config changes.
+type runSpec struct {
+	Template       string                  `json:"template"`
+	Command        []string                `json:"command,omitempty"`
+	Env            map[string]string       `json:"env,omitempty"`
+	MemoryBytes    int64                   `json:"memoryBytes,omitempty"`
+	CPUMillis      int64                   `json:"cpuMillis,omitempty"`
+	PidsLimit      int64                   `json:"pidsLimit,omitempty"`
+	NetIsolated    bool                    `json:"netIsolated,omitempty"`
+	AutoResume     bool                    `json:"autoResume,omitempty"`
+	IdleTimeout    metav1.Duration         `json:"idleTimeout,omitempty"`
+	DefaultTTL     metav1.Duration         `json:"defaultTTL,omitempty"`
+	ShutdownPolicy v1alpha1.ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+	Image          string                  `json:"image,omitempty"`
+	RuntimeClass   string                  `json:"runtimeClass,omitempty"`
+	Hash           string                  `json:"hash"`
+}
+
+// DefaultPidsLimit caps the processes of one sandbox when the template does
+// not say (Kubernetes has no per-container field for it).
+const DefaultPidsLimit = 4096
+
+func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
+	cs := t.Spec.PodTemplate.Spec.Containers
+	if len(cs) == 0 {
+		return runSpec{}, fmt.Errorf("config: SandboxTemplate %s: spec.podTemplate.spec.containers is empty", t.Name)
+	}
+	c := cs[0]
+	rs := runSpec{
+		Template:       t.Name,
+		Command:        append(append([]string{}, c.Command...), c.Args...),
+		Env:            map[string]string{},
+		PidsLimit:      DefaultPidsLimit,
+		AutoResume:     t.Spec.AutoResume,
+		ShutdownPolicy: t.Spec.Lifecycle.ShutdownPolicy,
+		Image:          c.Image,
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			return rs, fmt.Errorf("config: SandboxTemplate %s: env %s uses valueFrom, which the local engine cannot resolve", t.Name, e.Name)
+		}
+		rs.Env[e.Name] = e.Value
+	}
+	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		rs.MemoryBytes = q.Value()
+	}
+	if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		rs.CPUMillis = q.MilliValue()
+	}
+	if np := t.Spec.NetworkPolicy; np != nil && np.Egress == v1alpha1.EgressNone {
+		rs.NetIsolated = true
+	}
+	if d := t.Spec.Lifecycle.IdleTimeout; d != nil {
+		rs.IdleTimeout = *d
+	}
+	if d := t.Spec.Lifecycle.DefaultTTL; d != nil {
+		rs.DefaultTTL = *d
+	}
+	if t.Spec.RuntimeClassName != nil {
+		rs.RuntimeClass = *t.Spec.RuntimeClassName
+	}
+	rs.Hash = hashOf(rs)
+	return rs, nil
+}

@@ -1,0 +1,268 @@
+// Package engine is sandpod's embedded local engine: sandboxes as agent
+// process trees in their own Linux namespaces on this machine, with warm
+// pools, claims, suspend and resume, shutdown times and idle suspend, and
+// state in an embedded store so a restart loses nothing. It makes no
+// lifecycle decision itself: those come from core/lifecycle.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sandpod/sandpod/core/lifecycle"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// StateDir holds the store and each sandbox's work directory.
+	StateDir string
+	// Definitions are the templates and pools to serve.
+	Definitions Definitions
+	// Executable is the sandpod binary that runs as each sandbox's agent;
+	// empty means this process's own executable.
+	Executable string
+	// PoolBatch caps how many members one pool starts at a time (default 4).
+	PoolBatch int
+	// StartTimeout bounds a sandbox start (default 30s).
+	StartTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// Engine is the local backend.
+type Engine struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *store
+	cgroups cgroups
+	sockets string
+	hub     *hub
+
+	mu          sync.Mutex
+	sandboxes   map[string]*sandbox     // ns/name
+	templates   map[string]runSpec      // ns/name
+	pools       map[string]*pool        // ns/name
+	requests    map[string]requestEntry // ns/request-id
+	poolBackoff map[string]backoff      // pool key -> start failures
+
+	kick   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type pool struct {
+	namespace, name, template string
+	replicas                  int32
+}
+
+// New opens the state and recovers every sandbox from it: running ones are
+// found again (or restarted), suspended ones stay suspended.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.PoolBatch <= 0 {
+		cfg.PoolBatch = 4
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	if cfg.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Executable = exe
+	}
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.StateDir = abs
+	if err := os.MkdirAll(filepath.Join(abs, "sandboxes"), 0o755); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	st, err := openStore(filepath.Join(abs, "state.db"))
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:         cfg,
+		log:         cfg.Logger,
+		store:       st,
+		cgroups:     detectCgroups(),
+		sockets:     socketDir(abs),
+		hub:         newHub(),
+		sandboxes:   map[string]*sandbox{},
+		templates:   map[string]runSpec{},
+		pools:       map[string]*pool{},
+		poolBackoff: map[string]backoff{},
+		kick:        make(chan struct{}, 1),
+	}
+	if err := os.MkdirAll(e.sockets, 0o700); err != nil {
+		st.close()
+		return nil, err
+	}
+	for i := range cfg.Definitions.Templates {
+		t := &cfg.Definitions.Templates[i]
+		rs, err := resolveTemplate(t)
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		e.templates[t.Namespace+"/"+t.Name] = rs
+	}
+	recs, reqs, overrides, err := st.loadAll()
+	if err != nil {
+		st.close()
+		return nil, fmt.Errorf("load state: %w", err)
+	}
+	e.requests = reqs
+	for _, p := range cfg.Definitions.Pools {
+		key := p.Namespace + "/" + p.Name
+		n := p.Spec.Replicas
+		if o, ok := overrides[key]; ok {
+			n = o // ScaleWarmPool outlives a restart
+		}
+		e.pools[key] = &pool{namespace: p.Namespace, name: p.Name, template: p.Spec.TemplateRef.Name, replicas: n}
+	}
+	e.log.Info("local engine", "state", abs, "limits", e.cgroups.String(),
+		"isolation", "user,pid,mount,uts,ipc namespaces (+net when the template's egress is None); read-only host file system")
+	e.recover(ctx, recs)
+	return e, nil
+}
+
+// Start runs the background loops (pools, expiry, idle suspend) until Close.
+func (e *Engine) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.loop(ctx)
+	}()
+	e.poke()
+}
+
+// Close stops the loops and the store. Sandboxes keep running: a restarted
+// engine finds them again.
+func (e *Engine) Close() error {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.wg.Wait()
+	return e.store.close()
+}
+
+// Limits describes the isolation and limits applied on this machine.
+func (e *Engine) Limits() string { return e.cgroups.String() }
+
+// recover rebuilds the in-memory state from records after a (re)start.
+func (e *Engine) recover(ctx context.Context, recs []record) {
+	for _, r := range recs {
+		sb := &sandbox{rec: r}
+		e.sandboxes[r.key()] = sb
+		if p := adoptProcess(r.PID, r.PIDStart); p != nil {
+			sb.proc = p
+			sb.workload = lifecycle.WorkloadStarting
+		}
+	}
+	var wg sync.WaitGroup
+	for _, sb := range e.sandboxes {
+		wg.Add(1)
+		go func(sb *sandbox) {
+			defer wg.Done()
+			e.recoverOne(ctx, sb)
+		}(sb)
+	}
+	wg.Wait()
+	e.sweepSockets()
+}
+
+func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
+	switch {
+	case sb.rec.Deleting:
+		_ = e.finishDelete(sb)
+	case sb.proc != nil && lifecycle.ShouldRunWorkload(sb.observed()):
+		if err := e.awaitAgent(ctx, sb, sb.proc); err != nil {
+			e.log.Warn("running sandbox did not answer after restart; restarting it", "sandbox", sb.rec.key(), "err", err)
+			_ = sb.proc.kill(10 * time.Second)
+			sb.proc = nil
+			_ = e.run(ctx, sb)
+			return
+		}
+		e.mu.Lock()
+		sb.workload = lifecycle.WorkloadReady
+		e.mu.Unlock()
+		e.watchExit(sb, sb.proc)
+	case sb.proc != nil:
+		// Suspended or expired, yet still running (the engine died while
+		// stopping it): finish the stop.
+		_ = sb.proc.kill(10 * time.Second)
+		sb.proc = nil
+		_ = e.cgroups.remove(cgroupID(&sb.rec))
+	case lifecycle.ShouldRunWorkload(sb.observed()):
+		_ = e.run(ctx, sb)
+	}
+}
+
+// sweepSockets removes agent sockets that belong to no sandbox.
+func (e *Engine) sweepSockets() {
+	live := map[string]bool{}
+	for _, sb := range e.sandboxes {
+		live[e.socketPath(&sb.rec)] = true
+	}
+	entries, _ := os.ReadDir(e.sockets)
+	for _, ent := range entries {
+		p := filepath.Join(e.sockets, ent.Name())
+		if !live[p] {
+			_ = os.Remove(p)
+		}
+	}
+}
+
+func (e *Engine) poke() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) workDir(r *record) string {
+	return filepath.Join(e.cfg.StateDir, "sandboxes", r.Namespace, r.Name, "work")
+}
+
+func (e *Engine) socketPath(r *record) string {
+	return filepath.Join(e.sockets, r.UID[:16]+".sock")
+}
+
+func cgroupID(r *record) string { return "sb-" + r.UID[:16] }
+
+func newUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func hashOf(v any) string {
+	if rs, ok := v.(runSpec); ok {
+		rs.Hash = ""
+		v = rs
+	}
+	return lifecycle.TemplateHash(v)
+}
+
+var errGone = errors.New("sandbox deleted")

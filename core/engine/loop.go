@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
+)
+
+// maxIdleWait bounds a sleep of the loop, as a safety net for a missed kick.
+const maxIdleWait = 30 * time.Second
+
+// loop keeps pools at size and enforces shutdown times and idle suspend. It
+// wakes on a kick (a claim, a scale, a sandbox change) or when the next
+// deadline that the lifecycle functions computed comes due: no polling.
+func (e *Engine) loop(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.kick:
+		case <-timer.C:
+		}
+		wait := e.reconcile(ctx)
+		if wait <= 0 || wait > maxIdleWait {
+			wait = maxIdleWait
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// action is one side effect the reconcile pass decided on.
+type action struct {
+	kind string // "create", "delete", "suspend", "retain"
+	sb   *sandbox
+	pool *pool
+}
+
+func (e *Engine) reconcile(ctx context.Context) time.Duration {
+	now := time.Now()
+	var actions []action
+	var waits []time.Duration
+
+	e.mu.Lock()
+	for _, sb := range e.sandboxes {
+		r := &sb.rec
+		if r.Deleting || sb.busy {
+			continue
+		}
+		switch act, wait := lifecycle.DecideExpiry(now, r.ShutdownTime, r.ShutdownPolicy); {
+		case act == lifecycle.ExpiryDelete:
+			actions = append(actions, action{kind: "delete", sb: sb})
+			continue
+		case act == lifecycle.ExpiryRetain && !r.Expired:
+			actions = append(actions, action{kind: "retain", sb: sb})
+			continue
+		default:
+			waits = append(waits, wait)
+		}
+		if r.Claimed && sb.active == 0 && sb.phase() == v1alpha1.SandboxRunning {
+			due, wait := lifecycle.IdleSuspendDue(now, r.LastActivity, r.Spec.IdleTimeout.Duration)
+			if due {
+				actions = append(actions, action{kind: "suspend", sb: sb})
+			}
+			waits = append(waits, wait)
+		}
+	}
+	for key, p := range e.pools {
+		spec, ok := e.templates[p.namespace+"/"+p.template]
+		if !ok {
+			continue
+		}
+		if until := e.poolBackoff[key].until; now.Before(until) {
+			waits = append(waits, until.Sub(now))
+			continue
+		}
+		var members []lifecycle.PoolMember
+		byName := map[string]*sandbox{}
+		for _, sb := range e.sandboxes {
+			r := &sb.rec
+			if r.Namespace != p.namespace || r.Pool != p.name || r.Claimed || r.Deleting {
+				continue
+			}
+			byName[r.Name] = sb
+			members = append(members, lifecycle.PoolMember{
+				Name: r.Name, Ready: sb.workload == lifecycle.WorkloadReady, Failed: sb.workload == lifecycle.WorkloadFailed,
+				TemplateHash: r.Spec.Hash, Created: r.Created,
+			})
+		}
+		// Members are recorded before they start, so there is nothing in
+		// flight that the members do not already show.
+		plan := lifecycle.PlanPool(int(p.replicas), members, spec.Hash, 0, e.cfg.PoolBatch)
+		for _, name := range plan.Delete {
+			actions = append(actions, action{kind: "delete", sb: byName[name]})
+		}
+		for i := 0; i < plan.Create; i++ {
+			actions = append(actions, action{kind: "create", pool: p})
+		}
+	}
+	e.mu.Unlock()
+
+	sort.SliceStable(actions, func(i, j int) bool { return actions[i].kind < actions[j].kind })
+	for _, a := range actions {
+		e.act(ctx, a)
+	}
+	return lifecycle.NextWakeup(waits...)
+}
+
+func (e *Engine) act(ctx context.Context, a action) {
+	switch a.kind {
+	case "delete":
+		if err := e.markDeleting(a.sb); err == nil {
+			go func() {
+				if err := e.finishDelete(a.sb); err != nil {
+					e.log.Error("delete", "sandbox", a.sb.rec.key(), "err", err)
+				}
+			}()
+		}
+	case "retain":
+		e.mu.Lock()
+		next := a.sb.rec
+		next.Expired = true
+		next.Message = "shutdown time reached; retained with its files"
+		err := e.store.put(&next, "", nil)
+		if err == nil {
+			a.sb.rec = next
+		}
+		e.mu.Unlock()
+		if err == nil {
+			e.stop(a.sb)
+			e.publish(a.sb)
+		}
+	case "suspend":
+		e.log.Info("idle timeout: suspending", "sandbox", a.sb.rec.key())
+		_, _ = e.SuspendSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name)
+	case "create":
+		e.createMember(a.pool)
+	}
+}
+
+// createMember records and starts one warm pool member. Start failures back
+// the pool off exponentially, so a template that cannot start does not spin.
+func (e *Engine) createMember(p *pool) {
+	sb, _, err := e.newSandbox(newParams{namespace: p.namespace, template: p.template, pool: p.name, op: "pool"})
+	if err != nil {
+		e.log.Error("warm pool: record member", "pool", p.name, "err", err)
+		return
+	}
+	key := p.namespace + "/" + p.name
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.StartTimeout+10*time.Second)
+		defer cancel()
+		err := e.run(ctx, sb)
+		e.mu.Lock()
+		b := e.poolBackoff[key]
+		if err != nil && err != errGone {
+			b.failures++
+			b.until = time.Now().Add(min(time.Second<<min(b.failures-1, 8), 5*time.Minute))
+			e.log.Warn("warm pool: member failed to start; backing off", "pool", key, "failures", b.failures, "until", b.until)
+		} else {
+			b = backoff{}
+		}
+		e.poolBackoff[key] = b
+		e.mu.Unlock()
+		e.poke()
+	}()
+}
+
+// backoff paces a pool whose members fail to start.
+type backoff struct {
+	failures int
+	until    time.Time
+}

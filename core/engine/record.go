@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// DefaultNamespace is used when a request or definition names none.
+const DefaultNamespace = "default"
+
+// MaxPoolReplicas bounds a warm pool on one machine.
+const MaxPoolReplicas = 1000
+
+// record is the persisted state of one sandbox.
+type record struct {
+	Namespace string            `json:"namespace"`
+	Name      string            `json:"name"`
+	UID       string            `json:"uid"`
+	Pool      string            `json:"pool,omitempty"`
+	Claimed   bool              `json:"claimed,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Spec      runSpec           `json:"spec"`
+	Secret    string            `json:"secret"`
+	RequestID string            `json:"requestID,omitempty"`
+
+	Mode           v1alpha1.OperatingMode  `json:"mode"`
+	Expired        bool                    `json:"expired,omitempty"`
+	Deleting       bool                    `json:"deleting,omitempty"`
+	Created        time.Time               `json:"created"`
+	ShutdownTime   *time.Time              `json:"shutdownTime,omitempty"`
+	ShutdownPolicy v1alpha1.ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+	LastActivity   time.Time               `json:"lastActivity"`
+	// Message explains a failure or the last transition.
+	Message string `json:"message,omitempty"`
+
+	// PID and PIDStart identify the running init process, so a restarted
+	// engine finds it again and never mistakes a reused PID for it.
+	PID      int    `json:"pid,omitempty"`
+	PIDStart uint64 `json:"pidStart,omitempty"`
+}
+
+func (r *record) key() string { return r.Namespace + "/" + r.Name }
+
+// sandbox is a record plus what the engine observes at run time.
+type sandbox struct {
+	rec      record
+	workload lifecycle.WorkloadState
+	proc     *process
+	// busy is set while a start or stop is in progress.
+	busy bool
+	// active counts exec and file calls in progress (no idle suspend then).
+	active int
+}
+
+func (s *sandbox) observed() lifecycle.Observed {
+	return lifecycle.Observed{Deleting: s.rec.Deleting, Mode: s.rec.Mode, Expired: s.rec.Expired, Workload: s.workload}
+}
+
+func (s *sandbox) phase() v1alpha1.SandboxPhase { return lifecycle.Phase(s.observed()) }
+
+var phaseToProto = map[v1alpha1.SandboxPhase]sandpodv1.Phase{
+	v1alpha1.SandboxPending:     sandpodv1.Phase_PHASE_PENDING,
+	v1alpha1.SandboxRunning:     sandpodv1.Phase_PHASE_RUNNING,
+	v1alpha1.SandboxSuspended:   sandpodv1.Phase_PHASE_SUSPENDED,
+	v1alpha1.SandboxExpired:     sandpodv1.Phase_PHASE_EXPIRED,
+	v1alpha1.SandboxFailed:      sandpodv1.Phase_PHASE_FAILED,
+	v1alpha1.SandboxTerminating: sandpodv1.Phase_PHASE_TERMINATING,
+}
+
+var policyToProto = map[v1alpha1.ShutdownPolicy]sandpodv1.ShutdownPolicy{
+	v1alpha1.ShutdownPolicyDelete: sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_DELETE,
+	v1alpha1.ShutdownPolicyRetain: sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_RETAIN,
+}
+
+// PolicyFromProto maps the wire enum to the API value ("" when unspecified).
+func PolicyFromProto(p sandpodv1.ShutdownPolicy) v1alpha1.ShutdownPolicy {
+	switch p {
+	case sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_DELETE:
+		return v1alpha1.ShutdownPolicyDelete
+	case sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_RETAIN:
+		return v1alpha1.ShutdownPolicyRetain
+	}
+	return ""
+}
+
+// toProto renders the sandbox for the API.
+func (s *sandbox) toProto() *sandpodv1.Sandbox {
+	r := &s.rec
+	phase := s.phase()
+	out := &sandpodv1.Sandbox{
+		Name:             r.Name,
+		Namespace:        r.Namespace,
+		Uid:              r.UID,
+		Template:         r.Spec.Template,
+		Pool:             r.Pool,
+		Labels:           copyMap(r.Labels),
+		Phase:            phaseToProto[phase],
+		Message:          r.Message,
+		CreateTime:       timestamppb.New(r.Created),
+		ShutdownPolicy:   policyToProto[lifecycle.EffectivePolicy(r.ShutdownPolicy, "")],
+		LastActivityTime: timestamppb.New(r.LastActivity),
+		Claimed:          r.Claimed,
+		Conditions:       conditions(phase, r),
+	}
+	if r.ShutdownTime != nil {
+		out.ShutdownTime = timestamppb.New(*r.ShutdownTime)
+	}
+	if d := r.Spec.IdleTimeout.Duration; d > 0 {
+		out.IdleTimeout = durationpb.New(d)
+	}
+	for k := range r.Env {
+		out.EnvKeys = append(out.EnvKeys, k)
+	}
+	sort.Strings(out.EnvKeys)
+	return out
+}
+
+func conditions(phase v1alpha1.SandboxPhase, r *record) []*sandpodv1.Condition {
+	cond := func(t string, on bool, reason string) *sandpodv1.Condition {
+		st := "False"
+		if on {
+			st = "True"
+		}
+		return &sandpodv1.Condition{Type: t, Status: st, Reason: reason}
+	}
+	return []*sandpodv1.Condition{
+		cond(v1alpha1.ConditionReady, phase == v1alpha1.SandboxRunning, string(phase)),
+		cond(v1alpha1.ConditionSuspended, phase == v1alpha1.SandboxSuspended, string(phase)),
+		cond(v1alpha1.ConditionExpired, r.Expired, string(phase)),
+		cond(v1alpha1.ConditionFinished, r.Expired || phase == v1alpha1.SandboxFailed, string(phase)),
+	}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
