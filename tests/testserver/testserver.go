@@ -1,0 +1,280 @@
+// Package testserver runs the real `sandpod serve` binary for tests: built
+// once per test binary from this module, started on a free loopback port with
+// its own state directory, ready when its gRPC health check says SERVING.
+package testserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// DefaultConfig is a python template (the host's python3) with a pool of 2.
+const DefaultConfig = `apiVersion: sandpod.dev/v1alpha1
+kind: SandboxTemplate
+metadata:
+  name: python
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: sandbox
+        image: docker.io/local/python:3
+  autoResume: true
+---
+apiVersion: sandpod.dev/v1alpha1
+kind: SandboxWarmPool
+metadata:
+  name: python
+spec:
+  templateRef:
+    name: python
+  replicas: 2
+`
+
+// Options configure a server.
+type Options struct {
+	// Config is the YAML of templates and pools; DefaultConfig when empty.
+	Config string
+	// Token, when set, is required from every caller.
+	Token string
+	// ExtraArgs are appended to `sandpod serve`.
+	ExtraArgs []string
+}
+
+// Server is a running `sandpod serve`.
+type Server struct {
+	opts     Options
+	bin      string
+	dir      string
+	addr     string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	logPath  string
+	conn     *grpc.ClientConn
+	stopOnce sync.Once
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// Binary returns the path of a sandpod binary built from this module (or
+// $SANDPOD_BIN when set).
+func Binary(t testing.TB) string {
+	t.Helper()
+	if b := os.Getenv("SANDPOD_BIN"); b != "" {
+		return b
+	}
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "sandpod-testbin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "sandpod")
+		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/sandpod")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/sandpod: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// Start starts a server; it is stopped, and every sandbox it made deleted,
+// when the test ends.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.Config == "" {
+		opts.Config = DefaultConfig
+	}
+	s := &Server{opts: opts, bin: Binary(t), dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(s.dir, "config.yaml"), []byte(opts.Config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if opts.Token != "" {
+		if err := os.WriteFile(filepath.Join(s.dir, "tokens"), []byte(opts.Token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.addr = freeAddr(t)
+	s.start(t)
+	t.Cleanup(func() { s.cleanup(t) })
+	return s
+}
+
+// Addr is host:port of the gRPC API.
+func (s *Server) Addr() string { return s.addr }
+
+// StateDir is the server's state directory.
+func (s *Server) StateDir() string { return filepath.Join(s.dir, "state") }
+
+// Conn is a client connection to the server (with the token, if any).
+func (s *Server) Conn() *grpc.ClientConn { return s.conn }
+
+// Client is a raw SandboxService client on Conn.
+func (s *Server) Client() sandpodv1.SandboxServiceClient {
+	return sandpodv1.NewSandboxServiceClient(s.conn)
+}
+
+func (s *Server) start(t testing.TB) {
+	t.Helper()
+	args := []string{"serve", "--listen", s.addr, "--state-dir", s.StateDir(), "--config", filepath.Join(s.dir, "config.yaml")}
+	if s.opts.Token != "" {
+		args = append(args, "--token-file", filepath.Join(s.dir, "tokens"))
+	}
+	args = append(args, s.opts.ExtraArgs...)
+	s.logPath = filepath.Join(s.dir, "serve.log")
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	s.cmd = exec.Command(s.bin, args...)
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(s.cmd, s.exited)
+	if s.conn == nil {
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		if s.opts.Token != "" {
+			opts = append(opts, grpc.WithPerRPCCredentials(bearer(s.opts.Token)))
+		}
+		s.conn, err = grpc.NewClient(s.addr, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.waitHealthy(t)
+}
+
+func (s *Server) waitHealthy(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	h := healthpb.NewHealthClient(s.conn)
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := h.Check(rctx, &healthpb.HealthCheckRequest{})
+		rcancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return
+		}
+		select {
+		case <-s.exited:
+			t.Fatalf("sandpod serve exited during start:\n%s", s.Log())
+		case <-ctx.Done():
+			t.Fatalf("sandpod serve not healthy within 60s (last error %v):\n%s", err, s.Log())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Log returns what the server printed so far.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(s.logPath)
+	return string(b)
+}
+
+// Stop sends SIGTERM and waits for the server to exit.
+func (s *Server) Stop(t testing.TB) { s.signal(t, syscall.SIGTERM) }
+
+// Kill sends SIGKILL (a crash) and waits for the server to exit.
+func (s *Server) Kill(t testing.TB) { s.signal(t, syscall.SIGKILL) }
+
+func (s *Server) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	_ = s.cmd.Process.Signal(sig)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		t.Errorf("sandpod serve ignored %v for 30s", sig)
+	}
+}
+
+// Restart stops the server (SIGTERM) and starts it again on the same port
+// and state directory.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop(t)
+	s.start(t)
+}
+
+// StartAgain starts a server that was stopped or killed.
+func (s *Server) StartAgain(t testing.TB) {
+	t.Helper()
+	s.start(t)
+}
+
+// cleanup deletes every sandbox (so no agent process outlives the test) and
+// stops the server.
+func (s *Server) cleanup(t testing.TB) {
+	select {
+	case <-s.exited:
+		s.start(t) // to clean up what it made
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := s.Client()
+	if pools, err := c.ListWarmPools(ctx, &sandpodv1.ListWarmPoolsRequest{}); err == nil {
+		for _, p := range pools.GetWarmPools() {
+			_, _ = c.ScaleWarmPool(ctx, &sandpodv1.ScaleWarmPoolRequest{Name: p.GetName(), Namespace: p.GetNamespace()})
+		}
+	}
+	for _, ns := range []string{"", "team-a", "team-b"} {
+		list, err := c.ListSandboxes(ctx, &sandpodv1.ListSandboxesRequest{Namespace: ns, IncludePoolMembers: true, PageSize: 1000})
+		if err != nil {
+			t.Logf("cleanup: list: %v", err)
+			continue
+		}
+		for _, sb := range list.GetSandboxes() {
+			_, _ = c.DeleteSandbox(ctx, &sandpodv1.DeleteSandboxRequest{Name: sb.GetName(), Namespace: sb.GetNamespace()})
+		}
+	}
+	s.Stop(t)
+	_ = s.conn.Close()
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+func (bearer) RequireTransportSecurity() bool { return false }
