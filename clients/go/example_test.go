@@ -1,4 +1,4 @@
-//go:build sandpod_draft
+//go:build sandpod_draft || sandpod_local
 
 package sandpod_test
 

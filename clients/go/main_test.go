@@ -1,4 +1,4 @@
-//go:build sandpod_draft
+//go:build sandpod_draft || sandpod_local
 
 package sandpod_test
 
@@ -8,8 +8,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"github.com/sandpod/sandpod/tests/testserver"
 )
 
 // testConfig is the server's templates and pools: "python" (warm pool of
@@ -65,70 +63,18 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	tb := &mainTB{name: "TestMain"}
-	defer tb.cleanup()
-	srv := testserver.Start(tb, testserver.Options{Config: testConfig})
-	if tb.failed {
+	addr, stop, err := startShared()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting sandpod serve:", err)
 		return 1
 	}
-	serverAddr = srv.Addr()
+	defer stop()
+	serverAddr = addr
 	return m.Run()
-}
-
-// startServer starts a server of its own for a test that restarts it or
-// needs other settings.
-func startServer(t *testing.T, opts testserver.Options) *testserver.Server {
-	t.Helper()
-	if opts.Config == "" {
-		opts.Config = testConfig
-	}
-	return testserver.Start(t, opts)
 }
 
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// mainTB lets TestMain use testserver.Start, which wants a testing.TB.
-type mainTB struct {
-	testing.TB // nil: methods not below panic
-	name       string
-	failed     bool
-	cleanups   []func()
-	dirs       []string
-}
-
-func (tb *mainTB) Helper()          {}
-func (tb *mainTB) Name() string     { return tb.name }
-func (tb *mainTB) Failed() bool     { return tb.failed }
-func (tb *mainTB) Cleanup(f func()) { tb.cleanups = append(tb.cleanups, f) }
-func (tb *mainTB) Log(a ...any)     { fmt.Fprintln(os.Stderr, a...) }
-func (tb *mainTB) Logf(f string, a ...any) {
-	fmt.Fprintf(os.Stderr, f+"\n", a...)
-}
-func (tb *mainTB) Error(a ...any)            { tb.failed = true; tb.Log(a...) }
-func (tb *mainTB) Errorf(f string, a ...any) { tb.failed = true; tb.Logf(f, a...) }
-func (tb *mainTB) Fatal(a ...any)            { tb.Error(a...); tb.cleanup(); os.Exit(1) }
-func (tb *mainTB) Fatalf(f string, a ...any) {
-	tb.Errorf(f, a...)
-	tb.cleanup()
-	os.Exit(1)
-}
-func (tb *mainTB) TempDir() string {
-	d, err := os.MkdirTemp("", "sandpod-go-test-")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = os.RemoveAll(d) })
-	return d
-}
-func (tb *mainTB) Context() context.Context { return context.Background() }
-
-func (tb *mainTB) cleanup() {
-	for i := len(tb.cleanups) - 1; i >= 0; i-- {
-		tb.cleanups[i]()
-	}
-	tb.cleanups = nil
 }
