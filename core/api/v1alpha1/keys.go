@@ -19,3 +19,18 @@ const (
 	// Finalizer guards cleanup of a sandbox's children.
 	Finalizer = "sandpod.dev/finalizer"
 )
+
+// Names of what the controller adds to every sandbox pod.
+const (
+	// AgentPort is the port the in-pod agent listens on (gRPC).
+	AgentPort = 7070
+	// AgentPortName names the agent's container port.
+	AgentPortName = "sandpod-agent"
+	// SecretKeyAgent is the key of the per-sandbox Secret holding the agent secret.
+	SecretKeyAgent = "agent-secret"
+	// LabelComponent / ComponentBridge select bridge pods in network policies.
+	LabelAppName    = "app.kubernetes.io/name"
+	LabelComponent  = "app.kubernetes.io/component"
+	AppName         = "sandpod"
+	ComponentBridge = "bridge"
+)

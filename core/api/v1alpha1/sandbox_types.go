@@ -6,6 +6,7 @@ import (
 )
 
 // SandboxSpec is the desired state of a Sandbox: one durable pod.
+// +kubebuilder:validation:XValidation:rule="has(self.templateRef) == has(oldSelf.templateRef)",message="templateRef cannot be added or removed"
 type SandboxSpec struct {
 	// TemplateRef is the template the sandbox was made from, if any.
 	// +optional
@@ -13,11 +14,16 @@ type SandboxSpec struct {
 	TemplateRef *TemplateRef `json:"templateRef,omitempty"`
 
 	// PodTemplate is the pod the sandbox runs (copied from the template).
+	// The first container is the sandbox container; the agent is injected
+	// into it.
+	// +required
 	PodTemplate corev1.PodTemplateSpec `json:"podTemplate"`
 
 	// VolumeClaimTemplates become PVCs owned by the sandbox.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="volumeClaimTemplates are immutable"
 	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
 
 	// Service creates a headless Service for a stable DNS name.
@@ -96,8 +102,9 @@ type SandboxStatus struct {
 // Sandbox is one durable, isolated workload with a stable identity.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=sb
+// +kubebuilder:resource:shortName=sb,categories=sandpod
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.operatingMode`
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`
 // +kubebuilder:printcolumn:name="Shutdown",type=date,JSONPath=`.spec.lifecycle.shutdownTime`

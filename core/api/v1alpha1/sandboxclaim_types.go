@@ -7,6 +7,10 @@ import (
 
 // SandboxClaimSpec asks for one sandbox of a template.
 type SandboxClaimSpec struct {
+	// TemplateRef is the template of the sandbox to claim; a warm pool of
+	// that template in the same namespace serves the claim when it has a
+	// ready member.
+	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="templateRef is immutable"
 	TemplateRef TemplateRef `json:"templateRef"`
 
@@ -28,6 +32,8 @@ type SandboxClaimSpec struct {
 
 	// Labels are added to the claimed sandbox.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('sandpod.dev/'))",message="labels under sandpod.dev/ are reserved"
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
@@ -50,9 +56,10 @@ type SandboxClaimStatus struct {
 // SandboxClaim adopts a ready sandbox from a warm pool, or creates one cold.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=sbc
+// +kubebuilder:resource:shortName=sbc,categories=sandpod
 // +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.templateRef.name`
 // +kubebuilder:printcolumn:name="Sandbox",type=string,JSONPath=`.status.sandboxName`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Warm",type=boolean,JSONPath=`.status.warm`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SandboxClaim struct {

@@ -18,8 +18,16 @@ type SandboxTemplateSpec struct {
 	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
 
 	// RuntimeClassName selects the isolation runtime (e.g. gvisor, kata).
+	// The controller does not isolate; the runtime does.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
+
+	// Service gives each sandbox of this template a headless Service, so it
+	// has a stable DNS name (<sandbox>.<namespace>.svc).
+	// +optional
+	Service bool `json:"service,omitempty"`
 
 	// Lifecycle defaults for sandboxes of this template.
 	// +optional
@@ -92,7 +100,7 @@ type SandboxTemplateStatus struct {
 // SandboxTemplate is a reusable blueprint for sandboxes.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=sbt
+// +kubebuilder:resource:shortName=sbt,categories=sandpod
 // +kubebuilder:printcolumn:name="Runtime",type=string,JSONPath=`.spec.runtimeClassName`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SandboxTemplate struct {

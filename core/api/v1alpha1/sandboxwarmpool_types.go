@@ -6,6 +6,8 @@ import (
 
 // TemplateRef names a SandboxTemplate in the same namespace.
 type TemplateRef struct {
+	// Name of the SandboxTemplate.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
@@ -13,6 +15,9 @@ type TemplateRef struct {
 
 // SandboxWarmPoolSpec is the desired state of a warm pool.
 type SandboxWarmPoolSpec struct {
+	// TemplateRef is the template of the members, in the same namespace.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="templateRef is immutable"
 	TemplateRef TemplateRef `json:"templateRef"`
 
 	// Replicas is the number of ready, unclaimed sandboxes to keep.
@@ -45,7 +50,7 @@ type SandboxWarmPoolStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
-// +kubebuilder:resource:shortName=sbwp
+// +kubebuilder:resource:shortName=sbwp,categories=sandpod
 // +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.templateRef.name`
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`

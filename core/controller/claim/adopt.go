@@ -1,0 +1,145 @@
+package claim
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
+)
+
+// ClaimOwnerRef makes a claim the controlling owner of its sandbox.
+func ClaimOwnerRef(c *v1alpha1.SandboxClaim) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: "SandboxClaim",
+		Name: c.Name, UID: c.UID, Controller: &t, BlockOwnerDeletion: &t,
+	}
+}
+
+// Bind rewrites a sandbox as held by claim c at now: it leaves its pool (the
+// pool label and pool owner go, the claim becomes the controlling owner), and
+// takes the claim's labels, env and lifecycle. Applied to a warm member, it
+// is the single write of a warm claim.
+func Bind(sb *v1alpha1.Sandbox, c *v1alpha1.SandboxClaim, t *v1alpha1.SandboxTemplate, now time.Time) {
+	if sb.Labels == nil {
+		sb.Labels = map[string]string{}
+	}
+	for k, v := range c.Spec.Labels {
+		sb.Labels[k] = v
+	}
+	delete(sb.Labels, v1alpha1.LabelPool)
+	sb.Labels[v1alpha1.LabelClaim] = c.Name
+	sb.Labels[v1alpha1.LabelTemplate] = t.Name
+	if id, ok := c.Annotations[v1alpha1.AnnotationRequestID]; ok {
+		if sb.Annotations == nil {
+			sb.Annotations = map[string]string{}
+		}
+		sb.Annotations[v1alpha1.AnnotationRequestID] = id
+	}
+	refs := []metav1.OwnerReference{ClaimOwnerRef(c)}
+	for _, ref := range sb.OwnerReferences {
+		if ref.Controller == nil || !*ref.Controller {
+			refs = append(refs, ref)
+		}
+	}
+	sb.OwnerReferences = refs
+	sb.Spec.Env = append(sb.Spec.Env[:0:0], c.Spec.Env...)
+	sb.Spec.Lifecycle = lifecycle.ClaimLifecycle(now, c.Spec.Lifecycle, t.Spec.Lifecycle)
+}
+
+// ColdSandbox is the sandbox a claim creates when no warm member is ready. It
+// is named after the claim, so a retried create finds its first attempt.
+func ColdSandbox(c *v1alpha1.SandboxClaim, t *v1alpha1.SandboxTemplate, now time.Time) *v1alpha1.Sandbox {
+	sb := &v1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace},
+		Spec:       lifecycle.SandboxSpecFromTemplate(t.Name, &t.Spec),
+	}
+	Bind(sb, c, t, now)
+	return sb
+}
+
+// IsBoundTo says whether sb is held by claim c.
+func IsBoundTo(sb *v1alpha1.Sandbox, c *v1alpha1.SandboxClaim) bool {
+	return sb.Labels[v1alpha1.LabelClaim] == c.Name && metav1.IsControlledBy(sb, c)
+}
+
+// claimView is what the status of a claim depends on.
+type claimView struct {
+	Now      time.Time
+	Sandbox  *v1alpha1.Sandbox // nil when none is bound or it is gone
+	Name     string            // bound sandbox name
+	Warm     bool
+	Gone     bool   // the bound sandbox no longer exists
+	Problem  string // why no sandbox could be bound
+	PReason  string
+	Adopted  bool // bound in this pass
+	WasBound bool
+}
+
+// ComputeStatus is the status of a claim after a pass.
+func ComputeStatus(c *v1alpha1.SandboxClaim, v claimView) v1alpha1.SandboxClaimStatus {
+	st := *c.Status.DeepCopy()
+	st.ObservedGeneration = c.Generation
+	if v.Name != "" {
+		st.SandboxName = v.Name
+	}
+	if v.Adopted {
+		st.Warm = v.Warm
+	}
+	set := func(t string, ok bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: msg,
+			ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(v.Now),
+		})
+	}
+	switch {
+	case v.Problem != "":
+		set(v1alpha1.ConditionReady, false, v.PReason, v.Problem)
+		set(v1alpha1.ConditionFinished, false, v.PReason, "")
+	case v.Gone:
+		set(v1alpha1.ConditionReady, false, v1alpha1.ReasonSandboxGone, "sandbox "+st.SandboxName+" no longer exists")
+		set(v1alpha1.ConditionFinished, true, v1alpha1.ReasonSandboxGone, "")
+	case v.Sandbox != nil:
+		ready := meta.IsStatusConditionTrue(v.Sandbox.Status.Conditions, v1alpha1.ConditionReady)
+		reason, msg := v1alpha1.ReasonSandboxReady, ""
+		if !ready {
+			reason, msg = v1alpha1.ReasonSandboxNotReady, "sandbox phase "+string(v.Sandbox.Status.Phase)
+			if v.Sandbox.Status.Message != "" {
+				msg += ": " + v.Sandbox.Status.Message
+			}
+		}
+		set(v1alpha1.ConditionReady, ready, reason, msg)
+		fin := meta.FindStatusCondition(v.Sandbox.Status.Conditions, v1alpha1.ConditionFinished)
+		finished := fin != nil && fin.Status == metav1.ConditionTrue
+		finReason := v1alpha1.ReasonRunning
+		if finished {
+			finReason = fin.Reason
+		}
+		set(v1alpha1.ConditionFinished, finished, finReason, "")
+	}
+	return st
+}
+
+// TTLDue says whether a finished claim with a TTL should be deleted at now,
+// and otherwise how long until it should (0: never / not finished).
+func TTLDue(c *v1alpha1.SandboxClaim, st v1alpha1.SandboxClaimStatus, now time.Time) (bool, time.Duration) {
+	if c.Spec.TTLSecondsAfterFinished == nil {
+		return false, 0
+	}
+	fin := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionFinished)
+	if fin == nil || fin.Status != metav1.ConditionTrue {
+		return false, 0
+	}
+	wait := fin.LastTransitionTime.Add(time.Duration(*c.Spec.TTLSecondsAfterFinished) * time.Second).Sub(now)
+	if wait <= 0 {
+		return true, 0
+	}
+	return false, wait
+}

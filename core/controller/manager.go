@@ -1,0 +1,186 @@
+// Package controller wires sandpod's reconcilers into a controller-runtime
+// manager: the informer cache (narrowed to sandpod's own children), field
+// indexes, metrics, and one controller per kind.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller/claim"
+	"github.com/sandpod/sandpod/core/controller/index"
+	"github.com/sandpod/sandpod/core/controller/metrics"
+	"github.com/sandpod/sandpod/core/controller/sandbox"
+	"github.com/sandpod/sandpod/core/controller/template"
+	"github.com/sandpod/sandpod/core/controller/warmpool"
+)
+
+// DefaultAgentImage is the image whose sandpod binary is copied into pods.
+const DefaultAgentImage = "ghcr.io/sandpod/sandpod:latest"
+
+// Options configure the controllers.
+type Options struct {
+	// AgentImage holds the sandpod binary injected into every sandbox pod.
+	AgentImage string
+	// RuntimeClass is the controller-wide RuntimeClass policy.
+	RuntimeClass sandbox.RuntimeClassPolicy
+	// Clock is the time source (default: the real clock).
+	Clock clock.Clock
+	// Workers is the number of concurrent reconciles per kind (default 8;
+	// claims get four times as many).
+	Workers int
+	// PoolBatch caps the members a pool creates per pass (default 16).
+	PoolBatch int
+}
+
+// NewScheme is the scheme of the manager: core kinds and sandpod.dev.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// CacheOptions narrow the informers of children to sandpod's own objects, so
+// the controller never caches every pod or secret of the cluster.
+func CacheOptions() cache.Options {
+	own, _ := labels.NewRequirement(v1alpha1.LabelSandbox, selection.Exists, nil)
+	children := cache.ByObject{Label: labels.NewSelector().Add(*own)}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   children,
+		&corev1.Service{}:               children,
+		&corev1.Secret{}:                children,
+		&corev1.PersistentVolumeClaim{}: children,
+		&networkingv1.NetworkPolicy{}:   {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelAppName: v1alpha1.AppName})},
+	}}
+}
+
+// Setup registers indexes, metrics and the four controllers with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if err := o.RuntimeClass.Validate(); err != nil {
+		return err
+	}
+	if o.AgentImage == "" {
+		o.AgentImage = DefaultAgentImage
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
+	if o.PoolBatch <= 0 {
+		o.PoolBatch = 16
+	}
+	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("indexes: %w", err)
+	}
+	metrics.Register(mgr.GetCache())
+	c := mgr.GetClient()
+
+	sbr := &sandbox.Reconciler{Client: c, Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-sandbox"),
+		Pod: sandbox.PodConfig{AgentImage: o.AgentImage, RuntimeClass: o.RuntimeClass}}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
+		For(&v1alpha1.Sandbox{}).
+		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.Secret{}).Owns(&corev1.PersistentVolumeClaim{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
+		Complete(counted("sandbox", sbr)); err != nil {
+		return err
+	}
+
+	tr := &template.Reconciler{Client: c, Clock: o.Clock}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("sandboxtemplate").
+		For(&v1alpha1.SandboxTemplate{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
+		Complete(counted("sandboxtemplate", tr)); err != nil {
+		return err
+	}
+
+	pr := &warmpool.Reconciler{Client: c, Clock: o.Clock, Expectations: warmpool.NewExpectations(time.Minute), MaxBatch: o.PoolBatch}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("sandboxwarmpool").
+		For(&v1alpha1.SandboxWarmPool{}).
+		// Members: by owner while in the pool, and by pool label so the pool
+		// sees a member leave when a claim adopts it.
+		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(poolOfSandbox)).
+		Watches(&v1alpha1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(poolsOfTemplate(c))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
+		Complete(counted("sandboxwarmpool", pr)); err != nil {
+		return err
+	}
+
+	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim")}
+	return ctrl.NewControllerManagedBy(mgr).Named("sandboxclaim").
+		For(&v1alpha1.SandboxClaim{}).
+		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(claimOfSandbox)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4 * o.Workers}).
+		Complete(counted("sandboxclaim", cr))
+}
+
+// poolOfSandbox maps a sandbox to its pool, by pool label and by owner. An
+// update event maps both the old and the new object, so a pool hears of a
+// member a claim just adopted (whose new object has neither).
+func poolOfSandbox(_ context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	if p, ok := o.GetLabels()[v1alpha1.LabelPool]; ok {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: p}})
+	}
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == "SandboxWarmPool" {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}})
+		}
+	}
+	return out
+}
+
+func claimOfSandbox(_ context.Context, o client.Object) []reconcile.Request {
+	if c, ok := o.GetLabels()[v1alpha1.LabelClaim]; ok {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: c}}}
+	}
+	return nil
+}
+
+func poolsOfTemplate(c client.Client) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var pools v1alpha1.SandboxWarmPoolList
+		if err := c.List(ctx, &pools, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.PoolTemplate: o.GetName()}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(pools.Items))
+		for i := range pools.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pools.Items[i])})
+		}
+		return out
+	}
+}
+
+// counted counts failed passes in sandpod_reconcile_errors_total.
+func counted(name string, r reconcile.Reconciler) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		res, err := r.Reconcile(ctx, req)
+		if err != nil {
+			metrics.ReconcileErrors.WithLabelValues(name).Inc()
+		}
+		return res, err
+	})
+}

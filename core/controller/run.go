@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/sandpod/sandpod/core/controller/sandbox"
+)
+
+// Run is `sandpod controller`: it parses its flags from args and runs the
+// manager until ctx is done.
+func Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sandpod controller", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig (default: in-cluster config, then $KUBECONFIG)")
+	metricsAddr := fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	leaderElect := fs.Bool("leader-elect", false, "elect a leader so only one replica reconciles")
+	leaderNS := fs.String("leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
+	rcPolicy := fs.String("runtime-class-policy", sandbox.RuntimeClassNone, "none | require (refuse sandboxes whose pod names no RuntimeClass) | default (give them --default-runtime-class)")
+	rcDefault := fs.String("default-runtime-class", "", "RuntimeClass given to sandbox pods that name none, with --runtime-class-policy=default")
+	agentImage := fs.String("agent-image", DefaultAgentImage, "image holding the sandpod binary that is injected into every sandbox pod")
+	workers := fs.Int("workers", 8, "concurrent reconciles per kind (claims get four times as many)")
+	poolBatch := fs.Int("pool-batch", 16, "members a warm pool creates per pass at most")
+	qps := fs.Float64("kube-api-qps", 200, "client QPS to the API server")
+	burst := fs.Int("kube-api-burst", 400, "client burst to the API server")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	ctrl.SetLogger(klog.NewKlogr())
+
+	cfg, err := loadConfig(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
+
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Cache:                   CacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:  *probeAddr,
+		LeaderElection:          *leaderElect,
+		LeaderElectionID:        "sandpod-controller.sandpod.dev",
+		LeaderElectionNamespace: *leaderNS,
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := Setup(ctx, mgr, Options{
+		AgentImage:   *agentImage,
+		RuntimeClass: sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
+		Workers:      *workers,
+		PoolBatch:    *poolBatch,
+	}); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func loadConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		path = os.Getenv("KUBECONFIG")
+	}
+	if path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	return rest.InClusterConfig()
+}

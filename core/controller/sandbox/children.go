@@ -1,0 +1,72 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+// BuildService is the headless Service that gives a sandbox a stable DNS name.
+func BuildService(sb *v1alpha1.Sandbox) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: sb.Name, Namespace: sb.Namespace, Labels: ChildLabels(sb),
+			OwnerReferences: []metav1.OwnerReference{OwnerRef(sb)},
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 map[string]string{v1alpha1.LabelSandbox: sb.Name},
+			PublishNotReadyAddresses: true,
+			Ports: []corev1.ServicePort{{
+				Name: v1alpha1.AgentPortName, Port: v1alpha1.AgentPort,
+				TargetPort: intstr.FromInt32(v1alpha1.AgentPort), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+}
+
+// BuildPVCs are the PVCs of a sandbox's volume claim templates. They are
+// owned by the sandbox, so they outlive its pod and go with the sandbox.
+func BuildPVCs(sb *v1alpha1.Sandbox) []*corev1.PersistentVolumeClaim {
+	var out []*corev1.PersistentVolumeClaim
+	for _, vct := range sb.Spec.VolumeClaimTemplates {
+		labels := ChildLabels(sb)
+		for k, v := range vct.Labels {
+			labels[k] = v
+		}
+		out = append(out, &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: PVCName(vct.Name, sb.Name), Namespace: sb.Namespace,
+				Labels: labels, Annotations: vct.Annotations,
+				OwnerReferences: []metav1.OwnerReference{OwnerRef(sb)},
+			},
+			Spec: *vct.Spec.DeepCopy(),
+		})
+	}
+	return out
+}
+
+// BuildSecret is the per-sandbox agent secret: 32 random bytes, hex-encoded.
+// The bridge reads it to authenticate to the agent.
+func BuildSecret(sb *v1alpha1.Sandbox) (*corev1.Secret, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: SecretName(sb.Name), Namespace: sb.Namespace, Labels: ChildLabels(sb),
+			OwnerReferences: []metav1.OwnerReference{OwnerRef(sb)},
+		},
+		Type:      corev1.SecretTypeOpaque,
+		Immutable: ptrTo(true),
+		Data:      map[string][]byte{v1alpha1.SecretKeyAgent: []byte(hex.EncodeToString(b))},
+	}, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,292 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+// Paths and names of what the controller injects into every sandbox pod. The
+// agent image must hold the sandpod binary at AgentImageBinary, and
+// `sandpod install-agent DEST` copies that binary to DEST.
+const (
+	AgentImageBinary = "/usr/local/bin/sandpod"
+	agentVolume      = "sandpod-bin"
+	agentDir         = "/sandpod/bin"
+	AgentBinary      = agentDir + "/sandpod"
+	secretVolume     = "sandpod-secret"
+	secretDir        = "/sandpod/secret"
+	workspaceVolume  = "sandpod-workspace"
+	WorkspaceDir     = "/workspace"
+	installContainer = "sandpod-install"
+)
+
+// Default resources of a sandbox container that declares none.
+var (
+	defaultCPULimit      = resource.MustParse("1")
+	defaultMemoryLimit   = resource.MustParse("1Gi")
+	defaultCPURequest    = resource.MustParse("100m")
+	defaultMemoryRequest = resource.MustParse("128Mi")
+)
+
+// PodConfig is the controller-wide part of a sandbox pod.
+type PodConfig struct {
+	// AgentImage holds the sandpod binary copied into the pod.
+	AgentImage string
+	// RuntimeClass is the controller-wide RuntimeClass policy.
+	RuntimeClass RuntimeClassPolicy
+}
+
+// SecretName is the name of a sandbox's agent Secret.
+func SecretName(sandbox string) string { return sandbox + "-agent" }
+
+// PVCName is the name of the PVC made from a volume claim template, as a
+// StatefulSet names them: <template>-<sandbox>.
+func PVCName(template, sandbox string) string { return template + "-" + sandbox }
+
+// ServiceFQDN is the stable DNS name of a sandbox with a service.
+func ServiceFQDN(sb *v1alpha1.Sandbox) string {
+	return fmt.Sprintf("%s.%s.svc.cluster.local", sb.Name, sb.Namespace)
+}
+
+// OwnerRef makes sb the controlling owner of a child.
+func OwnerRef(sb *v1alpha1.Sandbox) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: "Sandbox",
+		Name: sb.Name, UID: sb.UID, Controller: &t, BlockOwnerDeletion: &t,
+	}
+}
+
+// ChildLabels are the labels of every child of a sandbox.
+func ChildLabels(sb *v1alpha1.Sandbox) map[string]string {
+	l := map[string]string{v1alpha1.LabelSandbox: sb.Name}
+	if sb.Spec.TemplateRef != nil {
+		l[v1alpha1.LabelTemplate] = sb.Spec.TemplateRef.Name
+	}
+	return l
+}
+
+// BuildPod is the pod of a sandbox: the sandbox's pod template with the agent
+// injected, secure defaults filled in where the template is silent, its PVCs
+// mounted, and the RuntimeClass policy applied. It fails only when the policy
+// rejects the sandbox.
+func BuildPod(sb *v1alpha1.Sandbox, cfg PodConfig) (*corev1.Pod, error) {
+	spec := sb.Spec.PodTemplate.Spec.DeepCopy()
+	if len(spec.Containers) == 0 {
+		return nil, fmt.Errorf("podTemplate has no containers")
+	}
+	if err := cfg.RuntimeClass.Apply(spec); err != nil {
+		return nil, err
+	}
+	labels := map[string]string{}
+	for k, v := range sb.Spec.PodTemplate.Labels {
+		labels[k] = v
+	}
+	for k, v := range ChildLabels(sb) {
+		labels[k] = v
+	}
+	var annotations map[string]string
+	if len(sb.Spec.PodTemplate.Annotations) > 0 {
+		annotations = map[string]string{}
+		for k, v := range sb.Spec.PodTemplate.Annotations {
+			annotations[k] = v
+		}
+	}
+
+	spec.Hostname = sb.Name
+	if sb.Spec.Service {
+		spec.Subdomain = sb.Name
+	}
+	applySecureDefaults(spec)
+	addVolumes(spec, sb)
+	injectAgent(spec, sb, cfg.AgentImage)
+
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: sb.Name, Namespace: sb.Namespace,
+			Labels: labels, Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{OwnerRef(sb)},
+		},
+		Spec: *spec,
+	}, nil
+}
+
+// applySecureDefaults fills what the template leaves unset: no
+// service-account token, seccomp RuntimeDefault, no privilege escalation, all
+// capabilities dropped, non-root when the template names a non-root user, and
+// resource limits.
+func applySecureDefaults(spec *corev1.PodSpec) {
+	if spec.AutomountServiceAccountToken == nil {
+		f := false
+		spec.AutomountServiceAccountToken = &f
+	}
+	if spec.SecurityContext == nil {
+		spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	psc := spec.SecurityContext
+	if psc.SeccompProfile == nil {
+		psc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	}
+	if psc.RunAsNonRoot == nil && psc.RunAsUser != nil && *psc.RunAsUser != 0 {
+		t := true
+		psc.RunAsNonRoot = &t
+	}
+	for i := range spec.Containers {
+		secureContainer(&spec.Containers[i])
+	}
+	for i := range spec.InitContainers {
+		secureContainer(&spec.InitContainers[i])
+	}
+}
+
+func secureContainer(c *corev1.Container) {
+	if c.SecurityContext == nil {
+		c.SecurityContext = &corev1.SecurityContext{}
+	}
+	sc := c.SecurityContext
+	if sc.AllowPrivilegeEscalation == nil && (sc.Privileged == nil || !*sc.Privileged) {
+		f := false
+		sc.AllowPrivilegeEscalation = &f
+	}
+	if sc.Capabilities == nil && (sc.Privileged == nil || !*sc.Privileged) {
+		sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+	}
+	defaultResources(&c.Resources)
+}
+
+// defaultResources sets a limit for cpu and memory when none is given (never
+// below the request) and a request when none is given (never above the limit).
+func defaultResources(r *corev1.ResourceRequirements) {
+	if r.Limits == nil {
+		r.Limits = corev1.ResourceList{}
+	}
+	if r.Requests == nil {
+		r.Requests = corev1.ResourceList{}
+	}
+	for _, d := range []struct {
+		name       corev1.ResourceName
+		limit, req resource.Quantity
+	}{
+		{corev1.ResourceCPU, defaultCPULimit, defaultCPURequest},
+		{corev1.ResourceMemory, defaultMemoryLimit, defaultMemoryRequest},
+	} {
+		req, hasReq := r.Requests[d.name]
+		lim, hasLim := r.Limits[d.name]
+		if !hasLim {
+			lim = d.limit.DeepCopy()
+			if hasReq && req.Cmp(lim) > 0 {
+				lim = req.DeepCopy()
+			}
+			r.Limits[d.name] = lim
+		}
+		if !hasReq {
+			req = d.req.DeepCopy()
+			if req.Cmp(lim) > 0 {
+				req = lim.DeepCopy()
+			}
+			r.Requests[d.name] = req
+		}
+	}
+}
+
+func hasVolume(spec *corev1.PodSpec, name string) bool {
+	for _, v := range spec.Volumes {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// addVolumes adds the PVC of each volume claim template (replacing a volume
+// of the same name), the agent's binary and secret volumes, and a workspace
+// when nothing is mounted at /workspace.
+func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox) {
+	for _, vct := range sb.Spec.VolumeClaimTemplates {
+		src := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(vct.Name, sb.Name)}}
+		replaced := false
+		for i := range spec.Volumes {
+			if spec.Volumes[i].Name == vct.Name {
+				spec.Volumes[i].VolumeSource = src
+				replaced = true
+			}
+		}
+		if !replaced {
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vct.Name, VolumeSource: src})
+		}
+	}
+	mode := int32(0o440)
+	spec.Volumes = append(spec.Volumes,
+		corev1.Volume{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: secretVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: SecretName(sb.Name), DefaultMode: &mode,
+		}}},
+	)
+	main := &spec.Containers[0]
+	mountedWorkspace := false
+	for _, m := range main.VolumeMounts {
+		if strings.TrimSuffix(m.MountPath, "/") == WorkspaceDir {
+			mountedWorkspace = true
+		}
+	}
+	if !mountedWorkspace && !hasVolume(spec, workspaceVolume) {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: workspaceVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: workspaceVolume, MountPath: WorkspaceDir})
+	}
+}
+
+// injectAgent adds the init container that copies the agent binary and makes
+// the agent the main process of the first container, supervising the
+// template's command when there is one.
+func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, image string) {
+	install := corev1.Container{
+		Name:            installContainer,
+		Image:           image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{AgentImageBinary, "install-agent", AgentBinary},
+		VolumeMounts:    []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}},
+	}
+	secureContainer(&install)
+	install.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("100m")
+	install.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("64Mi")
+	install.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10m")
+	install.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("16Mi")
+	spec.InitContainers = append([]corev1.Container{install}, spec.InitContainers...)
+
+	main := &spec.Containers[0]
+	cmd := []string{AgentBinary, "agent",
+		"--listen", fmt.Sprintf("tcp://0.0.0.0:%d", v1alpha1.AgentPort),
+		"--root", WorkspaceDir,
+		"--sandbox", sb.Name,
+		"--secret-file", secretDir + "/" + v1alpha1.SecretKeyAgent,
+	}
+	if user := append(append([]string{}, main.Command...), main.Args...); len(user) > 0 {
+		cmd = append(append(cmd, "--"), user...)
+	}
+	main.Command, main.Args = cmd, nil
+	main.VolumeMounts = append(main.VolumeMounts,
+		corev1.VolumeMount{Name: agentVolume, MountPath: agentDir, ReadOnly: true},
+		corev1.VolumeMount{Name: secretVolume, MountPath: secretDir, ReadOnly: true},
+	)
+	hasPort := false
+	for _, p := range main.Ports {
+		if p.ContainerPort == v1alpha1.AgentPort {
+			hasPort = true
+		}
+	}
+	if !hasPort {
+		main.Ports = append(main.Ports, corev1.ContainerPort{Name: v1alpha1.AgentPortName, ContainerPort: v1alpha1.AgentPort, Protocol: corev1.ProtocolTCP})
+	}
+	if main.ReadinessProbe == nil {
+		main.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstrPort()}},
+			PeriodSeconds: 2,
+		}
+	}
+}

@@ -1,0 +1,270 @@
+// Package sandbox reconciles Sandboxes: one durable pod with a stable
+// identity, its PVCs, headless Service and agent Secret.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
+)
+
+// Reconciler keeps each Sandbox's pod, storage, service and secret in line
+// with its spec and reports what it sees in one status write per pass.
+type Reconciler struct {
+	Client   ctrl.Client
+	Clock    clock.Clock
+	Recorder events.EventRecorder
+	Pod      PodConfig
+}
+
+// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods;services;secrets;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs one pass: fetch, expiry, idle suspend, children, pod, status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	sb := &v1alpha1.Sandbox{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, r.cleanupOrphans(ctx, req.NamespacedName)
+		}
+		return reconcile.Result{}, err
+	}
+	if sb.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil // children go with it (owner references)
+	}
+	now := r.Clock.Now()
+	var ev eventQueue
+
+	// 1. Expiry: Delete removes the sandbox, Retain stops it.
+	expiry, expiryWait := decideExpiry(now, sb)
+	if expiry == lifecycle.ExpiryDelete {
+		err := r.Client.Delete(ctx, sb, ctrl.PropagationPolicy("Background"), ctrl.Preconditions{UID: &sb.UID})
+		return reconcile.Result{}, ignoreNotFound(err)
+	}
+
+	// 2. Idle auto-suspend: a spec change, so the user sees and can undo it.
+	idleSuspended, idleWait, err := r.idleSuspend(ctx, sb, now, expiry)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if idleSuspended {
+		ev.add(sb, corev1.EventTypeNormal, v1alpha1.ReasonIdle, "suspended after idle timeout")
+	}
+
+	// 3. Children that outlive the pod.
+	if err := r.ensureChildren(ctx, sb); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	// 4. The pod.
+	pod, err := r.getPod(ctx, sb)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	obs := lifecycle.Observed{
+		Mode:     mode(sb),
+		Expired:  expiry == lifecycle.ExpiryRetain,
+		Workload: WorkloadOf(pod),
+	}
+	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended}
+	pod, err = r.reconcilePod(ctx, sb, pod, obs, &in, &ev)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	in.Pod = pod
+
+	// 5. One status write, then the events of the pass.
+	if err := r.writeStatus(ctx, sb, ComputeStatus(sb, in)); err != nil {
+		return reconcile.Result{}, err
+	}
+	ev.emit(r.Recorder)
+	return reconcile.Result{RequeueAfter: lifecycle.NextWakeup(expiryWait, idleWait)}, nil
+}
+
+func mode(sb *v1alpha1.Sandbox) v1alpha1.OperatingMode {
+	if sb.Spec.OperatingMode == "" {
+		return v1alpha1.OperatingModeRunning
+	}
+	return sb.Spec.OperatingMode
+}
+
+func decideExpiry(now time.Time, sb *v1alpha1.Sandbox) (lifecycle.ExpiryAction, time.Duration) {
+	var shutdown *time.Time
+	if sb.Spec.Lifecycle.ShutdownTime != nil {
+		t := sb.Spec.Lifecycle.ShutdownTime.Time
+		shutdown = &t
+	}
+	return lifecycle.DecideExpiry(now, shutdown, lifecycle.EffectivePolicy(sb.Spec.Lifecycle.ShutdownPolicy, ""))
+}
+
+// idleSuspend sets operatingMode Suspended on a running sandbox idle past its
+// timeout, and otherwise says how long until it would be.
+func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now time.Time, expiry lifecycle.ExpiryAction) (bool, time.Duration, error) {
+	if sb.Spec.Lifecycle.IdleTimeout == nil || mode(sb) != v1alpha1.OperatingModeRunning ||
+		expiry != lifecycle.ExpiryNone || sb.Status.Phase != v1alpha1.SandboxRunning {
+		return false, 0, nil
+	}
+	due, wait := lifecycle.IdleSuspendDue(now, LastActivity(sb), sb.Spec.Lifecycle.IdleTimeout.Duration)
+	if !due {
+		return false, wait, nil
+	}
+	patch := []byte(`{"spec":{"operatingMode":"Suspended"}}`)
+	if err := r.Client.Patch(ctx, sb, ctrl.RawPatch(types.MergePatchType, patch)); err != nil {
+		return false, 0, fmt.Errorf("idle suspend: %w", err)
+	}
+	return true, 0, nil
+}
+
+// ensureChildren creates the agent secret, PVCs and service when missing.
+// Existing children are left as they are: PVC specs are immutable and the
+// secret must stay stable for the bridge.
+func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox) error {
+	var want []ctrl.Object
+	secret, err := BuildSecret(sb)
+	if err != nil {
+		return err
+	}
+	want = append(want, secret)
+	for _, pvc := range BuildPVCs(sb) {
+		want = append(want, pvc)
+	}
+	if sb.Spec.Service {
+		want = append(want, BuildService(sb))
+	}
+	for _, obj := range want {
+		existing := obj.DeepCopyObject().(ctrl.Object)
+		err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(obj), existing)
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) getPod(ctx context.Context, sb *v1alpha1.Sandbox) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(sb), pod)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !isOwnedBy(pod.OwnerReferences, sb) {
+		return nil, fmt.Errorf("pod %s exists and is not owned by sandbox %s", pod.Name, sb.Name)
+	}
+	return pod, nil
+}
+
+// reconcilePod deletes the pod of a suspended, expired or failed (and
+// restartable) sandbox, and creates the pod of a sandbox that should run and
+// has none. It returns the pod as it now stands.
+func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod *corev1.Pod, obs lifecycle.Observed, in *statusInput, ev *eventQueue) (*corev1.Pod, error) {
+	run := lifecycle.ShouldRunWorkload(obs)
+	switch {
+	case pod != nil && (!run || lifecycle.ShouldRestart(obs, sb.Spec.RestartOnFailure)):
+		if pod.DeletionTimestamp == nil {
+			if err := r.Client.Delete(ctx, pod, ctrl.Preconditions{UID: &pod.UID}); ignoreNotFound(err) != nil {
+				return pod, fmt.Errorf("delete pod: %w", err)
+			}
+			reason := "Stopped"
+			if run {
+				reason = "Restarting"
+			}
+			ev.add(sb, corev1.EventTypeNormal, reason, "deleted pod "+pod.Name)
+		}
+		return pod, nil
+	case pod == nil && run:
+		newPod, err := BuildPod(sb, r.Pod)
+		if err != nil {
+			in.Refused = err.Error()
+			in.RefusedReason = v1alpha1.ReasonInvalidSpec
+			if errors.Is(err, ErrRuntimeClassRequired) {
+				in.RefusedReason = v1alpha1.ReasonRuntimeClassMissing
+			}
+			ev.add(sb, corev1.EventTypeWarning, in.RefusedReason, err.Error())
+			return nil, nil
+		}
+		if err := r.Client.Create(ctx, newPod); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil, nil // the old pod is still going away; its deletion requeues us
+			}
+			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+				in.Refused, in.RefusedReason = err.Error(), v1alpha1.ReasonInvalidSpec
+				ev.add(sb, corev1.EventTypeWarning, in.RefusedReason, err.Error())
+				return nil, nil
+			}
+			return nil, fmt.Errorf("create pod: %w", err)
+		}
+		ev.add(sb, corev1.EventTypeNormal, "Created", "created pod "+newPod.Name)
+		return newPod, nil
+	}
+	return pod, nil
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v1alpha1.SandboxStatus) error {
+	if equality.Semantic.DeepEqual(sb.Status, st) {
+		return nil
+	}
+	orig := sb.DeepCopy()
+	sb.Status = st
+	if err := r.Client.Status().Patch(ctx, sb, ctrl.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	return nil
+}
+
+// cleanupOrphans deletes the children of a sandbox that is gone. The garbage
+// collector does the same on a full cluster; doing it here makes release
+// prompt and works where no garbage collector runs.
+func (r *Reconciler) cleanupOrphans(ctx context.Context, key types.NamespacedName) error {
+	lists := []ctrl.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &corev1.SecretList{}, &corev1.PersistentVolumeClaimList{}}
+	for _, list := range lists {
+		if err := r.Client.List(ctx, list, ctrl.InNamespace(key.Namespace), ctrl.MatchingLabels{v1alpha1.LabelSandbox: key.Name}); err != nil {
+			return err
+		}
+		objs, err := metaItems(list)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			if !ownedBySandboxNamed(obj.GetOwnerReferences(), key.Name) {
+				continue
+			}
+			uid := obj.GetUID()
+			if err := r.Client.Delete(ctx, obj, ctrl.Preconditions{UID: &uid}, ctrl.PropagationPolicy("Background")); ignoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,174 @@
+package sandbox
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
+)
+
+// WorkloadOf maps a pod to the backend-neutral workload state.
+func WorkloadOf(pod *corev1.Pod) lifecycle.WorkloadState {
+	switch {
+	case pod == nil:
+		return lifecycle.WorkloadAbsent
+	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
+		return lifecycle.WorkloadFailed
+	case pod.DeletionTimestamp != nil:
+		return lifecycle.WorkloadStarting // on its way out; a new one follows
+	case podReady(pod):
+		return lifecycle.WorkloadReady
+	default:
+		return lifecycle.WorkloadStarting
+	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// statusInput is everything the status of one pass depends on.
+type statusInput struct {
+	Now      time.Time
+	Observed lifecycle.Observed
+	Pod      *corev1.Pod
+	// IdleSuspended: this pass suspended the sandbox for idleness.
+	IdleSuspended bool
+	// Refused is set when the pod cannot be made (e.g. RuntimeClass policy).
+	Refused       string
+	RefusedReason string
+}
+
+// ComputeStatus is the status a sandbox should have after a pass. It starts
+// from the old status so unchanged conditions keep their transition times.
+func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus {
+	st := *sb.Status.DeepCopy()
+	gen := sb.Generation
+	st.ObservedGeneration = gen
+	st.Phase = lifecycle.Phase(in.Observed)
+	st.Message = ""
+	st.PodName, st.PodIPs = "", nil
+	if in.Pod != nil {
+		st.PodName = in.Pod.Name
+		for _, ip := range in.Pod.Status.PodIPs {
+			st.PodIPs = append(st.PodIPs, ip.IP)
+		}
+	}
+	st.ServiceFQDN = ""
+	if sb.Spec.Service {
+		st.ServiceFQDN = ServiceFQDN(sb)
+	}
+	if in.Refused != "" {
+		st.Phase = v1alpha1.SandboxFailed
+		st.Message = in.Refused
+	}
+
+	set := func(t string, ok bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: msg,
+			ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(in.Now),
+		})
+	}
+
+	readyReason, readyMsg := v1alpha1.ReasonPodPending, ""
+	switch {
+	case in.Refused != "":
+		readyReason, readyMsg = in.RefusedReason, in.Refused
+	case st.Phase == v1alpha1.SandboxRunning:
+		readyReason = v1alpha1.ReasonPodReady
+	case st.Phase == v1alpha1.SandboxSuspended:
+		readyReason = v1alpha1.ReasonSuspended
+	case st.Phase == v1alpha1.SandboxExpired:
+		readyReason = v1alpha1.ReasonShutdownTimeReached
+	case st.Phase == v1alpha1.SandboxFailed:
+		readyReason, readyMsg = v1alpha1.ReasonPodFailed, podFailure(in.Pod)
+		st.Message = readyMsg
+	case in.Pod == nil:
+		readyReason = v1alpha1.ReasonPodAbsent
+	default:
+		readyMsg = podWaiting(in.Pod)
+	}
+	set(v1alpha1.ConditionReady, st.Phase == v1alpha1.SandboxRunning, readyReason, readyMsg)
+
+	suspended := in.Observed.Mode == v1alpha1.OperatingModeSuspended
+	susReason := v1alpha1.ReasonRunning
+	if suspended {
+		susReason = v1alpha1.ReasonSuspended
+		if old := meta.FindStatusCondition(sb.Status.Conditions, v1alpha1.ConditionSuspended); in.IdleSuspended ||
+			(old != nil && old.Status == metav1.ConditionTrue && old.Reason == v1alpha1.ReasonIdle) {
+			susReason = v1alpha1.ReasonIdle
+		}
+	}
+	set(v1alpha1.ConditionSuspended, suspended, susReason, "")
+
+	expReason := v1alpha1.ReasonRunning
+	if in.Observed.Expired {
+		expReason = v1alpha1.ReasonShutdownTimeReached
+	}
+	set(v1alpha1.ConditionExpired, in.Observed.Expired, expReason, "")
+
+	finished := in.Observed.Expired || st.Phase == v1alpha1.SandboxFailed
+	finReason := v1alpha1.ReasonRunning
+	switch {
+	case in.Observed.Expired:
+		finReason = v1alpha1.ReasonShutdownTimeReached
+	case in.Refused != "":
+		finReason = in.RefusedReason
+	case finished:
+		finReason = v1alpha1.ReasonPodFailed
+	}
+	set(v1alpha1.ConditionFinished, finished, finReason, "")
+	return st
+}
+
+func podFailure(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	msg := string(pod.Status.Phase)
+	if pod.Status.Reason != "" {
+		msg += ": " + pod.Status.Reason
+	}
+	if pod.Status.Message != "" {
+		msg += ": " + pod.Status.Message
+	}
+	return msg
+}
+
+func podWaiting(pod *corev1.Pod) string {
+	for _, cs := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			return cs.Name + ": " + w.Reason
+		}
+	}
+	return ""
+}
+
+// LastActivity is when a sandbox was last used or (re)started: the later of
+// the bridge's last activity and the time it last became ready.
+func LastActivity(sb *v1alpha1.Sandbox) time.Time {
+	var t time.Time
+	if sb.Status.LastActivityTime != nil {
+		t = sb.Status.LastActivityTime.Time
+	}
+	if c := meta.FindStatusCondition(sb.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(t) {
+		t = c.LastTransitionTime.Time
+	}
+	if t.IsZero() {
+		t = sb.CreationTimestamp.Time
+	}
+	return t
+}

@@ -1,0 +1,160 @@
+// Package warmpool reconciles SandboxWarmPools: N ready, unclaimed sandboxes
+// of a template, refilled in paced batches and rolled on template change.
+package warmpool
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller/index"
+	"github.com/sandpod/sandpod/core/controller/metrics"
+	"github.com/sandpod/sandpod/core/lifecycle"
+)
+
+// Reconciler keeps each pool at its size.
+type Reconciler struct {
+	Client       client.Client
+	Clock        clock.Clock
+	Expectations *Expectations
+	// MaxBatch caps the members created per pass (0: no cap).
+	MaxBatch int
+}
+
+// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxwarmpools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxwarmpools/status;sandboxwarmpools/scale,verbs=get;update;patch
+
+// Reconcile runs one pass: fetch pool and template, observe members, plan,
+// delete and create, status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pool := &v1alpha1.SandboxWarmPool{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Expectations.Forget(req.String())
+			forgetMetrics(req.Namespace, req.Name)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if pool.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	now := r.Clock.Now()
+	members, err := r.members(ctx, pool)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	tmpl := &v1alpha1.SandboxTemplate{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pool.Namespace, Name: pool.Spec.TemplateRef.Name}, tmpl); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, r.writeStatus(ctx, pool, members, now, metav1.ConditionFalse, v1alpha1.ReasonTemplateNotFound,
+			"template "+pool.Spec.TemplateRef.Name+" not found")
+	}
+	hash := lifecycle.TemplateHash(tmpl.Spec)
+
+	byName := map[string]*v1alpha1.Sandbox{}
+	views := make([]lifecycle.PoolMember, 0, len(members))
+	for _, m := range members {
+		byName[m.Name] = m
+		views = append(views, ToPoolMember(m))
+	}
+	inFlight, expiresIn := r.Expectations.InFlight(req.String(), func(n string) bool { _, ok := byName[n]; return ok }, now)
+	plan := lifecycle.PlanPool(int(pool.Spec.Replicas), views, hash, inFlight, r.MaxBatch)
+
+	for _, name := range plan.Delete {
+		m := byName[name]
+		// The resourceVersion precondition makes a delete lose against a
+		// claim that adopted the member meanwhile.
+		err := r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID, ResourceVersion: &m.ResourceVersion})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return reconcile.Result{}, fmt.Errorf("delete member %s: %w", name, err)
+		}
+	}
+	for i := 0; i < plan.Create; i++ {
+		sb := NewMember(pool, tmpl, hash)
+		if err := r.Client.Create(ctx, sb); err != nil {
+			return reconcile.Result{}, fmt.Errorf("create member: %w", err)
+		}
+		r.Expectations.Expect(req.String(), sb.Name, now)
+	}
+
+	reason, msg, ok := v1alpha1.ReasonReconciled, "", true
+	if ready := countReady(views, hash); ready < int(pool.Spec.Replicas) {
+		reason, msg, ok = v1alpha1.ReasonPoolFilling, fmt.Sprintf("%d of %d members ready", ready, pool.Spec.Replicas), false
+	}
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	if err := r.writeStatus(ctx, pool, members, now, status, reason, msg); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: expiresIn}, nil
+}
+
+func (r *Reconciler) members(ctx context.Context, pool *v1alpha1.SandboxWarmPool) ([]*v1alpha1.Sandbox, error) {
+	var list v1alpha1.SandboxList
+	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), client.MatchingFields{index.SandboxPool: pool.Name}); err != nil {
+		return nil, err
+	}
+	out := make([]*v1alpha1.Sandbox, 0, len(list.Items))
+	for i := range list.Items {
+		if sb := &list.Items[i]; IsMember(sb, pool.Name) && metav1.IsControlledBy(sb, pool) {
+			out = append(out, sb)
+		}
+	}
+	return out, nil
+}
+
+func countReady(ms []lifecycle.PoolMember, hash string) int {
+	n := 0
+	for _, m := range ms {
+		if m.Ready && m.TemplateHash == hash {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, pool *v1alpha1.SandboxWarmPool, members []*v1alpha1.Sandbox, now time.Time,
+	ready metav1.ConditionStatus, reason, msg string) error {
+	st := *pool.Status.DeepCopy()
+	st.Replicas, st.ReadyReplicas = int32(len(members)), 0
+	for _, m := range members {
+		if m.Status.Phase == v1alpha1.SandboxRunning {
+			st.ReadyReplicas++
+		}
+	}
+	st.Selector = Selector(pool.Name)
+	st.ObservedGeneration = pool.Generation
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: ready, Reason: reason, Message: msg,
+		ObservedGeneration: pool.Generation, LastTransitionTime: metav1.NewTime(now),
+	})
+	metrics.PoolReady.WithLabelValues(pool.Namespace, pool.Name).Set(float64(st.ReadyReplicas))
+	metrics.PoolSize.WithLabelValues(pool.Namespace, pool.Name).Set(float64(st.Replicas))
+	metrics.PoolDesired.WithLabelValues(pool.Namespace, pool.Name).Set(float64(pool.Spec.Replicas))
+	if equality.Semantic.DeepEqual(st, pool.Status) {
+		return nil
+	}
+	orig := pool.DeepCopy()
+	pool.Status = st
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pool, client.MergeFrom(orig)))
+}
+
+func forgetMetrics(ns, name string) {
+	metrics.PoolReady.DeleteLabelValues(ns, name)
+	metrics.PoolSize.DeleteLabelValues(ns, name)
+	metrics.PoolDesired.DeleteLabelValues(ns, name)
+}
