@@ -1,5 +1,3 @@
-//go:build sandpod_draft || sandpod_local
-
 package sandpod_test
 
 import (

@@ -1,5 +1,3 @@
-//go:build sandpod_draft && !sandpod_local
-
 package sandpod_test
 
 import (
@@ -7,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -38,12 +35,7 @@ func startServer(t *testing.T, opts testserver.Options) *testserver.Server {
 }
 
 func TestToken(t *testing.T) {
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, testserver.Options{TokenFile: tokenFile})
+	srv := startServer(t, testserver.Options{Token: "s3cret"})
 	ctx := testContext(t)
 
 	anon := dial(t, srv.Addr())
@@ -91,9 +83,9 @@ func TestRestartKeepsOneSandboxPerClaim(t *testing.T) {
 		}
 	}()
 	<-started
-	srv.Restart(t)
-	srv.Kill(t)
-	srv.Restart(t)
+	srv.Restart(t) // SIGTERM, start again
+	srv.Kill(t)    // SIGKILL: a crash
+	srv.StartAgain(t)
 
 	var got []string
 	for n := range names {
