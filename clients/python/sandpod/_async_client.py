@@ -73,7 +73,7 @@ class AsyncClient:
         timeout: Timeout = _base.DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None,
         progress: bool | None = None,
-        keepalive: float = 30.0,
+        keepalive: float = 300.0,
         channel_options: Sequence[tuple[str, Any]] | None = None,
     ) -> None:
         self._settings = ClientSettings.resolve(

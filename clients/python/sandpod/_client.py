@@ -65,7 +65,9 @@ class Client:
         retry: how transient failures are retried (see :class:`RetryPolicy`).
         progress: tqdm progress bars on long waits; ``None`` means on in a notebook or a
             terminal only.
-        keepalive: seconds between keepalive pings on a busy connection (0 turns them off).
+        keepalive: seconds of silence on an open call before a keepalive ping (0: off).
+            The default, 5 minutes, is what a gRPC server accepts by default; ping more
+            often only if the server's keepalive enforcement policy allows it.
         channel_options: extra gRPC channel options, applied last.
     """
 
@@ -79,7 +81,7 @@ class Client:
         timeout: Timeout = _base.DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None,
         progress: bool | None = None,
-        keepalive: float = 30.0,
+        keepalive: float = 300.0,
         channel_options: Sequence[tuple[str, Any]] | None = None,
     ) -> None:
         self._settings = ClientSettings.resolve(

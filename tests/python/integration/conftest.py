@@ -174,8 +174,12 @@ class Server:
 
 
 @pytest.fixture(scope="session")
-def sandpod_bin() -> Path:
-    return sandpod_binary()
+def sandpod_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # A private copy: rebuilding bin/sandpod during the run cannot change the server
+    # (or the agents it starts) under the tests.
+    copy = tmp_path_factory.mktemp("bin") / "sandpod"
+    shutil.copy2(sandpod_binary(), copy)
+    return copy
 
 
 @pytest.fixture(scope="session")
