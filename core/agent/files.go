@@ -250,8 +250,6 @@ func fileError(op, p string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return status.Errorf(codes.NotFound, "%s: %q does not exist in the sandbox", op, p)
-	case errors.Is(err, fs.ErrExist):
-		return status.Errorf(codes.AlreadyExists, "%s: %q already exists", op, p)
 	case strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes"):
 		return status.Errorf(codes.PermissionDenied, "%s: %q leads outside the sandbox (through a symbolic link)", op, p)
 	case errors.Is(err, fs.ErrPermission):
@@ -260,6 +258,8 @@ func fileError(op, p string, err error) error {
 		return status.Errorf(codes.InvalidArgument, "%s: a parent of %q is not a directory", op, p)
 	case errors.As(err, &errno) && errno == syscall.ENOTEMPTY:
 		return status.Errorf(codes.FailedPrecondition, "%s: directory %q is not empty (use recursive)", op, p)
+	case errors.Is(err, fs.ErrExist): // after ENOTEMPTY, which also matches ErrExist
+		return status.Errorf(codes.AlreadyExists, "%s: %q already exists", op, p)
 	case errors.As(err, &errno) && (errno == syscall.ENOSPC || errno == syscall.EDQUOT):
 		return status.Errorf(codes.ResourceExhausted, "%s: %q: no space left in the sandbox", op, p)
 	case errors.As(err, &errno) && errno == syscall.EISDIR:

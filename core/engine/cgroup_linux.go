@@ -61,8 +61,11 @@ type cgroup struct {
 	dirs []string
 }
 
-// create makes the sandbox's cgroups and writes its limits.
+// create makes fresh cgroups for one start of a sandbox and writes its
+// limits. Each start gets new directories (id-RANDOM): the kernel may still
+// be tearing down the previous start's cgroups.
 func (c cgroups) create(id string, spec runSpec) (*cgroup, error) {
+	id += "-" + newUID()[:8]
 	if len(c.controllers) == 0 {
 		return nil, nil
 	}
@@ -129,25 +132,28 @@ func (cg *cgroup) add(pid int) error {
 	return nil
 }
 
-// removeCgroup deletes a sandbox's cgroup directories once its processes are
-// gone (the kernel refuses while any process remains).
+// remove deletes every cgroup of a sandbox (one per start: id-*) once its
+// processes are gone; the kernel refuses while any process remains.
 func (c cgroups) remove(id string) error {
 	var errs []error
-	for _, dir := range c.dirsOf(id) {
-		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+	for _, pattern := range c.dirsOf(id + "-*") {
+		dirs, _ := filepath.Glob(pattern)
+		for _, dir := range dirs {
+			if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (c cgroups) dirsOf(id string) []string {
+func (c cgroups) dirsOf(name string) []string {
 	if c.v2 {
-		return []string{filepath.Join(cgroupRoot, "sandpod", id)}
+		return []string{filepath.Join(cgroupRoot, "sandpod", name)}
 	}
 	var dirs []string
 	for _, ctl := range c.controllers {
-		dirs = append(dirs, filepath.Join(cgroupRoot, ctl, "sandpod", id))
+		dirs = append(dirs, filepath.Join(cgroupRoot, ctl, "sandpod", name))
 	}
 	return dirs
 }

@@ -1,0 +1,85 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+func TestExec(t *testing.T) {
+	srv := startServer(t, "")
+	c := srv.Client()
+	sb, _ := claim(t, c, "python")
+
+	t.Run("stdout, stderr and exit code", func(t *testing.T) {
+		r := sh(t, c, sb.Name, "echo out; echo err >&2; exit 7")
+		if r.stdout != "out\n" || r.stderr != "err\n" || r.exit.GetExitCode() != 7 {
+			t.Fatalf("got %+v", r)
+		}
+		if r.exit.GetDuration().AsDuration() <= 0 {
+			t.Errorf("duration not reported")
+		}
+	})
+	t.Run("python runs inside", func(t *testing.T) {
+		r, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Argv: []string{"python3", "-c", "import sys; print(sum(range(10)), file=sys.stdout)"}}, "")
+		if err != nil || strings.TrimSpace(r.stdout) != "45" {
+			t.Fatalf("python: %+v %v", r, err)
+		}
+	})
+	t.Run("stdin", func(t *testing.T) {
+		r, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Argv: []string{"wc", "-c"}}, "12345")
+		if err != nil || strings.TrimSpace(r.stdout) != "5" {
+			t.Fatalf("wc: %+v %v", r, err)
+		}
+	})
+	t.Run("env and working dir", func(t *testing.T) {
+		sh(t, c, sb.Name, "mkdir -p sub")
+		r, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Shell: "echo $GREETING; pwd", Env: map[string]string{"GREETING": "hi"}, WorkingDir: "sub"}, "")
+		if err != nil || !strings.HasPrefix(r.stdout, "hi\n") || !strings.HasSuffix(strings.TrimSpace(r.stdout), "/sub") {
+			t.Fatalf("got %+v %v", r, err)
+		}
+	})
+	t.Run("timeout kills the whole process tree", func(t *testing.T) {
+		r, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Shell: "sleep 1000 & echo $! > child.pid; sleep 1000", Timeout: dur(500 * time.Millisecond)}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.exit.GetTimedOut() || r.exit.GetSignal() != 9 {
+			t.Fatalf("want timed out by SIGKILL, got %+v", r.exit)
+		}
+		alive := sh(t, c, sb.Name, `kill -0 $(cat child.pid) 2>/dev/null && echo alive || echo gone`)
+		if strings.TrimSpace(alive.stdout) != "gone" {
+			t.Fatalf("background child survived the timeout: %q", alive.stdout)
+		}
+	})
+	t.Run("output cap sets the truncated flag", func(t *testing.T) {
+		r, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Shell: "head -c 100000 /dev/zero", MaxOutputBytes: 1000}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.stdout) != 1000 || !r.exit.GetStdoutTruncated() || r.exit.GetStderrTruncated() {
+			t.Fatalf("got %d bytes, exit %+v", len(r.stdout), r.exit)
+		}
+	})
+	t.Run("missing program is NotFound", func(t *testing.T) {
+		_, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Argv: []string{"no-such-program-xyz"}}, "")
+		wantCode(t, err, codes.NotFound, "no-such-program-xyz")
+	})
+	t.Run("the host file system is read-only, the work dir is not", func(t *testing.T) {
+		r := sh(t, c, sb.Name, "touch /usr/sandpod-test 2>&1; echo ok > mine.txt && cat mine.txt")
+		if !strings.Contains(r.stdout, "Read-only file system") || !strings.HasSuffix(r.stdout, "ok\n") {
+			t.Fatalf("got %q", r.stdout)
+		}
+	})
+	t.Run("own pid namespace and hostname", func(t *testing.T) {
+		r := sh(t, c, sb.Name, "echo $$ $(hostname); ls /proc | grep -c '^[0-9]'")
+		lines := strings.Fields(r.stdout)
+		if len(lines) != 3 || lines[1] != sb.Name {
+			t.Fatalf("got %q", r.stdout)
+		}
+	})
+}
