@@ -3,8 +3,32 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
+from typing import Any
+
+import grpc
 
 import sandpod
+
+
+class CountingStub:
+    """Wraps the client's stub and counts the failed attempts the client retried."""
+
+    def __init__(self, stub: Any) -> None:
+        self._stub = stub
+        self.failures: Counter[grpc.StatusCode] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._stub, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except grpc.RpcError as err:
+                self.failures[err.code()] += 1
+                raise
+
+        return call
 
 
 def test_request_id_makes_claim_and_create_idempotent(client, labels):
@@ -22,6 +46,8 @@ def test_request_id_makes_claim_and_create_idempotent(client, labels):
 def test_calls_survive_a_restart_without_leaks(server, client, labels):
     before = client.claim("python", labels=labels, on_exit="keep")
     before.files.write("survivor.txt", "still here")
+    counting = CountingStub(client._stub)
+    client._stub = counting
 
     # Restart while claims are in flight: each one either finished before the stop, or
     # failed with UNAVAILABLE and was retried with its request id after the start.
@@ -43,6 +69,8 @@ def test_calls_survive_a_restart_without_leaks(server, client, labels):
     finally:
         thread.join()
     assert server.starts >= 2
+    # Claims kept coming during the downtime: some attempts failed, and were retried.
+    assert counting.failures[grpc.StatusCode.UNAVAILABLE] >= 1, counting.failures
 
     # Cold creates in flight during a stop, too.
     more = [client.create("cold", labels=labels, on_exit="keep") for _ in range(2)]
