@@ -7,7 +7,7 @@
 // Kubernetes), claim a sandbox from a template, run commands and move
 // files:
 //
-//	client, err := sandpod.Dial(ctx, "127.0.0.1:7070", sandpod.WithToken(token))
+//	client, err := sandpod.Dial(ctx, "127.0.0.1:50051", sandpod.WithToken(token))
 //	if err != nil { ... }
 //	defer client.Close()
 //

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	sandpod "github.com/sandpod/sandpod/clients/go"
 	"github.com/sandpod/sandpod/tests/testserver"
+	"google.golang.org/grpc"
 )
 
 // startShared starts the server shared by the examples and most tests.
@@ -60,42 +63,65 @@ func TestToken(t *testing.T) {
 func TestRestartKeepsOneSandboxPerClaim(t *testing.T) {
 	srv := startServer(t, testserver.Options{})
 	ctx := testContext(t)
-	c := dial(t, srv.Addr())
+	// Count the attempts that failed (and were retried), for the log: how
+	// many depends on timing, so it is not asserted.
+	var failed atomic.Int32
+	count := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if err != nil {
+			failed.Add(1)
+		}
+		return err
+	})
+	c := dial(t, srv.Addr(), sandpod.WithDialOptions(count))
 	run := fmt.Sprintf("restart-%d", time.Now().UnixNano())
 	labels := map[string]string{"run": run}
 
-	const claims = 12
-	names := make(chan string, claims)
-	errs := make(chan error, 1)
-	started := make(chan struct{})
-	go func() {
-		defer close(names)
-		for i := range claims {
-			if i == 2 {
-				close(started)
+	// Three callers claim (and read back) four sandboxes each while the
+	// server goes down twice under them.
+	const workers, perWorker = 3, 4
+	var (
+		mu   sync.Mutex
+		got  []string
+		errs []error
+		wg   sync.WaitGroup
+	)
+	started := make(chan struct{}, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				if i == 1 {
+					started <- struct{}{}
+				}
+				sb, err := c.Claim(ctx, "python", sandpod.WithLabels(labels))
+				if err == nil {
+					_, err = c.Get(ctx, sb.Name())
+				}
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("worker %d, claim %d: %w", w, i, err))
+				} else {
+					got = append(got, sb.Name())
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
 			}
-			sb, err := c.Claim(ctx, "python", sandpod.WithLabels(labels))
-			if err != nil {
-				errs <- fmt.Errorf("claim %d: %w", i, err)
-				return
-			}
-			names <- sb.Name()
-		}
-	}()
-	<-started
+		})
+	}
+	for range workers {
+		<-started
+	}
 	srv.Restart(t) // SIGTERM, start again
 	srv.Kill(t)    // SIGKILL: a crash
 	srv.StartAgain(t)
-
-	var got []string
-	for n := range names {
-		got = append(got, n)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatal(errors.Join(errs...))
 	}
-	select {
-	case err := <-errs:
-		t.Fatal(err)
-	default:
-	}
+	t.Logf("%d attempts failed during the restarts and were retried", failed.Load())
+	const claims = workers * perWorker
 	slices.Sort(got)
 	if len(slices.Compact(slices.Clone(got))) != claims {
 		t.Fatalf("claims returned duplicate sandboxes: %v", got)
