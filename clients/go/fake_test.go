@@ -36,7 +36,8 @@ func newFakeServer() *fakeServer {
 	return &fakeServer{fail: map[string][]codes.Code{}, calls: map[string]int{}, files: map[string][]byte{}}
 }
 
-// failNext makes the next calls of method fail with the given codes.
+// failNext makes the next calls of method fail with the given codes (OK:
+// succeed).
 func (f *fakeServer) failNext(method string, cs ...codes.Code) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -52,6 +53,9 @@ func (f *fakeServer) enter(ctx context.Context, method string) error {
 	}
 	if cs := f.fail[method]; len(cs) > 0 {
 		f.fail[method] = cs[1:]
+		if cs[0] == codes.OK {
+			return nil
+		}
 		return status.Errorf(cs[0], "injected %s", cs[0])
 	}
 	return nil

@@ -366,6 +366,15 @@ func (f *Files) Stat(ctx context.Context, path string) (FileInfo, error) {
 	return fileInfoFromProto(resp.GetFile()), nil
 }
 
+// Exists reports whether path exists.
+func (f *Files) Exists(ctx context.Context, path string) (bool, error) {
+	_, err := f.Stat(ctx, path)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Remove deletes a file, or with WithRecursive a directory and its
 // contents.
 func (f *Files) Remove(ctx context.Context, path string, opts ...FileOption) error {

@@ -102,6 +102,9 @@ func TestClaimRunAndFiles(t *testing.T) {
 	if _, err := files.Stat(ctx, "w"); !errors.Is(err, sandpod.ErrNotFound) {
 		t.Errorf("stat after remove: %v", err)
 	}
+	if ok, err := files.Exists(ctx, "w"); ok || err != nil {
+		t.Errorf("exists after remove: %v %v", ok, err)
+	}
 
 	// The sandbox is listed with its labels, and Get finds it.
 	got, err := c.Get(ctx, sb.Name())
@@ -396,5 +399,44 @@ func TestWatch(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Errorf("watch ended with %v, want nil after cancel", err)
+	}
+}
+
+func TestClaimMany(t *testing.T) {
+	ctx := testContext(t)
+	c := dial(t, serverAddr)
+	run := fmt.Sprintf("many-%d", time.Now().UnixNano())
+	id := "go-" + run
+	sbs, err := c.ClaimMany(ctx, "python", 5, sandpod.WithConcurrency(3), sandpod.WithRequestID(id),
+		sandpod.WithLabels(map[string]string{"run": run}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same request id again (a caller that crashed and retried) gets
+	// the same sandboxes.
+	again, err := c.ClaimMany(ctx, "python", 5, sandpod.WithRequestID(id), sandpod.WithLabels(map[string]string{"run": run}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sbs {
+		if sbs[i].Name() != again[i].Name() {
+			t.Errorf("claim %d: %s, then %s", i, sbs[i], again[i])
+		}
+	}
+	listed, err := c.ListAll(ctx, sandpod.WithLabelSelector("run="+run))
+	if err != nil || len(listed) != 5 {
+		t.Fatalf("listed %d, %v", len(listed), err)
+	}
+	for _, sb := range sbs {
+		if err := sb.Delete(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	// A batch that cannot complete leaves nothing behind.
+	if _, err := c.ClaimMany(ctx, "no-such-template", 3, sandpod.WithLabels(map[string]string{"run": run})); !errors.Is(err, sandpod.ErrNotFound) {
+		t.Errorf("bad batch: %v", err)
+	}
+	if left, err := c.ListAll(ctx, sandpod.WithLabelSelector("run="+run)); err != nil || len(left) != 0 {
+		t.Errorf("left behind: %d, %v", len(left), err)
 	}
 }

@@ -21,6 +21,7 @@ type sandboxConfig struct {
 	policy       ShutdownPolicy
 	requestID    string
 	noWait       bool
+	concurrency  int // ClaimMany
 }
 
 type sandboxOptionFunc func(*sandboxConfig)
