@@ -5,8 +5,8 @@ call, alternating, so both see the same server and machine load; the figures are
 medians. Claims are counted separately for warm and cold ones, as they differ by much
 more than the client's overhead.
 
-    .venv/bin/python clients/python/benchmarks/overhead.py            # starts bin/sandpod
-    .venv/bin/python clients/python/benchmarks/overhead.py --address 127.0.0.1:50051
+    PYTHONPATH=clients/python .venv/bin/python clients/python/benchmarks/overhead.py
+    (after `pip install .`, or with PYTHONPATH as above; --address to use a running server)
 """
 
 from __future__ import annotations

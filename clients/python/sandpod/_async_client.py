@@ -792,8 +792,9 @@ class AsyncSandbox:
             await call.write(first)
             if stdin is not None:
                 for chunk in _iter_source(stdin):
-                    await call.write(exec_pb2.ExecRequest(stdin=chunk))
-            await call.write(exec_pb2.ExecRequest(close_stdin=True))
+                    if not await _send(call, exec_pb2.ExecRequest(stdin=chunk)):
+                        break
+            await _send(call, exec_pb2.ExecRequest(close_stdin=True))
             while True:
                 resp = await call.read()
                 if resp is grpc.aio.EOF:
@@ -854,6 +855,33 @@ class AsyncSandbox:
             metadata=client._metadata,
             wait_for_ready=True,
         )
+
+
+async def _send(call: Any, req: exec_pb2.ExecRequest) -> bool:
+    """Writes one message after the first; False if the RPC already ended.
+
+    A command can end (and the server close the RPC) before it read its stdin, so a
+    write may race with the end. grpc.aio's ``write`` then replaces the RPC's real
+    status with a local INTERNAL error and drops the output not read yet; sending
+    through the call's core object instead leaves the status and the output to the
+    reads, as the sync client does.
+    """
+    if call.done():
+        return False
+    core = getattr(call, "_cython_call", None)
+    if core is None or not hasattr(core, "send_serialized_message"):
+        try:
+            await call.write(req)
+        except (grpc.RpcError, asyncio.InvalidStateError):
+            return False
+        return True
+    try:
+        await core.send_serialized_message(req.SerializeToString())
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # cygrpc.InternalError: the RPC ended under us
+        return False
+    return True
 
 
 def _exec_error(err: grpc.RpcError, text: str, limit: float | None) -> SandpodError:
@@ -981,12 +1009,8 @@ class AsyncProcess:
         await self.send_signal(9)
 
     async def _send(self, req: exec_pb2.ExecRequest) -> None:
-        try:
-            await self._call.write(req)
-        except grpc.RpcError as err:
-            raise _exec_error(err, self.command, self._limit) from None
-        except asyncio.InvalidStateError:
-            raise ServerError(f"process {self.pid} has already finished") from None
+        # Like the sync Process: input for a process that has ended is dropped.
+        await _send(self._call, req)
 
     async def wait(self, timeout: Timeout = None, *, check: bool = False) -> CommandResult:
         """See :meth:`sandpod.Process.wait`."""

@@ -111,6 +111,10 @@ def test_async_sandbox_surface(server, labels):
                     outs = [o.text async for o in cat]
                     assert "".join(outs) == "piped"
                     assert (await cat.wait()).exit_code == 0
+                for _ in range(20):  # ends before reading its stdin, or before we close it
+                    r = await sb.run("head -c 3; exit 4", stdin=b"y" * (2 << 20))
+                    assert (r.stdout, r.exit_code) == ("yyy", 4)
+                    assert (await sb.run(["true"])).ok
                 t = await sb.run("sleep 60", timeout=1)
                 assert t.timed_out
                 await sb.suspend()

@@ -62,6 +62,11 @@ def test_stdin(sandbox):
     assert sandbox.run("wc -c", stdin=big).stdout.strip() == str(len(big))
     # No stdin given: the command sees end-of-file, it does not hang.
     assert sandbox.run("cat").stdout == ""
+    # A command that ends before reading all its input still reports its output.
+    for _ in range(20):
+        r = sandbox.run("head -c 3; exit 4", stdin=b"y" * (2 << 20))
+        assert (r.stdout, r.exit_code) == ("yyy", 4)
+        assert sandbox.run(["true"]).ok
 
 
 def test_streaming_output(sandbox):
