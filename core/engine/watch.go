@@ -65,6 +65,7 @@ func (e *Engine) publish(sb *sandbox) {
 
 // WatchSandboxes streams changes of matching sandboxes until ctx ends.
 func (e *Engine) WatchSandboxes(ctx context.Context, namespace string, sel labels.Selector, includePool, sendInitial bool) (<-chan *sandpodv1.WatchSandboxesResponse, error) {
+	namespace = nsOr(namespace)
 	sub := e.hub.subscribe()
 	var initial []*sandpodv1.Sandbox
 	if sendInitial {
