@@ -156,10 +156,10 @@ func (c *Client) doRetry(ctx context.Context, op string, timeout time.Duration, 
 	if err == nil {
 		return nil
 	}
-	// The context ran out while waiting to retry: report that, with what
-	// the last attempt said.
-	if isContextError(err) && last != nil && !isContextError(last) {
-		st := statusOf(err)
+	// The context ended where the call would have been retried: report
+	// that, with what the last attempt said.
+	if ctx.Err() != nil && last != nil && !isContextError(last) && isTransient(context.Background(), last, timeout > 0) {
+		st := status.FromContextError(ctx.Err())
 		return wrapError(op, status.Error(st.Code(), fmt.Sprintf("%s after %d attempts; last error: %s", st.Message(), attempt, statusOf(last).Message())))
 	}
 	return wrapError(op, err)

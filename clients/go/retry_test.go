@@ -3,6 +3,7 @@ package sandpod
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,6 +123,9 @@ func TestRetryEndsWithTheContext(t *testing.T) {
 	_, err := c.Get(ctx, "python-1")
 	if !errors.Is(err, ErrCanceled) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want canceled", err)
+	}
+	if !strings.Contains(err.Error(), "last error: injected Unavailable") {
+		t.Errorf("err = %v, want the last attempt's error in it", err)
 	}
 	if n := f.count("get"); n != 1 {
 		t.Errorf("attempts = %d, want 1", n)
