@@ -1,9 +1,10 @@
 """How much time the sandpod client adds over a bare gRPC call, for claim and for run.
 
-Each iteration makes one bare call (the generated stub, nothing else) and one client
-call, alternating, so both see the same server and machine load; the figures are
-medians. Claims are counted separately for warm and cold ones, as they differ by much
-more than the client's overhead.
+Each iteration makes one bare call (the generated stub on a default channel, nothing
+else), one through the stub on the client's own channel (its options: keepalive, no
+built-in gRPC retries), and one client call, in rotating order, so all see the same
+server and machine load; the figures are medians. Claims are counted separately for
+warm and cold ones, as they differ by much more than the client's overhead.
 
     PYTHONPATH=clients/python .venv/bin/python clients/python/benchmarks/overhead.py
     (after `pip install .`, or with PYTHONPATH as above; --address to use a running server)
@@ -111,25 +112,62 @@ def bench(address: str, runs: int, replicas: int) -> None:
     client = sandpod.Client(address, progress=False, timeout=120)
 
     # --- claim ---------------------------------------------------------------------
-    bare = {True: [], False: []}
-    ours = {True: [], False: []}
-    for i in range(runs):
-        if i % max(1, replicas // 2) == 0:
-            wait_pool(client, replicas // 2)  # keep most claims warm for both sides
+    bare: dict[bool, list[float]] = {True: [], False: []}
+    same: dict[bool, list[float]] = {True: [], False: []}  # the stub, on the client's channel
+    ours: dict[bool, list[float]] = {True: [], False: []}
+    last_resp = None
+
+    def bare_claim() -> None:
+        nonlocal last_resp
         req = sandbox_service_pb2.ClaimSandboxRequest(
             template=TEMPLATE, namespace="default", request_id=str(uuid.uuid4())
         )
-        dt, resp = timed(lambda req=req: stub.ClaimSandbox(req, timeout=120))
+        dt, resp = timed(lambda: stub.ClaimSandbox(req, timeout=120))
         bare[resp.warm].append(dt)
+        last_resp = resp
         stub.DeleteSandbox(
             sandbox_service_pb2.DeleteSandboxRequest(
                 name=resp.sandbox.name, namespace=resp.sandbox.namespace
             ),
             timeout=120,
         )
+
+    def same_channel_claim() -> None:
+        req = sandbox_service_pb2.ClaimSandboxRequest(
+            template=TEMPLATE, namespace="default", request_id=str(uuid.uuid4())
+        )
+        dt, resp = timed(lambda: client._stub.ClaimSandbox(req, timeout=120))
+        same[resp.warm].append(dt)
+        stub.DeleteSandbox(
+            sandbox_service_pb2.DeleteSandboxRequest(
+                name=resp.sandbox.name, namespace=resp.sandbox.namespace
+            ),
+            timeout=120,
+        )
+
+    def client_claim() -> None:
         dt, sb = timed(lambda: client.claim(TEMPLATE))
         ours[bool(sb.warm)].append(dt)
         sb.delete()
+
+    order = [bare_claim, same_channel_claim, client_claim]
+    for i in range(runs):
+        if i % max(1, replicas // 6) == 0:
+            wait_pool(client, replicas // 2)  # keep the claims warm for every side
+        # Rotate who goes first, so none always meets the pool refilling.
+        for fn in order[i % 3 :] + order[: i % 3]:
+            fn()
+
+    # The client's own CPU time per claim: the same call over a stub that answers at
+    # once with a real response (no network, no server).
+    class InstantStub:
+        def ClaimSandbox(self, req: object, **kwargs: object) -> object:  # noqa: N802
+            return last_resp
+
+    offline = sandpod.Client(address, progress=False)
+    offline._stub = InstantStub()  # type: ignore[assignment]
+    cpu_claim = [timed(lambda: offline.claim(TEMPLATE))[0] for _ in range(runs * 10)]
+    offline.close()
 
     # --- run -----------------------------------------------------------------------
     sb = client.claim(TEMPLATE)
@@ -149,9 +187,13 @@ def bench(address: str, runs: int, replicas: int) -> None:
     for _ in range(10):  # warm up both paths
         bare_run()
         sb.run(["true"])
-    for _ in range(runs):
-        bare_exec.append(timed(bare_run)[0])
-        our_exec.append(timed(lambda: sb.run(["true"]))[0])
+    for i in range(runs):
+        if i % 2:
+            bare_exec.append(timed(bare_run)[0])
+            our_exec.append(timed(lambda: sb.run(["true"]))[0])
+        else:
+            our_exec.append(timed(lambda: sb.run(["true"]))[0])
+            bare_exec.append(timed(bare_run)[0])
 
     async def async_runs() -> list[float]:
         async with sandpod.AsyncClient(address, progress=False, timeout=120) as ac:
@@ -179,9 +221,11 @@ def bench(address: str, runs: int, replicas: int) -> None:
     print(f"median latency in ms over {runs} runs, {address}, python {sys.version.split()[0]}")
     print(f"{'call':<28}{'bare gRPC':>9}{'client':>9}{'overhead':>10}")
     print(row("claim (warm)", bare[True], ours[True]))
+    print(row("claim (warm), same channel", same[True], ours[True]))
     print(row("claim (cold)", bare[False], ours[False]))
     print(row("run ['true'] (sync)", bare_exec, our_exec))
     print(row("run ['true'] (asyncio)", bare_exec, our_async_exec))
+    print(f"{'client CPU per claim':<28}{'':>9}{ms(cpu_claim)}  (no network, n={len(cpu_claim)})")
 
 
 def main() -> None:
