@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -423,9 +424,14 @@ func TestClaimMany(t *testing.T) {
 			t.Errorf("claim %d: %s, then %s", i, sbs[i], again[i])
 		}
 	}
-	listed, err := c.ListAll(ctx, sandpod.WithLabelSelector("run="+run))
+	// Pages of two: List follows the page tokens.
+	listed, err := c.ListAll(ctx, sandpod.WithLabelSelector("run="+run), sandpod.WithPageSize(2))
 	if err != nil || len(listed) != 5 {
 		t.Fatalf("listed %d, %v", len(listed), err)
+	}
+	page, next, err := c.ListPage(ctx, sandpod.WithLabelSelector("run="+run), sandpod.WithPageSize(2))
+	if err != nil || len(page) != 2 || next == "" {
+		t.Fatalf("first page: %d, %q, %v", len(page), next, err)
 	}
 	for _, sb := range sbs {
 		if err := sb.Delete(ctx); err != nil {
@@ -438,5 +444,54 @@ func TestClaimMany(t *testing.T) {
 	}
 	if left, err := c.ListAll(ctx, sandpod.WithLabelSelector("run="+run)); err != nil || len(left) != 0 {
 		t.Errorf("left behind: %d, %v", len(left), err)
+	}
+}
+
+func TestCreateNoWaitAndPools(t *testing.T) {
+	ctx := testContext(t)
+	c := dial(t, serverAddr)
+	sb, err := c.Create(ctx, "cold", sandpod.WithNoWait(), sandpod.WithTTL(time.Hour), sandpod.WithShutdownPolicy(sandpod.ShutdownRetain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sb.Delete(context.Background()) })
+	if err := sb.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info := sb.Info()
+	if info.Phase != sandpod.PhaseRunning || info.ShutdownPolicy != sandpod.ShutdownRetain || info.ShutdownTime.IsZero() || info.Pool != "" {
+		t.Errorf("created: %+v", info)
+	}
+
+	templates, err := c.Templates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tpl := range templates {
+		names = append(names, tpl.Name)
+		if tpl.Name == "python" && !tpl.AutoResume {
+			t.Errorf("python template: %+v", tpl)
+		}
+	}
+	if !slices.Contains(names, "python") || !slices.Contains(names, "cold") {
+		t.Errorf("templates: %v", names)
+	}
+	pools, err := c.WarmPools(ctx)
+	if err != nil || len(pools) != 1 || pools[0].Template != "python" {
+		t.Fatalf("pools: %+v, %v", pools, err)
+	}
+	pool, err := c.ScaleWarmPool(ctx, pools[0].Name, 3)
+	if err != nil || pool.Replicas != 3 {
+		t.Fatalf("scale: %+v, %v", pool, err)
+	}
+	if _, err := c.ScaleWarmPool(ctx, pools[0].Name, 2); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.WarmPool(ctx, pools[0].Name); err != nil || p.Replicas != 2 {
+		t.Errorf("get pool: %+v, %v", p, err)
+	}
+	if _, err := c.WarmPool(ctx, "no-such-pool"); !errors.Is(err, sandpod.ErrNotFound) {
+		t.Errorf("missing pool: %v", err)
 	}
 }
