@@ -176,6 +176,7 @@ func poolsOfTemplate(c client.Client) handler.MapFunc {
 
 // counted counts failed passes in sandpod_reconcile_errors_total.
 func counted(name string, r reconcile.Reconciler) reconcile.Reconciler {
+	metrics.ReconcileErrors.WithLabelValues(name) // export 0 from the start
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		res, err := r.Reconcile(ctx, req)
 		if err != nil {

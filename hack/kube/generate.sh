@@ -8,5 +8,5 @@ cd "$(dirname "$0")/../.."
 CONTROLLER_GEN=${CONTROLLER_GEN:-go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0}
 OUT=${OUT:-deploy}
 $CONTROLLER_GEN object paths=./core/api/...
-$CONTROLLER_GEN crd:maxDescLen=0 paths=./core/api/... output:crd:dir="$OUT/crd"
+$CONTROLLER_GEN crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./core/api/... output:crd:dir="$OUT/crd"
 $CONTROLLER_GEN rbac:roleName=sandpod-controller paths=./core/controller/... output:rbac:dir="$OUT/rbac"

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/controller"
@@ -57,6 +59,7 @@ type Env struct {
 
 	cancel context.CancelFunc
 	procs  []*proc
+	mlog   *os.File
 	wg     sync.WaitGroup
 }
 
@@ -87,6 +90,12 @@ func Start() (*Env, error) {
 }
 
 func (e *Env) start(ctx context.Context, bin string) error {
+	mlog, err := os.Create(filepath.Join(e.Dir, "manager.log"))
+	if err != nil {
+		return err
+	}
+	e.mlog = mlog
+	ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(mlog, time.Now().Format("15:04:05.000"), prefix, args) }, funcr.Options{Verbosity: 1}))
 	if err := writePKI(e.Dir); err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}
@@ -124,6 +133,7 @@ func (e *Env) start(ctx context.Context, bin string) error {
 	if err := e.run("kube-apiserver", filepath.Join(bin, "kube-apiserver"),
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--endpoint-reconciler-type", "none", // loopback may not be advertised in the kubernetes Service
 		"--secure-port", fmt.Sprint(apiPort),
 		"--tls-cert-file", p("server.crt"), "--tls-private-key-file", p("server.key"),
 		"--token-auth-file", p("tokens.csv"),

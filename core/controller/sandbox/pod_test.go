@@ -1,0 +1,197 @@
+package sandbox
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+// sandboxWrapper builds test sandboxes: makeSandbox("x").command(...).obj().
+type sandboxWrapper struct{ v1alpha1.Sandbox }
+
+func makeSandbox(name string) *sandboxWrapper {
+	return &sandboxWrapper{v1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+		Spec: v1alpha1.SandboxSpec{PodTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Image: "python"}},
+		}}},
+	}}
+}
+
+func (w *sandboxWrapper) command(c ...string) *sandboxWrapper {
+	w.Spec.PodTemplate.Spec.Containers[0].Command = c
+	return w
+}
+func (w *sandboxWrapper) args(a ...string) *sandboxWrapper {
+	w.Spec.PodTemplate.Spec.Containers[0].Args = a
+	return w
+}
+func (w *sandboxWrapper) runtimeClass(rc string) *sandboxWrapper {
+	w.Spec.PodTemplate.Spec.RuntimeClassName = &rc
+	return w
+}
+func (w *sandboxWrapper) storage(name string) *sandboxWrapper {
+	w.Spec.VolumeClaimTemplates = append(w.Spec.VolumeClaimTemplates, corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	return w
+}
+func (w *sandboxWrapper) resources(r corev1.ResourceRequirements) *sandboxWrapper {
+	w.Spec.PodTemplate.Spec.Containers[0].Resources = r
+	return w
+}
+func (w *sandboxWrapper) obj() *v1alpha1.Sandbox { return &w.Sandbox }
+
+func TestBuildPodAgentCommand(t *testing.T) {
+	base := []string{AgentBinary, "agent", "--listen", "tcp://0.0.0.0:7070", "--root", "/workspace", "--sandbox", "sb", "--secret-file", "/sandpod/secret/agent-secret"}
+	cases := map[string]struct {
+		sb   *v1alpha1.Sandbox
+		want []string
+	}{
+		"no command: agent alone":     {sb: makeSandbox("sb").obj(), want: base},
+		"command and args supervised": {sb: makeSandbox("sb").command("python", "-m").args("http.server").obj(), want: append(append([]string{}, base...), "--", "python", "-m", "http.server")},
+		"args only are the command":   {sb: makeSandbox("sb").args("sleep", "1").obj(), want: append(append([]string{}, base...), "--", "sleep", "1")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod, err := BuildPod(tc.sb, PodConfig{AgentImage: "img"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, pod.Spec.Containers[0].Command); diff != "" {
+				t.Errorf("command (-want +got):\n%s", diff)
+			}
+			if pod.Spec.Containers[0].Args != nil {
+				t.Errorf("args = %v, want none", pod.Spec.Containers[0].Args)
+			}
+			if ic := pod.Spec.InitContainers[0]; ic.Image != "img" || ic.Command[0] != AgentImageBinary {
+				t.Errorf("install container = %+v", ic)
+			}
+		})
+	}
+}
+
+func TestBuildPodIdentityStorageAndDefaults(t *testing.T) {
+	sb := makeSandbox("sb").storage("data").obj()
+	sb.Spec.Service = true
+	pod, err := BuildPod(sb, PodConfig{AgentImage: "img"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Name != "sb" || pod.Spec.Hostname != "sb" || pod.Spec.Subdomain != "sb" || pod.Labels[v1alpha1.LabelSandbox] != "sb" {
+		t.Errorf("identity: name=%s hostname=%s subdomain=%s labels=%v", pod.Name, pod.Spec.Hostname, pod.Spec.Subdomain, pod.Labels)
+	}
+	if !metav1.IsControlledBy(pod, sb) {
+		t.Errorf("pod not controlled by sandbox")
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	if v := vols["data"]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "data-sb" {
+		t.Errorf("pvc volume = %+v", v)
+	}
+	if v := vols[secretVolume]; v.Secret == nil || v.Secret.SecretName != "sb-agent" {
+		t.Errorf("secret volume = %+v", v)
+	}
+	if *pod.Spec.AutomountServiceAccountToken {
+		t.Errorf("service account token mounted")
+	}
+	if pod.Spec.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("seccomp not RuntimeDefault")
+	}
+	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+		if *c.SecurityContext.AllowPrivilegeEscalation || c.SecurityContext.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("container %s not locked down: %+v", c.Name, c.SecurityContext)
+		}
+		if c.Resources.Limits.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("container %s has no limits", c.Name)
+		}
+	}
+}
+
+func TestDefaultResources(t *testing.T) {
+	q := resource.MustParse
+	cases := map[string]struct {
+		in, want corev1.ResourceRequirements
+	}{
+		"empty gets defaults": {
+			want: corev1.ResourceRequirements{
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("1Gi")},
+				Requests: corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("128Mi")},
+			},
+		},
+		"big request raises the default limit": {
+			in: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("4")}},
+			want: corev1.ResourceRequirements{
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: q("4"), corev1.ResourceMemory: q("1Gi")},
+				Requests: corev1.ResourceList{corev1.ResourceCPU: q("4"), corev1.ResourceMemory: q("128Mi")},
+			},
+		},
+		"small limit lowers the default request": {
+			in: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("64Mi")}},
+			want: corev1.ResourceRequirements{
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("64Mi")},
+				Requests: corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("64Mi")},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := *tc.in.DeepCopy()
+			defaultResources(&got)
+			for _, rn := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				if g, w := got.Limits[rn], tc.want.Limits[rn]; g.Cmp(w) != 0 {
+					t.Errorf("limit %s = %s, want %s", rn, g.String(), w.String())
+				}
+				if g, w := got.Requests[rn], tc.want.Requests[rn]; g.Cmp(w) != 0 {
+					t.Errorf("request %s = %s, want %s", rn, g.String(), w.String())
+				}
+			}
+		})
+	}
+}
+
+func TestRuntimeClassPolicy(t *testing.T) {
+	cases := map[string]struct {
+		policy  RuntimeClassPolicy
+		sb      *v1alpha1.Sandbox
+		wantRC  string
+		wantErr error
+	}{
+		"none leaves it unset":        {policy: RuntimeClassPolicy{Mode: RuntimeClassNone}, sb: makeSandbox("a").obj()},
+		"require refuses":             {policy: RuntimeClassPolicy{Mode: RuntimeClassRequire}, sb: makeSandbox("a").obj(), wantErr: ErrRuntimeClassRequired},
+		"require accepts one named":   {policy: RuntimeClassPolicy{Mode: RuntimeClassRequire}, sb: makeSandbox("a").runtimeClass("kata").obj(), wantRC: "kata"},
+		"default fills it in":         {policy: RuntimeClassPolicy{Mode: RuntimeClassDefault, Default: "gvisor"}, sb: makeSandbox("a").obj(), wantRC: "gvisor"},
+		"default keeps the pod's own": {policy: RuntimeClassPolicy{Mode: RuntimeClassDefault, Default: "gvisor"}, sb: makeSandbox("a").runtimeClass("kata").obj(), wantRC: "kata"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod, err := BuildPod(tc.sb, PodConfig{RuntimeClass: tc.policy})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			got := ""
+			if pod.Spec.RuntimeClassName != nil {
+				got = *pod.Spec.RuntimeClassName
+			}
+			if got != tc.wantRC {
+				t.Errorf("runtimeClassName = %q, want %q", got, tc.wantRC)
+			}
+		})
+	}
+	if err := (RuntimeClassPolicy{Mode: RuntimeClassDefault}).Validate(); err == nil {
+		t.Errorf("default without a class validated")
+	}
+	if err := (RuntimeClassPolicy{Mode: "bogus"}).Validate(); err == nil {
+		t.Errorf("unknown mode validated")
+	}
+}
