@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const cgroupRoot = "/sys/fs/cgroup"
@@ -139,12 +140,26 @@ func (c cgroups) remove(id string) error {
 	for _, pattern := range c.dirsOf(id + "-*") {
 		dirs, _ := filepath.Glob(pattern)
 		for _, dir := range dirs {
-			if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := removeCgroupDir(dir); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeCgroupDir retries for a moment: the last processes of a killed
+// sandbox leave its cgroup shortly after its init has been reaped.
+func removeCgroupDir(dir string) error {
+	var err error
+	for i := 0; i < 50; i++ {
+		err = os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
 }
 
 func (c cgroups) dirsOf(name string) []string {

@@ -260,6 +260,11 @@ func (s *Server) cleanup(t testing.TB) {
 	}
 	s.Stop(t)
 	_ = s.conn.Close()
+	// A pool member still starting when the list above ran would outlive
+	// the test: purge stops whatever the state directory still runs.
+	if out, err := exec.Command(s.bin, "purge", "--state-dir", s.StateDir()).CombinedOutput(); err != nil {
+		t.Errorf("sandpod purge: %v\n%s", err, out)
+	}
 }
 
 func freeAddr(t testing.TB) string {
