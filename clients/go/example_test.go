@@ -212,3 +212,69 @@ func ExampleClient_Get() {
 	}
 	// Output: not found
 }
+
+func ExampleClient_List() {
+	ctx := context.Background()
+	client, err := sandpod.Dial(ctx, serverAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	// A batch of three, all or nothing.
+	batch, err := client.ClaimMany(ctx, "python", 3, sandpod.WithLabels(map[string]string{"example": "list"}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, sb := range batch {
+		defer sb.Delete(ctx)
+	}
+
+	// List follows the pages for you.
+	n := 0
+	for sb, err := range client.List(ctx, sandpod.WithLabelSelector("example=list"), sandpod.WithPageSize(2)) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if sb.Info().Claimed {
+			n++
+		}
+	}
+	fmt.Println(n, "claimed")
+	// Output: 3 claimed
+}
+
+func ExampleClient_Watch() {
+	ctx := context.Background()
+	client, err := sandpod.Dial(ctx, serverAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	sb, err := client.Claim(ctx, "python", sandpod.WithLabels(map[string]string{"example": "watch"}))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// The loop ends when its context does.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	for ev, err := range client.Watch(wctx, sandpod.WithLabelSelector("example=watch"), sandpod.WithInitialEvents()) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		switch ev.Type {
+		case sandpod.EventAdded:
+			fmt.Println("added", ev.Sandbox.Phase)
+			if err := sb.Delete(ctx); err != nil {
+				log.Fatal(err)
+			}
+		case sandpod.EventDeleted:
+			fmt.Println("deleted")
+			stop()
+		}
+	}
+	// Output:
+	// added Running
+	// deleted
+}

@@ -92,7 +92,8 @@ func WithMaxOutput(n int64) ExecOption {
 
 // WithStdin feeds r to the command's standard input, then closes it. By
 // default Run gives the command an empty stdin, and Start leaves stdin
-// open for Process.Stdin.
+// open for Process.Stdin. Run returns when the command ends, even if a
+// Read of r is still blocked (that goroutine ends when the Read returns).
 func WithStdin(r io.Reader) ExecOption {
 	return execOptionFunc(func(c *execConfig) { c.stdin = r })
 }
