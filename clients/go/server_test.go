@@ -1,11 +1,15 @@
 package sandpod_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -195,4 +199,49 @@ func (tb *mainTB) cleanup() {
 		tb.cleanups[i]()
 	}
 	tb.cleanups = nil
+}
+
+// TestReadResumesAcrossRestart reads a file while the server restarts: the
+// reader reopens the stream at the offset it reached and every byte
+// arrives once.
+func TestReadResumesAcrossRestart(t *testing.T) {
+	srv := startServer(t, testserver.Options{})
+	ctx := testContext(t)
+	var opens atomic.Int32
+	countOpens := grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if strings.HasSuffix(method, "/ReadFile") {
+			opens.Add(1)
+		}
+		return streamer(ctx, desc, cc, method, opts...)
+	})
+	// A small, fixed flow-control window, so that the server cannot send
+	// the whole file ahead of the reader.
+	c := dial(t, srv.Addr(), sandpod.WithDialOptions(countOpens,
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10)))
+	sb := claim(t, c, "python")
+	data := make([]byte, 4<<20)
+	_, _ = rand.Read(data)
+	if _, err := sb.Files().WriteFile(ctx, "big.bin", data); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := sb.Files().Read(ctx, "big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := make([]byte, 1<<20)
+	if _, err := io.ReadFull(r, got); err != nil {
+		t.Fatal(err)
+	}
+	srv.Restart(t)
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("read after restart: %v", err)
+	}
+	got = append(got, rest...)
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes, want %d (or different bytes)", len(got), len(data))
+	}
+	t.Logf("the read used %d streams", opens.Load())
 }
