@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/keepalive"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
@@ -47,6 +48,9 @@ func (s *Server) GRPCServer(o Options) (*grpc.Server, *health.Server) {
 		grpc.ChainUnaryInterceptor(auth.unary),
 		grpc.ChainStreamInterceptor(auth.stream),
 		grpc.MaxRecvMsgSize(8 << 20),
+		// Clients ping every 30s to notice a dead connection during a long,
+		// quiet exec; allow it (gRPC's default would close them for it).
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}, o.ServerOptions...)
 	g := grpc.NewServer(opts...)
 	sandpodv1.RegisterSandboxServiceServer(g, s)

@@ -78,7 +78,10 @@ type SandboxServiceClient interface {
 	ScaleWarmPool(ctx context.Context, in *ScaleWarmPoolRequest, opts ...grpc.CallOption) (*ScaleWarmPoolResponse, error)
 	// Runs a command in the sandbox. The first request carries ExecStart; later
 	// ones carry stdin, close_stdin or a signal. Responses stream stdout and
-	// stderr and end with one ExitStatus. Never retried by the clients.
+	// stderr and end with one ExitStatus. A client half-close counts as
+	// close_stdin; the call ends when the command exits, even if the client is
+	// still sending stdin; a client that goes away kills the command's process
+	// group. Never retried by the clients.
 	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
 	ReadFile(ctx context.Context, in *ReadFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadFileResponse], error)
 	// The first request carries WriteFileHeader, the rest data. The file
@@ -359,7 +362,10 @@ type SandboxServiceServer interface {
 	ScaleWarmPool(context.Context, *ScaleWarmPoolRequest) (*ScaleWarmPoolResponse, error)
 	// Runs a command in the sandbox. The first request carries ExecStart; later
 	// ones carry stdin, close_stdin or a signal. Responses stream stdout and
-	// stderr and end with one ExitStatus. Never retried by the clients.
+	// stderr and end with one ExitStatus. A client half-close counts as
+	// close_stdin; the call ends when the command exits, even if the client is
+	// still sending stdin; a client that goes away kills the command's process
+	// group. Never retried by the clients.
 	Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
 	ReadFile(*ReadFileRequest, grpc.ServerStreamingServer[ReadFileResponse]) error
 	// The first request carries WriteFileHeader, the rest data. The file

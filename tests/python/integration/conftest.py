@@ -160,6 +160,19 @@ class Server:
             self.proc.kill()
             self.proc.wait(10)
 
+    def close(self) -> None:
+        """Stops the server, then every sandbox its state directory still runs.
+
+        Sandboxes outlive their server by design; a pool member still starting
+        when the tests ended would otherwise outlive the test run.
+        """
+        self.stop()
+        subprocess.run(
+            [str(self.binary), "purge", "--state-dir", str(self.state_dir)],
+            check=True,
+            capture_output=True,
+        )
+
     def restart(self, downtime: float = 0.0) -> None:
         """SIGTERM, wait ``downtime`` seconds, start again on the same port and state."""
         self.stop()
@@ -187,7 +200,7 @@ def server(sandpod_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     srv = Server(sandpod_bin, tmp_path_factory.mktemp("sandpod"))
     srv.start()
     yield srv
-    srv.stop()
+    srv.close()
 
 
 def make_client(server: Server, **kwargs: object) -> sandpod.Client:

@@ -92,4 +92,4 @@ def test_token_is_required_and_checked(sandpod_bin, tmp_path):
             with c.claim("python") as sb:
                 assert sb.run("echo ok").stdout == "ok\n"
     finally:
-        srv.stop()
+        srv.close()

@@ -247,7 +247,10 @@ class SandboxServiceServicer:
     def Exec(self, request_iterator, context):
         """Runs a command in the sandbox. The first request carries ExecStart; later
         ones carry stdin, close_stdin or a signal. Responses stream stdout and
-        stderr and end with one ExitStatus. Never retried by the clients.
+        stderr and end with one ExitStatus. A client half-close counts as
+        close_stdin; the call ends when the command exits, even if the client is
+        still sending stdin; a client that goes away kills the command's process
+        group. Never retried by the clients.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
