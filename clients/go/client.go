@@ -1,9 +1,11 @@
 package sandpod
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 	"sync/atomic"
 
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -27,7 +29,10 @@ type Client struct {
 }
 
 // Dial makes a client for the server at address ("host:port", or any
-// gRPC target such as "unix:///run/sandpod.sock"). It does not connect:
+// gRPC target such as "unix:///run/sandpod.sock"; empty means
+// $SANDPOD_ADDRESS, else DefaultAddress). Like the Python client, it takes
+// the token from $SANDPOD_TOKEN and the namespace from $SANDPOD_NAMESPACE
+// unless WithToken or WithNamespace is given. It does not connect:
 // the first call does, and a server that is down shows as ErrUnavailable
 // on calls (retried per the RetryPolicy), not as an error here. ctx only
 // guards against being called with a finished context.
@@ -39,6 +44,10 @@ func Dial(ctx context.Context, address string, opts ...Option) (*Client, error) 
 		return nil, wrapError("dial", err)
 	}
 	cfg := newConfig(opts)
+	cfg.fromEnvironment(os.Getenv)
+	if address == "" {
+		address = cmp.Or(os.Getenv(EnvAddress), DefaultAddress)
+	}
 	useTLS := !isLocalAddress(address)
 	if cfg.transport {
 		useTLS = !cfg.insecure

@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	sandpod "github.com/sandpod/sandpod/clients/go"
 )
 
 // testConfig is the server's templates and pools: "python" (warm pool of
@@ -61,6 +63,10 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	// Hermetic: the caller's settings must not reach the tests' clients.
+	for _, k := range []string{sandpod.EnvAddress, sandpod.EnvToken, sandpod.EnvNamespace} {
+		_ = os.Unsetenv(k)
+	}
 	addr, stop, err := startShared()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting sandpod serve:", err)

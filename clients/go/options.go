@@ -13,17 +13,31 @@ import (
 // DefaultNamespace is the namespace used when none is given.
 const DefaultNamespace = "default"
 
+// DefaultAddress is where `sandpod serve` listens by default, and where Dial
+// connects when given no address and $SANDPOD_ADDRESS is unset.
+const DefaultAddress = "127.0.0.1:50051"
+
+// The environment variables Dial reads for what it is not given, the same
+// as the Python client's.
+const (
+	EnvAddress   = "SANDPOD_ADDRESS"
+	EnvToken     = "SANDPOD_TOKEN"
+	EnvNamespace = "SANDPOD_NAMESPACE"
+)
+
 // Option configures a Client in Dial or New.
 type Option func(*config)
 
 type config struct {
 	token       string
+	tokenSet    bool // WithToken was given (even empty)
 	tlsConfig   *tls.Config
 	insecure    bool
 	transport   bool // WithTLS or WithInsecure was given
 	retry       RetryPolicy
 	callTimeout time.Duration
 	namespace   string
+	nsSet       bool
 	keepalive   keepalive.ClientParameters
 	dialOpts    []grpc.DialOption
 }
@@ -46,9 +60,10 @@ func newConfig(opts []Option) *config {
 }
 
 // WithToken sends "authorization: Bearer <token>" with every call, as
-// `sandpod serve --token-file` requires.
+// `sandpod serve --token-file` requires. Without it, Dial uses
+// $SANDPOD_TOKEN; WithToken("") sends no token at all.
 func WithToken(token string) Option {
-	return func(c *config) { c.token = token }
+	return func(c *config) { c.token, c.tokenSet = token, true }
 }
 
 // WithTLS connects over TLS with the given configuration (nil means the
@@ -84,14 +99,26 @@ func WithCallTimeout(d time.Duration) Option {
 	return func(c *config) { c.callTimeout = d }
 }
 
-// WithNamespace sets the namespace of every call (default "default"). See
-// also Client.InNamespace.
+// WithNamespace sets the namespace of every call (without it, Dial uses
+// $SANDPOD_NAMESPACE, else "default"). See also Client.InNamespace.
 func WithNamespace(ns string) Option {
 	return func(c *config) {
 		if ns == "" {
 			ns = DefaultNamespace
 		}
-		c.namespace = ns
+		c.namespace, c.nsSet = ns, true
+	}
+}
+
+// fromEnvironment fills in what Dial was not given from the environment.
+func (c *config) fromEnvironment(getenv func(string) string) {
+	if !c.tokenSet {
+		c.token = getenv(EnvToken)
+	}
+	if !c.nsSet {
+		if ns := getenv(EnvNamespace); ns != "" {
+			c.namespace = ns
+		}
 	}
 }
 

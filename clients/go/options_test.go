@@ -62,3 +62,28 @@ func TestInNamespace(t *testing.T) {
 		t.Errorf("namespaces: %q %q", c.Namespace(), other.Namespace())
 	}
 }
+
+func TestEnvironmentDefaults(t *testing.T) {
+	env := map[string]string{EnvToken: "from-env", EnvNamespace: "team-env"}
+	cfg := newConfig(nil)
+	cfg.fromEnvironment(func(k string) string { return env[k] })
+	if cfg.token != "from-env" || cfg.namespace != "team-env" {
+		t.Errorf("from the environment: %+v", cfg)
+	}
+	cfg = newConfig([]Option{WithToken(""), WithNamespace("mine")})
+	cfg.fromEnvironment(func(k string) string { return env[k] })
+	if cfg.token != "" || cfg.namespace != "mine" {
+		t.Errorf("options win over the environment: %+v", cfg)
+	}
+
+	t.Setenv(EnvAddress, "127.0.0.1:1")
+	t.Setenv(EnvNamespace, "ns-from-env")
+	c, err := Dial(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.conn.CanonicalTarget() != "dns:///127.0.0.1:1" || c.Namespace() != "ns-from-env" {
+		t.Errorf("target %q, namespace %q", c.conn.CanonicalTarget(), c.Namespace())
+	}
+}
