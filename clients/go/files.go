@@ -207,7 +207,7 @@ func (r *fileReader) Read(p []byte) (int, error) {
 func (r *fileReader) Close() error {
 	r.cancel()
 	if r.err == nil {
-		r.err = errors.New("sandpod: read of closed file")
+		r.err = fs.ErrClosed
 	}
 	return nil
 }
