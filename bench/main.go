@@ -1,0 +1,218 @@
+// Command bench measures sandpod and prints one Markdown table (and the same
+// figures as JSON under -out). Run it as `go run ./bench` from the module
+// root, or through `make bench`.
+//
+// Today it measures the local engine (`sandpod serve`) through the bridge
+// with the generated gRPC client, so the figures are the server's cost, not
+// a client library's. The Kubernetes suites add rows to the same Report.
+//
+// Every figure is the median over -repeats runs of that run's p50 (and p99);
+// nothing here is a test and nothing asserts a time.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat CPU times.
+const clockTicks = 100
+
+func main() {
+	out := flag.String("out", "_output/bench", "directory for the JSON results (and profiles)")
+	quick := flag.Bool("quick", false, "a short run (well under 2 minutes): fewer repeats and samples")
+	repeats := flag.Int("repeats", 0, "repeated runs per figure (default 5, or 2 with -quick)")
+	bin := flag.String("bin", "bin/sandpod", "sandpod binary (built from ./cmd/sandpod when missing)")
+	execSeconds := flag.Duration("exec-for", 0, "length of each exec-throughput run (default 5s, or 2s with -quick)")
+	profile := flag.Bool("profile", false, "start the server with --pprof and capture CPU profiles during the last exec-throughput run")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, *out, *quick, *repeats, *execSeconds, *bin, *profile))
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func run(ctx context.Context, out string, quick bool, repeats int, execFor time.Duration, bin string, withProfile bool) int {
+	p := defaultParams(quick)
+	if repeats > 0 {
+		p.Repeats = repeats
+	}
+	if execFor > 0 {
+		p.ThroughFor = execFor
+	}
+	p.PoolSize = p.WarmClaims + 4
+	profileDir = out
+
+	rep := &Report{Started: time.Now(), Command: "go run ./bench " + strings.Join(os.Args[1:], " "), Params: p}
+	rep.Machine = machine()
+	logf("machine: %d × %s, kernel %s; load before: %s", rep.Machine.CPUs, rep.Machine.Model, rep.Machine.Kernel, rep.Machine.LoadBefore)
+
+	binPath, err := ensureBinary(bin)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	s, err := startServer(ctx, binPath, p.PoolSize, withProfile)
+	if s != nil {
+		defer func() {
+			if s == nil {
+				return
+			}
+			for _, n := range s.cleanup(pool) {
+				logf("%s", n)
+				rep.Notes = append(rep.Notes, n)
+			}
+		}()
+	}
+	if err != nil {
+		logf("start server: %v", err)
+		return 1
+	}
+	logf("sandpod serve at %s (state %s), warm pool of %d", s.addr, s.dir, p.PoolSize)
+
+	suite := &localSuite{p: p, s: s, api: s.api, log: logf}
+	t0 := time.Now()
+	if err := suite.run(ctx); err != nil {
+		logf("local engine: %v", err)
+		logf("server log tail:\n%s", tail(s.log(), 30))
+		return 1
+	}
+	logf("local engine suite took %s", time.Since(t0).Round(time.Second))
+	rep.Rows = append(rep.Rows, suite.rows()...)
+	for i, c := range suite.cpu {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("exec throughput run %d: %d execs in %.1fs; CPU per exec: server %.2f ms, agent+children %.2f ms, bench client %.2f ms; machine busy %.2f of %d cores",
+			i+1, c.Execs, c.Seconds, c.ServerCPUms, c.AgentCPUms, c.BenchCPUms, c.MachineBusy, c.MachineCores))
+	}
+
+	for _, n := range s.cleanup(pool) {
+		logf("%s", n)
+		rep.Notes = append(rep.Notes, n)
+	}
+	s = nil
+	rep.Finished = time.Now()
+	rep.Machine.LoadAfter = loadavg()
+	for i := range rep.Rows {
+		sanitize(&rep.Rows[i])
+	}
+
+	fmt.Printf("sandpod benchmark — %s\n\n", rep.Started.Format(time.RFC3339))
+	fmt.Print(rep.Markdown())
+	fmt.Printf("\nMachine: %d × %s, Linux %s, %s. Load average before: %s; after: %s.\n",
+		rep.Machine.CPUs, rep.Machine.Model, rep.Machine.Kernel, rep.Machine.Go, rep.Machine.LoadBefore, rep.Machine.LoadAfter)
+	fmt.Printf("Each figure: median over %d runs of each run's p50/p99; samples = all measurements over all runs.\n", p.Repeats)
+	for _, n := range rep.Notes {
+		fmt.Printf("- %s\n", n)
+	}
+	if suite.profile != nil {
+		fmt.Printf("\nCPU profiles of the last exec-throughput run: %s, %s\n", suite.profile.ServerFile, suite.profile.ClientFile)
+		if suite.profile.Err != "" {
+			fmt.Printf("profile error: %s\n", suite.profile.Err)
+		}
+		fmt.Printf("\nserver (sandpod serve), go tool pprof -top:\n```\n%s\n```\n", head(suite.profile.ServerTop, 32))
+	}
+	rep.Params = struct {
+		localParams
+		Profile any `json:"profile,omitempty"`
+	}{p, suite.profile}
+	name, err := rep.WriteJSON(out)
+	if err != nil {
+		logf("write JSON: %v", err)
+		return 1
+	}
+	fmt.Printf("\nJSON: %s (and %s/latest.json); took %s\n", name, out, rep.Finished.Sub(rep.Started).Round(time.Second))
+	return 0
+}
+
+// sanitize replaces NaN (a figure without samples), which JSON cannot hold.
+func sanitize(r *Row) {
+	if math.IsNaN(r.P50) {
+		r.P50 = 0
+	}
+	if math.IsNaN(r.P99) {
+		r.P99 = 0
+	}
+}
+
+func machine() Machine {
+	m := Machine{CPUs: ncpu(), Go: runtime.Version(), LoadBefore: loadavg()}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.Model = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func ncpu() int { return runtime.NumCPU() }
+
+// loadavg is the 1, 5 and 15 minute load averages.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], ", ")
+}
+
+// machineTicks returns busy and total CPU ticks of the whole machine.
+func machineTicks() (busy, total int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	for i, v := range f[1:] {
+		if i >= 8 { // guest time is already counted in user time
+			break
+		}
+		var n int64
+		fmt.Sscan(v, &n)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func head(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Row is one figure of the table. Every suite (the local engine today; the
+// Kubernetes path, at scale and its controller memory later) adds rows to
+// the same Report, so `make bench` stays one table and one JSON file.
+type Row struct {
+	// Section names the path measured: "local", later e.g. "k8s-runc",
+	// "k8s-gvisor", "kwok".
+	Section string `json:"section"`
+	Figure  string `json:"figure"`
+	// Kind is "latency" (P50/P99 in Unit, lower is better) or "rate"
+	// (Value in Unit, higher is better; P50/P99 for file transfers are the
+	// rate at the median and at the 99th-percentile transfer time).
+	Kind string  `json:"kind"`
+	Unit string  `json:"unit"`
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	// Samples is how many measurements the figure rests on, over Runs runs.
+	Samples int       `json:"samples"`
+	Runs    int       `json:"runs"`
+	PerRun  []RunStat `json:"per_run"`
+	Target  string    `json:"target,omitempty"`
+	// Met is nil when the figure has no target on this path.
+	Met  *bool  `json:"met,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+// Report is the whole output of one `go run ./bench`.
+type Report struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Command  string    `json:"command"`
+	Machine  Machine   `json:"machine"`
+	Params   any       `json:"params"`
+	Rows     []Row     `json:"rows"`
+	Notes    []string  `json:"notes,omitempty"`
+}
+
+// Machine describes where the figures came from.
+type Machine struct {
+	CPUs       int    `json:"cpus"`
+	Model      string `json:"model"`
+	Kernel     string `json:"kernel"`
+	Go         string `json:"go"`
+	LoadBefore string `json:"load_before"`
+	LoadAfter  string `json:"load_after"`
+	Limits     string `json:"limits,omitempty"`
+}
+
+func fmtNum(v float64, unit string) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	switch {
+	case unit == "ms" && v < 10:
+		return fmt.Sprintf("%.2f ms", v)
+	case unit == "ms":
+		return fmt.Sprintf("%.1f ms", v)
+	case v >= 1000:
+		return fmt.Sprintf("%s %s", thousands(int64(math.Round(v))), unit)
+	default:
+		return fmt.Sprintf("%.0f %s", v, unit)
+	}
+}
+
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// Markdown renders the table: figure | p50 | p99 | samples | target | met?
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| figure | p50 | p99 | samples | target | met? |\n")
+	b.WriteString("|---|---:|---:|---:|---|:---:|\n")
+	for _, row := range r.Rows {
+		p99 := fmtNum(row.P99, row.Unit)
+		if row.Kind == "rate" && row.P99 == 0 {
+			p99 = "—"
+		}
+		met := "—"
+		if row.Met != nil {
+			met = "no"
+			if *row.Met {
+				met = "yes"
+			}
+		}
+		target := row.Target
+		if target == "" {
+			target = "—"
+		}
+		fig := row.Section + ": " + row.Figure
+		fmt.Fprintf(&b, "| %s | %s | %s | %d (%d runs) | %s | %s |\n",
+			fig, fmtNum(row.P50, row.Unit), p99, row.Samples, row.Runs, target, met)
+	}
+	return b.String()
+}
+
+// WriteJSON writes the report to dir/bench-<time>.json and dir/latest.json.
+func (r *Report) WriteJSON(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	b = append(b, '\n')
+	name := filepath.Join(dir, "bench-"+r.Started.UTC().Format("20060102T150405Z")+".json")
+	if err := os.WriteFile(name, b, 0o644); err != nil {
+		return "", err
+	}
+	return name, os.WriteFile(filepath.Join(dir, "latest.json"), b, 0o644)
+}
+
+func boolp(b bool) *bool { return &b }
