@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -129,6 +130,7 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 		_, rerr := up.Recv()
 		return agentError(st.GetSandbox(), rerr)
 	}
+	var secondStart atomic.Bool
 	go func() {
 		for {
 			msg, err := stream.Recv()
@@ -141,6 +143,7 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 				return
 			}
 			if msg.GetStart() != nil {
+				secondStart.Store(true)
 				cancel()
 				return
 			}
@@ -155,6 +158,9 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 			return nil
 		}
 		if err != nil {
+			if secondStart.Load() {
+				return invalid("start", "only the first message of an exec may be start; the command was killed")
+			}
 			return agentError(st.GetSandbox(), err)
 		}
 		if err := stream.Send(msg); err != nil {

@@ -20,6 +20,7 @@ func runAgent(ctx context.Context, args []string) int {
 	fs.StringVar(&o.SecretFile, "secret-file", "", "file holding the sandbox secret")
 	fs.IntVar(&o.GateFD, "gate-fd", 0, "pipe delivering the secret once the engine is ready (local engine)")
 	fs.BoolVar(&o.Isolate, "isolate", false, "read-only host file system around the root (local engine)")
+	fs.StringVar(&o.Hide, "hide", "", "directory covered by an empty tmpfs inside the sandbox (local engine)")
 	fs.BoolVar(&o.NetIsolated, "net-isolated", false, "bring up loopback in a private network namespace")
 	if err := fs.Parse(args); err != nil {
 		return 2

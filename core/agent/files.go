@@ -157,6 +157,9 @@ func (s *Server) ListFiles(_ context.Context, req *sandpodv1.ListFilesRequest) (
 		return nil, fileError("list_files", req.GetPath(), err)
 	}
 	defer d.Close()
+	if fi, err := d.Stat(); err == nil && !fi.IsDir() {
+		return nil, status.Errorf(codes.InvalidArgument, "list_files: %q is not a directory", req.GetPath())
+	}
 	entries, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, fileError("list_files", req.GetPath(), err)

@@ -21,12 +21,30 @@ func IsInit() bool { return os.Getpid() == 1 && os.Getenv(childEnv) == "" }
 // RunInit is PID 1 of a sandbox. It starts the agent as its child with the
 // same arguments, forwards termination signals to it, reaps every orphan
 // (exec'd programs' children reparent here), and exits with the agent's
-// status. env is added to the agent's environment (e.g. the secret).
-func RunInit(env []string) int {
+// status. When secret is set, the child reads it from a pipe on the fd that
+// gateFD names (never from its environment, which sandbox processes could
+// read in /proc).
+func RunInit(secret string, gateFD int) int {
 	child := exec.Command("/proc/self/exe", os.Args[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.Env = append(append(os.Environ(), childEnv+"=1"), env...)
+	child.Env = append(os.Environ(), childEnv+"=1")
 	child.ExtraFiles = inheritedFiles()
+	if secret != "" {
+		r, w, err := os.Pipe()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sandpod init: secret pipe: %v\n", err)
+			return 1
+		}
+		if _, err := w.WriteString(secret); err != nil {
+			fmt.Fprintf(os.Stderr, "sandpod init: secret pipe: %v\n", err)
+			return 1
+		}
+		w.Close()
+		for len(child.ExtraFiles) < gateFD-3 {
+			child.ExtraFiles = append(child.ExtraFiles, nil)
+		}
+		child.ExtraFiles = append(child.ExtraFiles[:gateFD-3], r)
+	}
 	if err := child.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "sandpod init: start agent: %v\n", err)
 		return 1
@@ -73,7 +91,10 @@ func inheritedFiles() []*os.File {
 // (recursively), except the sandbox's work directory; /tmp becomes a private
 // tmpfs; /proc is remounted (read-only) for the new PID namespace. It also
 // sets the host name and brings up loopback in a private network namespace.
-func IsolateFilesystem(workDir, hostname string, netIsolated bool) error {
+//
+// hide, when set, is covered with an empty read-only tmpfs (the engine's
+// state directory: other sandboxes' files and the store with every secret).
+func IsolateFilesystem(workDir, hide, hostname string, netIsolated bool) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
@@ -91,13 +112,26 @@ func IsolateFilesystem(workDir, hostname string, netIsolated bool) error {
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=512m"); err != nil {
 		return fmt.Errorf("mount /tmp: %w", err)
 	}
-	// The work directory may live under the /tmp just covered: make its path
+	if hide != "" {
+		if err := os.MkdirAll(hide, 0o755); err != nil {
+			return fmt.Errorf("hide %s: %w", hide, err)
+		}
+		if err := unix.Mount("tmpfs", hide, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+			return fmt.Errorf("hide %s: %w", hide, err)
+		}
+	}
+	// The work directory may live under a tmpfs just mounted: make its path
 	// exist again before putting it back.
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return fmt.Errorf("work dir mount point: %w", err)
 	}
 	if err := unix.MoveMount(work, "", unix.AT_FDCWD, workDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return fmt.Errorf("mount work dir: %w", err)
+	}
+	if hide != "" {
+		if err := unix.MountSetattr(unix.AT_FDCWD, hide, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("hide %s read-only: %w", hide, err)
+		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_RDONLY, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)

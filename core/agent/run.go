@@ -15,10 +15,6 @@ import (
 	"time"
 )
 
-// SecretEnv carries the secret from the init process to the agent child. It
-// is removed from the environment commands run with.
-const SecretEnv = "SANDPOD_AGENT_SECRET"
-
 // Options are the agent's command-line settings.
 type Options struct {
 	Sandbox string
@@ -34,7 +30,10 @@ type Options struct {
 	GateFD int
 	// Isolate makes the host file system read-only around the work
 	// directory (local engine; needs new user and mount namespaces).
-	Isolate     bool
+	Isolate bool
+	// Hide is covered with an empty tmpfs inside the sandbox (local engine:
+	// its state directory).
+	Hide        string
 	NetIsolated bool
 	// Command, if given, is the template's main program, supervised.
 	Command []string
@@ -44,18 +43,21 @@ type Options struct {
 func Main(ctx context.Context, o Options) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("sandbox", o.Sandbox)
 	if IsInit() {
-		secret, err := initSecret(o)
+		secret, err := readSecret(o)
 		if err != nil {
 			log.Error("init: no secret", "err", err)
 			return 1
 		}
 		if o.Isolate {
-			if err := IsolateFilesystem(o.Root, o.Sandbox, o.NetIsolated); err != nil {
+			if err := IsolateFilesystem(o.Root, o.Hide, o.Sandbox, o.NetIsolated); err != nil {
 				log.Error("init: isolate", "err", err)
 				return 1
 			}
 		}
-		return RunInit([]string{SecretEnv + "=" + secret})
+		if o.GateFD > 0 {
+			return RunInit(secret, o.GateFD)
+		}
+		return RunInit("", 0)
 	}
 	if err := serve(ctx, o, log); err != nil {
 		log.Error("agent stopped", "err", err)
@@ -64,7 +66,10 @@ func Main(ctx context.Context, o Options) int {
 	return 0
 }
 
-func initSecret(o Options) (string, error) {
+// readSecret reads the secret from the gate pipe (local engine) or the
+// secret file (a pod). The agent child reads it the same way: init hands it
+// a fresh pipe on the same fd.
+func readSecret(o Options) (string, error) {
 	if o.GateFD > 0 {
 		gate := os.NewFile(uintptr(o.GateFD), "gate")
 		defer gate.Close()
@@ -72,17 +77,14 @@ func initSecret(o Options) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("read gate: %w", err)
 		}
-		return strings.TrimSpace(string(b)), nil
-	}
-	return readSecret(o)
-}
-
-func readSecret(o Options) (string, error) {
-	if s := os.Getenv(SecretEnv); s != "" {
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return "", errors.New("gate closed without a secret")
+		}
 		return s, nil
 	}
 	if o.SecretFile == "" {
-		return "", errors.New("no secret: set --secret-file or " + SecretEnv)
+		return "", errors.New("no secret: set --secret-file (or --gate-fd)")
 	}
 	b, err := os.ReadFile(o.SecretFile)
 	if err != nil {

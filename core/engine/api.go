@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"sort"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -468,7 +469,7 @@ func (e *Engine) ListTemplates(_ context.Context, ns string) ([]*sandpodv1.Templ
 	defer e.mu.Unlock()
 	var out []*sandpodv1.Template
 	for key, rs := range e.templates {
-		if key[:len(ns)+1] != ns+"/" {
+		if !strings.HasPrefix(key, ns+"/") {
 			continue
 		}
 		t := &sandpodv1.Template{

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sandpod/sandpod/core/lifecycle"
@@ -106,7 +107,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		poolBackoff: map[string]backoff{},
 		kick:        make(chan struct{}, 1),
 	}
-	if err := os.MkdirAll(e.sockets, 0o700); err != nil {
+	if err := ownedPrivateDir(e.sockets); err != nil {
 		st.close()
 		return nil, err
 	}
@@ -226,6 +227,24 @@ func (e *Engine) sweepSockets() {
 			_ = os.Remove(p)
 		}
 	}
+}
+
+// ownedPrivateDir makes dir (a predictable path under $TMPDIR) and checks
+// that it is a real directory of ours that nobody else can enter, so another
+// local user cannot plant sockets in it.
+func ownedPrivateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("socket directory %s is not a private directory owned by this user; remove it", dir)
+	}
+	return nil
 }
 
 func (e *Engine) poke() {

@@ -35,6 +35,7 @@ type launch struct {
 	socket   string
 	logPath  string
 	secret   string
+	hide     string
 	spec     runSpec
 	cgroup   *cgroup
 	setupPID func(pid int, start uint64) error // persists the PID before the gate opens
@@ -70,7 +71,7 @@ func startProcess(l launch) (*process, error) {
 	}
 	defer logFile.Close()
 
-	args := []string{"agent", "--sandbox", l.name, "--root", l.workDir, "--listen", "fd://3", "--gate-fd", "4", "--isolate"}
+	args := []string{"agent", "--sandbox", l.name, "--root", l.workDir, "--listen", "fd://3", "--gate-fd", "4", "--isolate", "--hide", l.hide}
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC)
 	if l.spec.NetIsolated {
 		args = append(args, "--net-isolated")

@@ -79,6 +79,7 @@ func (e *Engine) launch(rec *record) (*process, error) {
 		socket:  e.socketPath(rec),
 		logPath: e.logPath(rec),
 		secret:  rec.Secret,
+		hide:    e.cfg.StateDir,
 		spec:    rec.Spec,
 		cgroup:  cg,
 		setupPID: func(pid int, start uint64) error {

@@ -2,8 +2,14 @@ package integration
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -66,4 +72,51 @@ func TestTemplateLimitsAndNetworkIsolation(t *testing.T) {
 			t.Fatalf("limits %v (stderr %q), want memory/pids/cpu quota %v", got, r.stderr, want)
 		}
 	})
+}
+
+func TestSandboxCannotSeeTheEngineState(t *testing.T) {
+	srv := startServer(t, "")
+	c := srv.Client()
+	a, _ := claim(t, c, "python")
+	b, _ := claim(t, c, "python")
+	sh(t, c, b.Name, "echo private > secret-of-b.txt")
+
+	state := srv.StateDir()
+	r := sh(t, c, a.Name, "ls -A "+state+"; ls "+state+"/sandboxes/default/"+b.Name+"/work 2>&1; tr '\\0' '\\n' < /proc/1/environ | grep -c SANDPOD || true")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if strings.Contains(r.stdout, "state.db") || strings.Contains(r.stdout, "secret-of-b") {
+		t.Fatalf("sandbox %s sees the engine's state or another sandbox's files:\n%s", a.Name, r.stdout)
+	}
+	if last := lines[len(lines)-1]; last != "0" {
+		t.Fatalf("the agent's environment carries SANDPOD_ variables (%s)", last)
+	}
+	// Its own work directory is still there, writable.
+	if r := sh(t, c, a.Name, "echo mine > own.txt && cat own.txt"); r.stdout != "mine\n" {
+		t.Fatalf("own work dir: %+v", r)
+	}
+}
+
+func TestAgentRefusesCallsWithoutTheSecret(t *testing.T) {
+	srv := startServer(t, "")
+	c := srv.Client()
+	sb, _ := claim(t, c, "python")
+	// Every agent socket of this server, dialled without the secret.
+	socks, _ := filepath.Glob(filepath.Join(os.TempDir(), "sandpod-*", "*.sock"))
+	tried := 0
+	for _, s := range socks {
+		conn, err := grpc.NewClient("unix://"+s, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			continue
+		}
+		_, err = sandpodv1.NewAgentServiceClient(conn).GetAgentInfo(ctx(t), &sandpodv1.GetAgentInfoRequest{})
+		conn.Close()
+		if status.Code(err) == codes.Unavailable {
+			continue // a stale socket of another run
+		}
+		tried++
+		wantCode(t, err, codes.Unauthenticated, "secret")
+	}
+	if tried == 0 {
+		t.Fatalf("found no live agent socket for %s among %d", sb.Name, len(socks))
+	}
 }

@@ -92,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if becameReady {
-		r.observeLatency(req.NamespacedName, now)
+		r.observeLatency(req.NamespacedName, r.Clock.Now())
 	}
 	return reconcile.Result{RequeueAfter: ttlWait}, nil
 }

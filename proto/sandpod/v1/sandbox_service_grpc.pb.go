@@ -67,7 +67,8 @@ type SandboxServiceClient interface {
 	WatchSandboxes(ctx context.Context, in *WatchSandboxesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchSandboxesResponse], error)
 	// Stops the sandbox's processes and keeps its files and name.
 	SuspendSandbox(ctx context.Context, in *SuspendSandboxRequest, opts ...grpc.CallOption) (*SuspendSandboxResponse, error)
-	// Starts a suspended (or expired and retained) sandbox again.
+	// Starts a suspended (or failed) sandbox again. An expired sandbox must be
+	// extended first (FAILED_PRECONDITION otherwise).
 	ResumeSandbox(ctx context.Context, in *ResumeSandboxRequest, opts ...grpc.CallOption) (*ResumeSandboxResponse, error)
 	// Moves the shutdown time.
 	ExtendSandbox(ctx context.Context, in *ExtendSandboxRequest, opts ...grpc.CallOption) (*ExtendSandboxResponse, error)
@@ -351,7 +352,8 @@ type SandboxServiceServer interface {
 	WatchSandboxes(*WatchSandboxesRequest, grpc.ServerStreamingServer[WatchSandboxesResponse]) error
 	// Stops the sandbox's processes and keeps its files and name.
 	SuspendSandbox(context.Context, *SuspendSandboxRequest) (*SuspendSandboxResponse, error)
-	// Starts a suspended (or expired and retained) sandbox again.
+	// Starts a suspended (or failed) sandbox again. An expired sandbox must be
+	// extended first (FAILED_PRECONDITION otherwise).
 	ResumeSandbox(context.Context, *ResumeSandboxRequest) (*ResumeSandboxResponse, error)
 	// Moves the shutdown time.
 	ExtendSandbox(context.Context, *ExtendSandboxRequest) (*ExtendSandboxResponse, error)

@@ -201,7 +201,8 @@ class SandboxServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ResumeSandbox(self, request, context):
-        """Starts a suspended (or expired and retained) sandbox again.
+        """Starts a suspended (or failed) sandbox again. An expired sandbox must be
+        extended first (FAILED_PRECONDITION otherwise).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
