@@ -64,5 +64,9 @@ test-go:
 test-python: venv build
 	SANDPOD_BIN=$(CURDIR)/bin/sandpod $(VENV)/bin/pytest -q tests/python
 
+# One Markdown table (and JSON under _output/bench); see docs/performance.md.
+bench: build
+	$(GO) run ./bench
+
 clean:
 	rm -rf bin $(VENV)
