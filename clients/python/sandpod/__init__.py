@@ -7,7 +7,8 @@ Quick start::
     with sandpod.Client() as client, client.claim("python") as sandbox:
         print(sandbox.run("python3 -c 'print(6 * 7)'").stdout)
 
-See docs/python.md for the whole API.
+See docs/python.md for the whole API. In IPython or Jupyter, ``%load_ext sandpod`` adds
+the ``%%sandbox`` cell magic (see sandpod._magic).
 """
 
 from ._async_client import (
@@ -36,6 +37,7 @@ from ._errors import (
     Unauthenticated,
     Unavailable,
 )
+from ._magic import load_ipython_extension, unload_ipython_extension
 from ._models import (
     CommandResult,
     Condition,
@@ -91,4 +93,6 @@ __all__ = [
     "Watch",
     "WatchEvent",
     "__version__",
+    "load_ipython_extension",
+    "unload_ipython_extension",
 ]

@@ -1,0 +1,50 @@
+"""One `sandpod serve` for the notebook and magic tests, purged at the end."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+from integration.conftest import Server, sandpod_binary
+
+# A pool of 4 covers the quick start warm; the 32 rollouts mostly start cold (~100 ms
+# each), which keeps the pool's refill from competing with the notebook for the CPUs.
+CONFIG = """\
+apiVersion: sandpod.dev/v1alpha1
+kind: SandboxTemplate
+metadata:
+  name: python
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: sandbox
+        image: docker.io/local/python:3
+  lifecycle:
+    defaultTTL: 1h
+    shutdownPolicy: Delete
+  autoResume: true
+---
+apiVersion: sandpod.dev/v1alpha1
+kind: SandboxWarmPool
+metadata:
+  name: python
+spec:
+  templateRef:
+    name: python
+  replicas: 4
+"""
+
+
+@pytest.fixture(scope="session")
+def nb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    workdir = tmp_path_factory.mktemp("sandpod-nb")
+    binary = workdir / "sandpod"  # a private copy, safe from a rebuild during the run
+    shutil.copy2(sandpod_binary(), binary)
+    srv = Server(binary, workdir, config=CONFIG)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.close()

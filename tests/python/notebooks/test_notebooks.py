@@ -1,0 +1,100 @@
+"""Executes the notebooks under notebooks/ headless against a real `sandpod serve`.
+
+Each notebook runs in a fresh ipykernel (nbclient, kernel "python3" of this
+interpreter, its plots rendered by matplotlib's inline backend, which is Agg: no
+display needed); a cell that raises fails the test. The server (conftest.py) has a warm pool
+big enough for the quick start and is purged at the end, so no sandbox outlives the run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+pytest.importorskip("matplotlib")
+
+from integration.conftest import REPO, Server  # noqa: E402
+from nbclient.exceptions import CellExecutionError  # noqa: E402
+
+import sandpod  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+NOTEBOOKS = REPO / "notebooks"
+CELL_TIMEOUT = 300  # s: a loaded 2-core machine, cold starts included
+
+
+@pytest.fixture
+def kernel_env(nb_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The kernel's environment; returns the notebook's working directory."""
+    # Kernel "python3" is this interpreter's ipykernel, whatever kernels the machine has
+    # installed: a spec written first on JUPYTER_PATH wins.
+    from ipykernel.kernelspec import write_kernel_spec
+
+    jupyter = tmp_path / "jupyter"
+    write_kernel_spec(jupyter / "kernels" / "python3")
+    monkeypatch.setenv("JUPYTER_PATH", str(jupyter))
+    monkeypatch.setenv("SANDPOD_ADDRESS", nb_server.address)
+    monkeypatch.setenv("SANDPOD_PROGRESS", "0")
+    # the repository's package even where it is not installed (editable) in the venv
+    paths = [str(REPO / "clients" / "python"), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    return workdir
+
+
+def run_notebook(path: Path, server: Server, workdir: Path) -> nbformat.NotebookNode:
+    """Executes the notebook in a fresh kernel (which inherits our environment)."""
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        pytest.fail(f"{path.name}: a cell raised:\n{err}\n--- server log ---\n{server.log_tail()}")
+    return nb
+
+
+def outputs_text(nb: nbformat.NotebookNode) -> str:
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                parts.append(out.get("text", ""))
+            elif "data" in out:
+                parts.append(str(out["data"].get("text/plain", "")))
+    return "\n".join(parts)
+
+
+def leftover(server: Server) -> list[str]:
+    with sandpod.Client(server.address, progress=False, timeout=60) as c:
+        return [s.name for s in c.list()]
+
+
+def test_quickstart(nb_server: Server, kernel_env: Path) -> None:
+    nb = run_notebook(NOTEBOOKS / "quickstart.ipynb", nb_server, kernel_env)
+    text = outputs_text(nb)
+    assert "42" in text
+    assert "exit code 0" in text  # the %%sandbox status line
+    assert leftover(nb_server) == []  # it cleaned up after itself
+
+
+def test_rl_rollouts(nb_server: Server, kernel_env: Path) -> None:
+    nb = run_notebook(NOTEBOOKS / "rl_rollouts.ipynb", nb_server, kernel_env)
+    text = outputs_text(nb)
+    assert "31 rollouts and 1 failure(s)" in text
+    assert (kernel_env / "rollout_latency.png").stat().st_size > 1000
+    assert any(
+        "image/png" in out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", [])
+    )
+    assert leftover(nb_server) == []
