@@ -295,8 +295,14 @@ func (l *lockedSender) send(m *sandpodv1.ExecResponse) error {
 
 // pump forwards r in chunks until EOF, keeping at most max bytes; it reports
 // whether anything was dropped.
+// bufPool recycles pump buffers: two per exec would otherwise be a large
+// share of the agent's garbage.
+var bufPool = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+
 func pump(r io.Reader, max int64, send *lockedSender, wrap func([]byte) *sandpodv1.ExecResponse) (truncated bool) {
-	buf := make([]byte, chunkSize)
+	arr := bufPool.Get().(*[chunkSize]byte)
+	defer bufPool.Put(arr)
+	buf := arr[:]
 	var sent int64
 	for {
 		n, err := r.Read(buf)
