@@ -12,7 +12,13 @@ WAIT_BAR_DELAY = 0.75
 
 
 def _tqdm(**kwargs: Any) -> Any:
-    from tqdm.auto import tqdm
+    # tqdm.auto picks the notebook widget, which needs ipywidgets; without it,
+    # fall back to the text bar instead of warning on every claim.
+    try:
+        import ipywidgets  # noqa: F401
+        from tqdm.auto import tqdm
+    except ImportError:
+        from tqdm.std import tqdm
 
     return tqdm(**kwargs)
 
