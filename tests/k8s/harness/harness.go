@@ -295,7 +295,7 @@ func RepoRoot() string {
 
 // installCRDs applies deploy/crd/*.yaml and waits until each is established.
 func (e *Env) installCRDs(ctx context.Context) error {
-	files, err := filepath.Glob(filepath.Join(RepoRoot(), "deploy", "crd", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(RepoRoot(), "deploy", "crd", "sandpod.dev_*.yaml"))
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no CRDs in deploy/crd (%v)", err)
 	}

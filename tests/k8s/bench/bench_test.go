@@ -1,0 +1,275 @@
+// Package bench measures claim latency on the test bed: warm (adopt a ready
+// pool member) and cold (create a sandbox, kwok runs its pod), as a user sees
+// it: from the claim's create call returning an error or not, to the claim
+// reporting Ready through a watch. It runs only with SANDPOD_BENCH=1.
+//
+//	SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) SANDPOD_BENCH=1 \
+//	  go test ./tests/k8s/bench/ -run TestClaimLatency -v -count=1
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller"
+	"github.com/sandpod/sandpod/tests/k8s/harness"
+)
+
+func claims() int {
+	if n, err := strconv.Atoi(os.Getenv("SANDPOD_BENCH_CLAIMS")); err == nil && n > 0 {
+		return n
+	}
+	return 200
+}
+
+func TestClaimLatency(t *testing.T) {
+	if os.Getenv("SANDPOD_BENCH") == "" {
+		t.Skip("set SANDPOD_BENCH=1 (and " + harness.EnvBin + ") to measure claim latency")
+	}
+	env, err := harness.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop()
+	ns := env.Namespace(t)
+	env.StartManager(t, harness.ManagerOptions{Options: controller.Options{}}, ns)
+	ctx := context.Background()
+	n := claims()
+
+	for _, name := range []string{"warm", "cold"} {
+		tmpl := &v1alpha1.SandboxTemplate{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.SandboxTemplateSpec{PodTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "main", Image: "python:3.13-slim"}},
+			}}},
+		}
+		if err := env.Client.Create(ctx, tmpl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool := &v1alpha1.SandboxWarmPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
+		Spec:       v1alpha1.SandboxWarmPoolSpec{TemplateRef: v1alpha1.TemplateRef{Name: "warm"}, Replicas: int32(n + 10)},
+	}
+	if err := env.Client.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	fillStart := time.Now()
+	harness.Eventually(t, 10*time.Minute, "pool filled", func() (bool, string) {
+		p := &v1alpha1.SandboxWarmPool{}
+		_ = env.Get(p, ns, "pool")
+		return p.Status.ReadyReplicas == pool.Spec.Replicas, fmt.Sprintf("%d/%d ready", p.Status.ReadyReplicas, pool.Spec.Replicas)
+	})
+	fill := time.Since(fillStart)
+
+	w := newWaiter(t, env, ns)
+	warm, _ := w.sequential(t, env, ns, "w", "warm", n)
+	cold, coldBound := w.sequential(t, env, ns, "c", "cold", n)
+	fmt.Printf("\nclaim latency on the test bed (kube-apiserver %s + etcd, kwok node; %d claims each, sequential)\n", "v1.37.2", n)
+	fmt.Printf("%-28s %10s %10s %10s\n", "", "p50", "p99", "max")
+	for _, r := range []struct {
+		name string
+		d    []time.Duration
+	}{{"warm claim (adopt member)", warm}, {"cold claim, to bound", coldBound}, {"cold claim, to ready", cold}} {
+		fmt.Printf("%-28s %10s %10s %10s\n", r.name, pct(r.d, 50), pct(r.d, 99), pct(r.d, 100))
+	}
+	printControllerSide()
+	burstN := n
+	if burstN > 100 {
+		burstN = 100
+	}
+	// Burst: all claims at once from 16 writers against a cold template.
+	burstDur := w.burst(t, env, ns, "b", "cold", burstN, 16)
+
+	fmt.Printf("pool fill: %d members ready in %s (%.0f/s)\n", pool.Spec.Replicas, fill.Round(time.Millisecond), float64(pool.Spec.Replicas)/fill.Seconds())
+	fmt.Printf("cold burst: %d claims from 16 writers ready in %s (%.0f claims/s)\n\n", burstN, burstDur.Round(time.Millisecond), float64(burstN)/burstDur.Seconds())
+
+	// Every warm claim must have been served warm.
+	var list v1alpha1.SandboxClaimList
+	if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list.Items {
+		if c.Spec.TemplateRef.Name == "warm" && !c.Status.Warm {
+			t.Errorf("claim %s on the warm template was served cold", c.Name)
+		}
+	}
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (len(s)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return s[i].Round(10 * time.Microsecond)
+}
+
+// waiter follows claims through one watch and wakes whoever waits for a
+// claim to become Ready.
+type waiter struct {
+	mu      sync.Mutex
+	bound   map[string]time.Time
+	ready   map[string]time.Time
+	waiting map[string]chan time.Time
+}
+
+func newWaiter(t *testing.T, env *harness.Env, ns string) *waiter {
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := wc.Watch(context.Background(), &v1alpha1.SandboxClaimList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wt.Stop)
+	w := &waiter{bound: map[string]time.Time{}, ready: map[string]time.Time{}, waiting: map[string]chan time.Time{}}
+	go func() {
+		for ev := range wt.ResultChan() {
+			c, ok := ev.Object.(*v1alpha1.SandboxClaim)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			if c.Status.SandboxName != "" {
+				w.mu.Lock()
+				if _, seen := w.bound[c.Name]; !seen {
+					w.bound[c.Name] = time.Now()
+				}
+				w.mu.Unlock()
+			}
+			if c.Status.SandboxName != "" && meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady) {
+				now := time.Now()
+				w.mu.Lock()
+				if _, seen := w.ready[c.Name]; !seen {
+					w.ready[c.Name] = now
+					if ch := w.waiting[c.Name]; ch != nil {
+						ch <- now
+					}
+				}
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+func (w *waiter) expect(name string) chan time.Time {
+	ch := make(chan time.Time, 1)
+	w.mu.Lock()
+	w.waiting[name] = ch
+	w.mu.Unlock()
+	return ch
+}
+
+func claim(ns, name, tmpl string) *v1alpha1.SandboxClaim {
+	return &v1alpha1.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.SandboxClaimSpec{TemplateRef: v1alpha1.TemplateRef{Name: tmpl}},
+	}
+}
+
+// sequential makes n claims one after the other and returns, per claim, the
+// time to Ready and the time to bound (a sandbox named in the claim status:
+// for a cold claim, the controller's part before the pod starts).
+func (w *waiter) sequential(t *testing.T, env *harness.Env, ns, prefix, tmpl string, n int) (ready, bound []time.Duration) {
+	out := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		ch := w.expect(name)
+		start := time.Now()
+		if err := env.Client.Create(context.Background(), claim(ns, name, tmpl)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case at := <-ch:
+			out = append(out, at.Sub(start))
+			w.mu.Lock()
+			bound = append(bound, w.bound[name].Sub(start))
+			w.mu.Unlock()
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("claim %s not ready after 2m", name)
+		}
+	}
+	return out, bound
+}
+
+func (w *waiter) burst(t *testing.T, env *harness.Env, ns, prefix, tmpl string, n, writers int) time.Duration {
+	chans := make([]chan time.Time, n)
+	for i := range chans {
+		chans[i] = w.expect(fmt.Sprintf("%s%d", prefix, i))
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	next := make(chan int, n)
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	for k := 0; k < writers; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := env.Client.Create(context.Background(), claim(ns, fmt.Sprintf("%s%d", prefix, i), tmpl)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var last time.Time
+	for i, ch := range chans {
+		select {
+		case at := <-ch:
+			if at.After(last) {
+				last = at
+			}
+		case <-time.After(5 * time.Minute):
+			t.Fatalf("burst claim %d not ready", i)
+		}
+	}
+	return last.Sub(start)
+}
+
+// printControllerSide prints the controller's own view of claim latency (the
+// sandpod_claim_latency_seconds histogram: first seen to ready), which leaves
+// out the API server's write and watch delivery on both ends.
+func printControllerSide() {
+	mfs, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sandpod_claim_latency_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			h := m.GetHistogram()
+			if h.GetSampleCount() == 0 {
+				continue
+			}
+			mode := ""
+			for _, l := range m.GetLabel() {
+				mode = l.GetValue()
+			}
+			fmt.Printf("controller-side %-12s mean %s over %d claims\n", mode,
+				(time.Duration(h.GetSampleSum() / float64(h.GetSampleCount()) * float64(time.Second))).Round(10*time.Microsecond), h.GetSampleCount())
+		}
+	}
+}

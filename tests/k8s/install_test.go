@@ -1,0 +1,49 @@
+package k8s_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/tests/k8s/harness"
+)
+
+// TestInstallManifestApplies server-side applies deploy/install.yaml, as
+// `kubectl apply --server-side -f deploy/install.yaml` does.
+func TestInstallManifestApplies(t *testing.T) {
+	harness.Skip(t, env)
+	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "deploy", "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	kinds := map[string]int{}
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := env.Client.Patch(ctx, u, client.Apply, client.FieldOwner("install-test"), client.ForceOwnership); err != nil {
+			t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		kinds[u.GetKind()]++
+	}
+	for k, want := range map[string]int{"CustomResourceDefinition": 4, "Deployment": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Namespace": 1} {
+		if kinds[k] != want {
+			t.Errorf("%d %s in install.yaml, want %d", kinds[k], k, want)
+		}
+	}
+}
