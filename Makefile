@@ -13,6 +13,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 LISTEN ?= 127.0.0.1:50051
+# Fuzz targets run briefly in `make test`; FUZZTIME=10m make test-go for longer.
+FUZZTIME ?= 10s
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sandpod/sandpod/core/agent.Version=$(VERSION)
 
@@ -59,7 +61,8 @@ test: lint check-generated build kube-testbed test-go test-python
 test-go:
 	SANDPOD_KUBE_BIN=$$(hack/kube/build.sh --print) SANDPOD_BIN=$(CURDIR)/bin/sandpod \
 	  $(GO) test -count=1 -timeout 30m ./...
-	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 10s ./core/agent
+	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime $(FUZZTIME) ./core/agent
+	$(GO) test -run '^$$' -fuzz FuzzRequestValidation -fuzztime $(FUZZTIME) ./bridge
 
 test-python: venv build
 	SANDPOD_BIN=$(CURDIR)/bin/sandpod $(VENV)/bin/pytest -q tests/python
