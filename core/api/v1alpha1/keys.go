@@ -13,6 +13,10 @@ const (
 	// LabelSandbox is set on the pod, service and PVCs of a sandbox.
 	LabelSandbox = "sandpod.dev/sandbox"
 
+	// AnnotationIdleSuspended marks a sandbox the controller suspended for
+	// idleness (removed when it runs again).
+	AnnotationIdleSuspended = "sandpod.dev/idle-suspended"
+
 	// AnnotationRequestID records the client request id that created a sandbox.
 	AnnotationRequestID = "sandpod.dev/request-id"
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -47,6 +48,7 @@ type claimMemo struct {
 	warm      bool
 	firstSeen time.Time
 	observed  bool
+	written   *v1alpha1.SandboxClaimStatus // last status this process wrote
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxclaims,verbs=get;list;watch;delete
@@ -67,6 +69,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	now := r.Clock.Now()
 	memo := r.memo(c, now)
+	if memo.written != nil && c.Status.SandboxName == "" && memo.written.SandboxName != "" {
+		// The cache has not seen our last status write yet: build on it.
+		c = c.DeepCopy()
+		c.Status = *memo.written.DeepCopy()
+	}
 
 	view, err := r.bind(ctx, c, memo, now)
 	if err != nil {
@@ -201,13 +208,17 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 		}
 	}
 	for _, name := range lifecycle.ClaimCandidates(views, lifecycle.TemplateHash(tmpl.Spec)) {
-		sb := byName[name].DeepCopy()
+		orig := byName[name]
+		sb := orig.DeepCopy()
 		Bind(sb, c, tmpl, now)
-		err := r.Client.Update(ctx, sb)
+		// A merge patch carrying the member's resourceVersion: the same
+		// optimistic concurrency as an update, with a smaller request.
+		err := r.Client.Patch(ctx, sb, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case err == nil:
 			return sb, nil
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			log.FromContext(ctx).V(1).Info("adopt conflict", "member", name, "err", err.Error())
 			continue
 		default:
 			return nil, fmt.Errorf("adopt %s: %w", name, err)
@@ -272,13 +283,33 @@ func controlledByClaimNamed(sb *v1alpha1.Sandbox, name string) bool {
 	return false
 }
 
+// writeStatus patches the status when it changed. It also skips a status
+// this process already wrote, which a cache that has not caught up with that
+// write would otherwise make it write twice.
 func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.SandboxClaim, st v1alpha1.SandboxClaimStatus) error {
 	if equality.Semantic.DeepEqual(c.Status, st) {
 		return nil
 	}
+	key := client.ObjectKeyFromObject(c)
+	r.mu.Lock()
+	m := r.state[key]
+	written := m != nil && m.uid == c.UID && m.written != nil && equality.Semantic.DeepEqual(*m.written, st)
+	r.mu.Unlock()
+	if written {
+		return nil
+	}
 	orig := c.DeepCopy()
 	c.Status = st
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, c, client.MergeFrom(orig)))
+	if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(orig)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.mu.Lock()
+	if m := r.state[key]; m != nil && m.uid == c.UID {
+		cp := st.DeepCopy()
+		m.written = cp
+	}
+	r.mu.Unlock()
+	return nil
 }
 
 func (r *Reconciler) memo(c *v1alpha1.SandboxClaim, now time.Time) claimMemo {

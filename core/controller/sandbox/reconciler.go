@@ -116,6 +116,13 @@ func decideExpiry(now time.Time, sb *v1alpha1.Sandbox) (lifecycle.ExpiryAction, 
 // idleSuspend sets operatingMode Suspended on a running sandbox idle past its
 // timeout, and otherwise says how long until it would be.
 func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now time.Time, expiry lifecycle.ExpiryAction) (bool, time.Duration, error) {
+	if mode(sb) == v1alpha1.OperatingModeRunning && sb.Annotations[v1alpha1.AnnotationIdleSuspended] != "" {
+		// Resumed after an idle suspend: drop the mark.
+		patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationIdleSuspended + `":null}}}`)
+		if err := r.Client.Patch(ctx, sb, ctrl.RawPatch(types.MergePatchType, patch)); err != nil {
+			return false, 0, fmt.Errorf("clear idle mark: %w", err)
+		}
+	}
 	if sb.Spec.Lifecycle.IdleTimeout == nil || mode(sb) != v1alpha1.OperatingModeRunning ||
 		expiry != lifecycle.ExpiryNone || sb.Status.Phase != v1alpha1.SandboxRunning {
 		return false, 0, nil
@@ -124,7 +131,7 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 	if !due {
 		return false, wait, nil
 	}
-	patch := []byte(`{"spec":{"operatingMode":"Suspended"}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationIdleSuspended + `":"true"}},"spec":{"operatingMode":"Suspended"}}`)
 	if err := r.Client.Patch(ctx, sb, ctrl.RawPatch(types.MergePatchType, patch)); err != nil {
 		return false, 0, fmt.Errorf("idle suspend: %w", err)
 	}

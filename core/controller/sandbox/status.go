@@ -107,8 +107,7 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	susReason := v1alpha1.ReasonRunning
 	if suspended {
 		susReason = v1alpha1.ReasonSuspended
-		if old := meta.FindStatusCondition(sb.Status.Conditions, v1alpha1.ConditionSuspended); in.IdleSuspended ||
-			(old != nil && old.Status == metav1.ConditionTrue && old.Reason == v1alpha1.ReasonIdle) {
+		if in.IdleSuspended || sb.Annotations[v1alpha1.AnnotationIdleSuspended] == "true" {
 			susReason = v1alpha1.ReasonIdle
 		}
 	}

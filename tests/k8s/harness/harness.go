@@ -347,9 +347,13 @@ func (e *Env) startKwok(ctx context.Context, bin string) error {
 		return err
 	}
 	stages := filepath.Join(bin, "kwok-stages.yaml")
+	failStage := filepath.Join(e.Dir, "kwok-fail-stage.yaml")
+	if err := os.WriteFile(failStage, []byte(podFailStage), 0o600); err != nil {
+		return err
+	}
 	if err := e.run("kwok", filepath.Join(bin, "kwok"),
 		"--kubeconfig", e.Kubeconfig,
-		"--config", stages,
+		"--config", stages, "--config", failStage,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
 		"--cidr", "10.244.0.1/16",
@@ -391,6 +395,34 @@ func (e *Env) startKwok(ctx context.Context, bin string) error {
 	}
 	return fmt.Errorf("node %s not Ready:\n%s", NodeName, e.Logs("kwok", 30))
 }
+
+// LabelFail makes kwok fail a pod once it runs (a test's way to simulate a
+// crashed sandbox: kwok writes the status, not the test).
+const LabelFail = "sandpod.test/fail"
+
+const podFailStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: sandpod-test-pod-fail
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchLabels:
+      ` + LabelFail + `: "true"
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+  next:
+    statusTemplate: |
+      phase: Failed
+      reason: Simulated
+      message: failed by the kwok test stage
+`
 
 func bigNode() corev1.ResourceList {
 	return corev1.ResourceList{
