@@ -41,6 +41,9 @@ type RetryPolicy struct {
 	// MaxAttempts counts the first attempt; 0 means no limit, 1 means no
 	// retry.
 	MaxAttempts int
+	// OnRetry, if set, is called before each wait with the operation, the
+	// error of the attempt that failed and the wait (for logs and metrics).
+	OnRetry func(op string, err error, wait time.Duration)
 }
 
 // DefaultRetryPolicy returns the policy a Client uses unless told
@@ -133,7 +136,7 @@ func (c *Client) doRetry(ctx context.Context, op string, timeout time.Duration, 
 	}
 	attempt := 0
 	var last error
-	err := backoff.Retry(func() error {
+	err := backoff.RetryNotify(func() error {
 		attempt++
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if timeout > 0 {
@@ -152,7 +155,11 @@ func (c *Client) doRetry(ctx context.Context, op string, timeout time.Duration, 
 			return backoff.Permanent(err)
 		}
 		return err
-	}, c.cfg.retry.backOff(ctx))
+	}, c.cfg.retry.backOff(ctx), func(err error, wait time.Duration) {
+		if c.cfg.retry.OnRetry != nil {
+			c.cfg.retry.OnRetry(op, err, wait)
+		}
+	})
 	if err == nil {
 		return nil
 	}

@@ -110,16 +110,13 @@ func TestNoRetry(t *testing.T) {
 
 func TestRetryEndsWithTheContext(t *testing.T) {
 	f := newFakeServer()
-	slow := RetryPolicy{InitialInterval: time.Hour, MaxInterval: time.Hour, MaxElapsedTime: -1}
+	ctx, cancel := context.WithCancel(context.Background())
+	// Cancel while the client waits to retry (not while the attempt is in
+	// flight, which would make the attempt itself end with the context).
+	slow := RetryPolicy{InitialInterval: time.Hour, MaxInterval: time.Hour, MaxElapsedTime: -1,
+		OnRetry: func(string, error, time.Duration) { cancel() }}
 	c := startFake(t, f, WithRetryPolicy(slow))
 	f.failNext("get", codes.Unavailable)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for f.count("get") == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-	}()
 	_, err := c.Get(ctx, "python-1")
 	if !errors.Is(err, ErrCanceled) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want canceled", err)
