@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -24,7 +24,7 @@ import (
 // Reconciler keeps each Sandbox's pod, storage, service and secret in line
 // with its spec and reports what it sees in one status write per pass.
 type Reconciler struct {
-	Client   ctrl.Client
+	Client   client.Client
 	Clock    clock.Clock
 	Recorder events.EventRecorder
 	Pod      PodConfig
@@ -54,7 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// 1. Expiry: Delete removes the sandbox, Retain stops it.
 	expiry, expiryWait := decideExpiry(now, sb)
 	if expiry == lifecycle.ExpiryDelete {
-		err := r.Client.Delete(ctx, sb, ctrl.PropagationPolicy("Background"), ctrl.Preconditions{UID: &sb.UID})
+		err := r.Client.Delete(ctx, sb, client.PropagationPolicy("Background"), client.Preconditions{UID: &sb.UID})
 		return reconcile.Result{}, ignoreNotFound(err)
 	}
 
@@ -67,9 +67,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		ev.add(sb, corev1.EventTypeNormal, v1alpha1.ReasonIdle, "suspended after idle timeout")
 	}
 
-	// 3. Children that outlive the pod.
-	if err := r.ensureChildren(ctx, sb); err != nil {
-		return reconcile.Result{}, err
+	// 3. Children that outlive the pod. One the API server refuses (e.g. an
+	// invalid volume claim template) is reported, not retried forever.
+	childErr := r.ensureChildren(ctx, sb)
+	if childErr != nil && !apierrors.IsInvalid(childErr) && !apierrors.IsForbidden(childErr) {
+		return reconcile.Result{}, childErr
 	}
 
 	// 4. The pod.
@@ -83,8 +85,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Workload: WorkloadOf(pod),
 	}
 	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended}
-	pod, err = r.reconcilePod(ctx, sb, pod, obs, &in, &ev)
-	if err != nil {
+	if childErr != nil {
+		in.Refused, in.RefusedReason = childErr.Error(), v1alpha1.ReasonInvalidSpec
+		ev.add(sb, corev1.EventTypeWarning, in.RefusedReason, childErr.Error())
+	} else if pod, err = r.reconcilePod(ctx, sb, pod, obs, &in, &ev); err != nil {
 		return reconcile.Result{}, err
 	}
 	in.Pod = pod
@@ -119,7 +123,7 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 	if mode(sb) == v1alpha1.OperatingModeRunning && sb.Annotations[v1alpha1.AnnotationIdleSuspended] != "" {
 		// Resumed after an idle suspend: drop the mark.
 		patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationIdleSuspended + `":null}}}`)
-		if err := r.Client.Patch(ctx, sb, ctrl.RawPatch(types.MergePatchType, patch)); err != nil {
+		if err := r.Client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return false, 0, fmt.Errorf("clear idle mark: %w", err)
 		}
 	}
@@ -132,7 +136,7 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 		return false, wait, nil
 	}
 	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationIdleSuspended + `":"true"}},"spec":{"operatingMode":"Suspended"}}`)
-	if err := r.Client.Patch(ctx, sb, ctrl.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := r.Client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return false, 0, fmt.Errorf("idle suspend: %w", err)
 	}
 	return true, 0, nil
@@ -142,7 +146,7 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 // Existing children are left as they are: PVC specs are immutable and the
 // secret must stay stable for the bridge.
 func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox) error {
-	var want []ctrl.Object
+	var want []client.Object
 	secret, err := BuildSecret(sb)
 	if err != nil {
 		return err
@@ -155,8 +159,8 @@ func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox) e
 		want = append(want, BuildService(sb))
 	}
 	for _, obj := range want {
-		existing := obj.DeepCopyObject().(ctrl.Object)
-		err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(obj), existing)
+		existing := obj.DeepCopyObject().(client.Object)
+		err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing)
 		if err == nil {
 			continue
 		}
@@ -172,7 +176,7 @@ func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox) e
 
 func (r *Reconciler) getPod(ctx context.Context, sb *v1alpha1.Sandbox) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(sb), pod)
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(sb), pod)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -193,7 +197,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod
 	switch {
 	case pod != nil && (!run || lifecycle.ShouldRestart(obs, sb.Spec.RestartOnFailure)):
 		if pod.DeletionTimestamp == nil {
-			if err := r.Client.Delete(ctx, pod, ctrl.Preconditions{UID: &pod.UID}); ignoreNotFound(err) != nil {
+			if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); ignoreNotFound(err) != nil {
 				return pod, fmt.Errorf("delete pod: %w", err)
 			}
 			reason := "Stopped"
@@ -237,7 +241,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v
 	}
 	orig := sb.DeepCopy()
 	sb.Status = st
-	if err := r.Client.Status().Patch(ctx, sb, ctrl.MergeFrom(orig)); err != nil {
+	if err := r.Client.Status().Patch(ctx, sb, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
 	return nil
@@ -247,9 +251,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v
 // collector does the same on a full cluster; doing it here makes release
 // prompt and works where no garbage collector runs.
 func (r *Reconciler) cleanupOrphans(ctx context.Context, key types.NamespacedName) error {
-	lists := []ctrl.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &corev1.SecretList{}, &corev1.PersistentVolumeClaimList{}}
+	lists := []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &corev1.SecretList{}, &corev1.PersistentVolumeClaimList{}}
 	for _, list := range lists {
-		if err := r.Client.List(ctx, list, ctrl.InNamespace(key.Namespace), ctrl.MatchingLabels{v1alpha1.LabelSandbox: key.Name}); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{v1alpha1.LabelSandbox: key.Name}); err != nil {
 			return err
 		}
 		objs, err := metaItems(list)
@@ -261,7 +265,7 @@ func (r *Reconciler) cleanupOrphans(ctx context.Context, key types.NamespacedNam
 				continue
 			}
 			uid := obj.GetUID()
-			if err := r.Client.Delete(ctx, obj, ctrl.Preconditions{UID: &uid}, ctrl.PropagationPolicy("Background")); ignoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy("Background")); ignoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 				return err
 			}
 		}

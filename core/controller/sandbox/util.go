@@ -5,7 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
@@ -28,14 +28,14 @@ func ownedBySandboxNamed(refs []metav1.OwnerReference, name string) bool {
 	return false
 }
 
-func metaItems(list ctrl.ObjectList) ([]ctrl.Object, error) {
+func metaItems(list client.ObjectList) ([]client.Object, error) {
 	items, err := meta.ExtractList(list)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ctrl.Object, 0, len(items))
+	out := make([]client.Object, 0, len(items))
 	for _, it := range items {
-		if obj, ok := it.(ctrl.Object); ok {
+		if obj, ok := it.(client.Object); ok {
 			out = append(out, obj)
 		}
 	}
