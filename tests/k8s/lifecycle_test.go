@@ -85,7 +85,9 @@ func TestSchemaValidation(t *testing.T) {
 			sb.Spec.Lifecycle.ShutdownPolicy = "Archive"
 			return sb
 		}(),
-		"negative replicas": makePool(ns, "bad4", "py", -1),
+		"negative replicas":        makePool(ns, "bad4", "py", -1),
+		"sandbox name not a label": makeSandbox(ns, "has.dots"),
+		"pool name too long":       makePool(ns, "p23456789012345678901234567890123456789012345678901234567890", "py", 1),
 	}
 	for name, obj := range bad {
 		if err := env.Client.Create(ctx, obj); err == nil {

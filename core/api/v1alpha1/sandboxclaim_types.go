@@ -57,6 +57,7 @@ type SandboxClaimStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=sbc,categories=sandpod
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a claim name has at most 63 characters: a cold sandbox is named after its claim"
 // +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.templateRef.name`
 // +kubebuilder:printcolumn:name="Sandbox",type=string,JSONPath=`.status.sandboxName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -66,6 +67,7 @@ type SandboxClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// +required
 	Spec SandboxClaimSpec `json:"spec"`
 	// +optional
 	Status SandboxClaimStatus `json:"status,omitempty"`

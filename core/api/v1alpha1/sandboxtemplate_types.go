@@ -107,6 +107,7 @@ type SandboxTemplate struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// +required
 	Spec SandboxTemplateSpec `json:"spec"`
 	// +optional
 	Status SandboxTemplateStatus `json:"status,omitempty"`

@@ -51,6 +51,7 @@ type SandboxWarmPoolStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=sbwp,categories=sandpod
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 57",message="a pool name has at most 57 characters: members are named <pool>-<5 random characters>"
 // +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.templateRef.name`
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
@@ -59,6 +60,7 @@ type SandboxWarmPool struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// +required
 	Spec SandboxWarmPoolSpec `json:"spec"`
 	// +optional
 	Status SandboxWarmPoolStatus `json:"status,omitempty"`

@@ -20,7 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -130,42 +131,51 @@ type waiter struct {
 }
 
 func newWaiter(t *testing.T, env *harness.Env, ns string) *waiter {
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	// An informer, not a bare watch: it re-establishes its watch when the API
+	// server closes it (which it does to watchers that fall behind a burst).
+	c, err := crcache.New(env.Config, crcache.Options{Scheme: env.Client.Scheme(), DefaultNamespaces: map[string]crcache.Config{ns: {}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt, err := wc.Watch(context.Background(), &v1alpha1.SandboxClaimList{}, client.InNamespace(ns))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	inf, err := c.GetInformer(ctx, &v1alpha1.SandboxClaim{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(wt.Stop)
 	w := &waiter{bound: map[string]time.Time{}, ready: map[string]time.Time{}, waiting: map[string]chan time.Time{}}
-	go func() {
-		for ev := range wt.ResultChan() {
-			c, ok := ev.Object.(*v1alpha1.SandboxClaim)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			if c.Status.SandboxName != "" {
-				w.mu.Lock()
-				if _, seen := w.bound[c.Name]; !seen {
-					w.bound[c.Name] = time.Now()
-				}
-				w.mu.Unlock()
-			}
-			if c.Status.SandboxName != "" && meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady) {
-				now := time.Now()
-				w.mu.Lock()
-				if _, seen := w.ready[c.Name]; !seen {
-					w.ready[c.Name] = now
-					if ch := w.waiting[c.Name]; ch != nil {
-						ch <- now
-					}
-				}
-				w.mu.Unlock()
+	on := func(obj interface{}) {
+		c, ok := obj.(*v1alpha1.SandboxClaim)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if c.Status.SandboxName != "" {
+			if _, seen := w.bound[c.Name]; !seen {
+				w.bound[c.Name] = now
 			}
 		}
-	}()
+		if c.Status.SandboxName != "" && meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady) {
+			if _, seen := w.ready[c.Name]; !seen {
+				w.ready[c.Name] = now
+				if ch := w.waiting[c.Name]; ch != nil {
+					ch <- now
+				}
+			}
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    on,
+		UpdateFunc: func(_, n interface{}) { on(n) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("waiter cache did not sync")
+	}
 	return w
 }
 
