@@ -47,6 +47,10 @@ type Options struct {
 	Workers int
 	// PoolBatch caps the members a pool creates per pass (default 16).
 	PoolBatch int
+	// PoolRefillDelay is how long a pool's deficit lasts before it refills,
+	// so refills after a burst of claims go out as one batch instead of
+	// slowing down the claims in between (default 1s; negative: at once).
+	PoolRefillDelay time.Duration
 }
 
 // NewScheme is the scheme of the manager: core kinds and sandpod.dev.
@@ -92,6 +96,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.PoolBatch <= 0 {
 		o.PoolBatch = 16
 	}
+	if o.PoolRefillDelay == 0 {
+		o.PoolRefillDelay = time.Second
+	}
+	var pacer *warmpool.Pacer
+	if o.PoolRefillDelay > 0 {
+		pacer = warmpool.NewPacer(o.PoolRefillDelay)
+	}
 	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("indexes: %w", err)
 	}
@@ -117,7 +128,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	pr := &warmpool.Reconciler{Client: c, Clock: o.Clock, Expectations: warmpool.NewExpectations(time.Minute), MaxBatch: o.PoolBatch}
+	pr := &warmpool.Reconciler{Client: c, Clock: o.Clock, Expectations: warmpool.NewExpectations(time.Minute), Pacer: pacer, MaxBatch: o.PoolBatch}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandboxwarmpool").
 		For(&v1alpha1.SandboxWarmPool{}).
 		// Members: by owner while in the pool, and by pool label so the pool

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,6 +32,7 @@ func Run(ctx context.Context, args []string) error {
 	agentImage := fs.String("agent-image", DefaultAgentImage, "image holding the sandpod binary that is injected into every sandbox pod")
 	workers := fs.Int("workers", 8, "concurrent reconciles per kind (claims get four times as many)")
 	poolBatch := fs.Int("pool-batch", 16, "members a warm pool creates per pass at most")
+	refillDelay := fs.Duration("pool-refill-delay", time.Second, "how long a pool's deficit lasts before it refills (batches refills behind bursts of claims; 0 refills at once)")
 	qps := fs.Float64("kube-api-qps", 200, "client QPS to the API server")
 	burst := fs.Int("kube-api-burst", 400, "client burst to the API server")
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +76,12 @@ func Run(ctx context.Context, args []string) error {
 		RuntimeClass: sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
 		Workers:      *workers,
 		PoolBatch:    *poolBatch,
+		PoolRefillDelay: func() time.Duration {
+			if *refillDelay == 0 {
+				return -1
+			}
+			return *refillDelay
+		}(),
 	}); err != nil {
 		return err
 	}

@@ -26,6 +26,8 @@ type Reconciler struct {
 	Client       client.Client
 	Clock        clock.Clock
 	Expectations *Expectations
+	// Pacer batches refills behind bursts of claims (nil: refill at once).
+	Pacer *Pacer
 	// MaxBatch caps the members created per pass (0: no cap).
 	MaxBatch int
 }
@@ -40,6 +42,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.String())
+			if r.Pacer != nil {
+				r.Pacer.Done(req.String())
+			}
 			forgetMetrics(req.Namespace, req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -71,6 +76,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	inFlight, expiresIn := r.Expectations.InFlight(req.String(), func(n string) bool { _, ok := byName[n]; return ok }, now)
 	plan := lifecycle.PlanPool(int(pool.Spec.Replicas), views, hash, inFlight, r.MaxBatch)
+	var paceWait time.Duration
+	if r.Pacer != nil {
+		if plan.Create == 0 {
+			r.Pacer.Done(req.String())
+		} else if due, wait := r.Pacer.Due(req.String(), now); !due {
+			plan.Create, paceWait = 0, wait
+		}
+		// Once due, a deficit stays due until it is covered (members
+		// created or in flight), so a large refill is delayed only once.
+	}
 
 	for _, name := range plan.Delete {
 		m := byName[name]
@@ -100,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.writeStatus(ctx, pool, members, now, status, reason, msg); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: expiresIn}, nil
+	return reconcile.Result{RequeueAfter: lifecycle.NextWakeup(expiresIn, paceWait)}, nil
 }
 
 func (r *Reconciler) members(ctx context.Context, pool *v1alpha1.SandboxWarmPool) ([]*v1alpha1.Sandbox, error) {

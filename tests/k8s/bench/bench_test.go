@@ -47,7 +47,8 @@ func TestClaimLatency(t *testing.T) {
 	}
 	defer env.Stop()
 	ns := env.Namespace(t)
-	env.StartManager(t, harness.ManagerOptions{Options: controller.Options{}}, ns)
+	refill, _ := time.ParseDuration(os.Getenv("SANDPOD_BENCH_REFILL_DELAY")) // controller default when unset
+	env.StartManager(t, harness.ManagerOptions{Options: controller.Options{PoolRefillDelay: refill}}, ns)
 	ctx := context.Background()
 	n := claims()
 
@@ -199,7 +200,9 @@ func claim(ns, name, tmpl string) *v1alpha1.SandboxClaim {
 // for a cold claim, the controller's part before the pod starts).
 func (w *waiter) sequential(t *testing.T, env *harness.Env, ns, prefix, tmpl string, n int) (ready, bound []time.Duration) {
 	out := make([]time.Duration, 0, n)
+	gap, _ := time.ParseDuration(os.Getenv("SANDPOD_BENCH_GAP"))
 	for i := 0; i < n; i++ {
+		time.Sleep(gap)
 		name := fmt.Sprintf("%s%d", prefix, i)
 		ch := w.expect(name)
 		start := time.Now()
