@@ -246,58 +246,53 @@ func (s *Server) WriteFile(stream sandpodv1.SandboxService_WriteFileServer) erro
 	return stream.SendAndClose(resp)
 }
 
-// ListFiles lists a directory in a sandbox.
-func (s *Server) ListFiles(ctx context.Context, req *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {
+// fileRequest is a unary file call: it names a sandbox and a path.
+type fileRequest interface {
+	GetSandbox() string
+	GetNamespace() string
+	GetPath() string
+}
+
+// forwardFile checks a unary file call and forwards it to the agent.
+func forwardFile[Req fileRequest, Resp any](s *Server, ctx context.Context, req Req,
+	call func(sandpodv1.AgentServiceClient, context.Context, Req) (Resp, error)) (Resp, error) {
+	var zero Resp
 	if err := checkPath("path", req.GetPath()); err != nil {
-		return nil, err
+		return zero, err
 	}
 	client, actx, _, release, err := s.agentFor(ctx, req.GetNamespace(), req.GetSandbox())
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer release()
-	resp, err := client.ListFiles(actx, req)
+	resp, err := call(client, actx, req)
 	return resp, agentError(req.GetSandbox(), err)
+}
+
+// ListFiles lists a directory in a sandbox.
+func (s *Server) ListFiles(ctx context.Context, req *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {
+	return forwardFile(s, ctx, req, func(c sandpodv1.AgentServiceClient, ctx context.Context, r *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {
+		return c.ListFiles(ctx, r)
+	})
 }
 
 // StatFile describes a path in a sandbox.
 func (s *Server) StatFile(ctx context.Context, req *sandpodv1.StatFileRequest) (*sandpodv1.StatFileResponse, error) {
-	if err := checkPath("path", req.GetPath()); err != nil {
-		return nil, err
-	}
-	client, actx, _, release, err := s.agentFor(ctx, req.GetNamespace(), req.GetSandbox())
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	resp, err := client.StatFile(actx, req)
-	return resp, agentError(req.GetSandbox(), err)
+	return forwardFile(s, ctx, req, func(c sandpodv1.AgentServiceClient, ctx context.Context, r *sandpodv1.StatFileRequest) (*sandpodv1.StatFileResponse, error) {
+		return c.StatFile(ctx, r)
+	})
 }
 
 // RemoveFile removes a path in a sandbox.
 func (s *Server) RemoveFile(ctx context.Context, req *sandpodv1.RemoveFileRequest) (*sandpodv1.RemoveFileResponse, error) {
-	if err := checkPath("path", req.GetPath()); err != nil {
-		return nil, err
-	}
-	client, actx, _, release, err := s.agentFor(ctx, req.GetNamespace(), req.GetSandbox())
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	resp, err := client.RemoveFile(actx, req)
-	return resp, agentError(req.GetSandbox(), err)
+	return forwardFile(s, ctx, req, func(c sandpodv1.AgentServiceClient, ctx context.Context, r *sandpodv1.RemoveFileRequest) (*sandpodv1.RemoveFileResponse, error) {
+		return c.RemoveFile(ctx, r)
+	})
 }
 
 // MakeDir creates a directory in a sandbox.
 func (s *Server) MakeDir(ctx context.Context, req *sandpodv1.MakeDirRequest) (*sandpodv1.MakeDirResponse, error) {
-	if err := checkPath("path", req.GetPath()); err != nil {
-		return nil, err
-	}
-	client, actx, _, release, err := s.agentFor(ctx, req.GetNamespace(), req.GetSandbox())
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	resp, err := client.MakeDir(actx, req)
-	return resp, agentError(req.GetSandbox(), err)
+	return forwardFile(s, ctx, req, func(c sandpodv1.AgentServiceClient, ctx context.Context, r *sandpodv1.MakeDirRequest) (*sandpodv1.MakeDirResponse, error) {
+		return c.MakeDir(ctx, r)
+	})
 }

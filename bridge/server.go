@@ -225,20 +225,26 @@ func (s *Server) DeleteSandbox(ctx context.Context, req *sandpodv1.DeleteSandbox
 	return &sandpodv1.DeleteSandboxResponse{}, nil
 }
 
+// listPage checks a namespace and page size, lists, and returns one page.
+func listPage[T any](ctx context.Context, namespace string, size int32, token string,
+	list func(context.Context, string) ([]T, error), nameOf func(T) string) ([]T, string, error) {
+	if err := checkNamespace(namespace); err != nil {
+		return nil, "", err
+	}
+	n, err := pageSize(size)
+	if err != nil {
+		return nil, "", err
+	}
+	all, err := list(ctx, namespace)
+	if err != nil {
+		return nil, "", err
+	}
+	return page(all, nameOf, n, token)
+}
+
 // ListTemplates lists templates.
 func (s *Server) ListTemplates(ctx context.Context, req *sandpodv1.ListTemplatesRequest) (*sandpodv1.ListTemplatesResponse, error) {
-	if err := checkNamespace(req.GetNamespace()); err != nil {
-		return nil, err
-	}
-	size, err := pageSize(req.GetPageSize())
-	if err != nil {
-		return nil, err
-	}
-	all, err := s.backend.ListTemplates(ctx, req.GetNamespace())
-	if err != nil {
-		return nil, err
-	}
-	items, next, err := page(all, (*sandpodv1.Template).GetName, size, req.GetPageToken())
+	items, next, err := listPage(ctx, req.GetNamespace(), req.GetPageSize(), req.GetPageToken(), s.backend.ListTemplates, (*sandpodv1.Template).GetName)
 	if err != nil {
 		return nil, err
 	}
@@ -247,18 +253,7 @@ func (s *Server) ListTemplates(ctx context.Context, req *sandpodv1.ListTemplates
 
 // ListWarmPools lists warm pools.
 func (s *Server) ListWarmPools(ctx context.Context, req *sandpodv1.ListWarmPoolsRequest) (*sandpodv1.ListWarmPoolsResponse, error) {
-	if err := checkNamespace(req.GetNamespace()); err != nil {
-		return nil, err
-	}
-	size, err := pageSize(req.GetPageSize())
-	if err != nil {
-		return nil, err
-	}
-	all, err := s.backend.ListWarmPools(ctx, req.GetNamespace())
-	if err != nil {
-		return nil, err
-	}
-	items, next, err := page(all, (*sandpodv1.WarmPool).GetName, size, req.GetPageToken())
+	items, next, err := listPage(ctx, req.GetNamespace(), req.GetPageSize(), req.GetPageToken(), s.backend.ListWarmPools, (*sandpodv1.WarmPool).GetName)
 	if err != nil {
 		return nil, err
 	}
