@@ -5,6 +5,11 @@
 //
 //	SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) SANDPOD_BENCH=1 \
 //	  go test ./tests/k8s/bench/ -run TestClaimLatency -v -count=1
+//
+// Knobs: SANDPOD_BENCH_CLAIMS (default 200 per kind), SANDPOD_BENCH_GAP (a
+// pause before each sequential claim, e.g. 250ms, so the pool's refill does
+// not overlap the next claim), SANDPOD_BENCH_REFILL_DELAY (the controller's
+// --pool-refill-delay).
 package bench
 
 import (
