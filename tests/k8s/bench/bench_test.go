@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -104,6 +105,18 @@ func TestClaimLatency(t *testing.T) {
 
 	fmt.Printf("pool fill: %d members ready in %s (%.0f/s)\n", pool.Spec.Replicas, fill.Round(time.Millisecond), float64(pool.Spec.Replicas)/fill.Seconds())
 	fmt.Printf("cold burst: %d claims from 16 writers ready in %s (%.0f claims/s)\n\n", burstN, burstDur.Round(time.Millisecond), float64(burstN)/burstDur.Seconds())
+
+	// Memory: the manager runs in this process; its caches hold every
+	// sandbox, pod, secret and service. (The figure includes the test's own
+	// claim informer and clients, so it is an upper bound.)
+	var sbs v1alpha1.SandboxList
+	if err := env.Client.List(ctx, &sbs, client.InNamespace(ns)); err == nil && len(sbs.Items) > 0 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Printf("process heap in use: %.1f MiB with %d sandboxes (%.1f MiB per 1,000, upper bound)\n\n",
+			float64(ms.HeapInuse)/(1<<20), len(sbs.Items), float64(ms.HeapInuse)/(1<<20)/float64(len(sbs.Items))*1000)
+	}
 
 	// Every warm claim must have been served warm.
 	var list v1alpha1.SandboxClaimList
