@@ -35,7 +35,7 @@ func (s *Server) Close() { s.agents.closeAll() }
 // Options configure the gRPC server of the bridge.
 type Options struct {
 	// Tokens, when not empty, are the bearer tokens callers must present.
-	Tokens []string
+	Tokens []Token
 	// ServerOptions are passed to grpc.NewServer (e.g. TLS credentials).
 	ServerOptions []grpc.ServerOption
 }

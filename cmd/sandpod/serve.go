@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
 	"github.com/sandpod/sandpod/bridge"
 	"github.com/sandpod/sandpod/core/engine"
 )
@@ -40,31 +43,60 @@ func runServe(ctx context.Context, args []string) int {
 	var configs stringList
 	fs.Var(&configs, "config", "SandboxTemplate/SandboxWarmPool YAML file or directory (repeatable; default: a python template with a pool of 2)")
 	addrFile := fs.String("address-file", "", "write the address actually listened on to this file (useful with --listen 127.0.0.1:0)")
-	tokenFile := fs.String("token-file", "", "file of bearer tokens, one per line, that callers must present")
+	tokenFile := fs.String("token-file", "", "file of bearer tokens callers must present: one a line, optionally followed by the namespaces it may use (TOKEN ns1,ns2)")
+	tlsCert := fs.String("tls-cert", "", "serve TLS with this certificate (PEM); reloaded when the file changes")
+	tlsKey := fs.String("tls-key", "", "the private key (PEM) of --tls-cert")
 	pprof := fs.String("pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := serve(ctx, log, *listen, *stateDir, configs, *addrFile, *tokenFile, *pprof); err != nil {
+	if (*tlsCert == "") != (*tlsKey == "") {
+		log.Error("serve: give both --tls-cert and --tls-key")
+		return 2
+	}
+	o := serveOptions{listen: *listen, stateDir: *stateDir, configs: configs, addrFile: *addrFile,
+		tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey, pprof: *pprof}
+	if err := serve(ctx, log, o); err != nil {
 		log.Error("serve", "err", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(ctx context.Context, log *slog.Logger, listen, stateDir string, configs []string, addrFile, tokenFile, pprofAddr string) error {
-	defs, err := loadDefinitions(configs)
+type serveOptions struct {
+	listen, stateDir       string
+	configs                []string
+	addrFile, tokenFile    string
+	tlsCert, tlsKey, pprof string
+}
+
+func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
+	listen, stateDir, addrFile, tokenFile, pprofAddr := o.listen, o.stateDir, o.addrFile, o.tokenFile, o.pprof
+	defs, err := loadDefinitions(o.configs)
 	if err != nil {
 		return err
 	}
-	var tokens []string
+	var tokens []bridge.Token
 	if tokenFile != "" {
 		b, err := os.ReadFile(tokenFile)
 		if err != nil {
 			return fmt.Errorf("token file: %w", err)
 		}
-		tokens = strings.Split(string(b), "\n")
+		if tokens, err = bridge.ParseTokens(string(b)); err != nil {
+			return err
+		}
+		if len(tokens) == 0 {
+			return fmt.Errorf("token file %s holds no token", tokenFile)
+		}
+	}
+	bo := bridge.Options{Tokens: tokens}
+	if o.tlsCert != "" {
+		certs, err := bridge.NewCertReloader(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return err
+		}
+		bo.ServerOptions = append(bo.ServerOptions, grpc.Creds(credentials.NewTLS(certs.TLSConfig())))
 	}
 	eng, err := engine.New(ctx, engine.Config{StateDir: stateDir, Definitions: defs, Logger: log})
 	if err != nil {
@@ -79,7 +111,7 @@ func serve(ctx context.Context, log *slog.Logger, listen, stateDir string, confi
 	}
 	b := bridge.New(eng)
 	defer b.Close()
-	g, hs := b.GRPCServer(bridge.Options{Tokens: tokens})
+	g, hs := b.GRPCServer(bo)
 	if addrFile != "" {
 		tmp := addrFile + ".tmp"
 		if err := os.WriteFile(tmp, []byte(lis.Addr().String()), 0o644); err != nil {

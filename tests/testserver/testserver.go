@@ -54,6 +54,8 @@ type Options struct {
 	Token string
 	// ExtraArgs are appended to `sandpod serve`.
 	ExtraArgs []string
+	// DialOptions replace the plaintext credentials of Conn (e.g. TLS).
+	DialOptions []grpc.DialOption
 }
 
 // Server is a running `sandpod serve`.
@@ -161,6 +163,9 @@ func (s *Server) start(t testing.TB) {
 	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(s.cmd, s.exited)
 	if s.conn == nil {
 		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		if len(s.opts.DialOptions) > 0 {
+			opts = s.opts.DialOptions
+		}
 		if s.opts.Token != "" {
 			opts = append(opts, grpc.WithPerRPCCredentials(bearer(s.opts.Token)))
 		}
