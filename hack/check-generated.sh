@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Fails when generated code (protobuf stubs, deepcopy, CRDs, RBAC) differs
-# from what its sources generate. It regenerates in place (a no-op when in
-# sync) and compares against a snapshot taken before.
+# Fails when generated code differs from what its sources generate: the
+# protobuf stubs here (regenerated in place, a no-op when in sync, and
+# compared with a snapshot), the Kubernetes artifacts (deepcopy, CRDs, RBAC,
+# Helm copies, install.yaml) by hack/kube/check-generated.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-paths=(proto clients/python/sandpod/v1 core/api/v1alpha1 deploy/crd deploy/rbac)
+paths=(proto clients/python/sandpod/v1)
 snap=$(mktemp -d)
 trap 'rm -rf "$snap"' EXIT
 for p in "${paths[@]}"; do
   [ -e "$p" ] && mkdir -p "$snap/$(dirname "$p")" && cp -a "$p" "$snap/$p"
 done
 hack/generate-proto.sh
-[ -x hack/kube/generate.sh ] && hack/kube/generate.sh
 status=0
+hack/kube/check-generated.sh || status=1
 for p in "${paths[@]}"; do
   [ -e "$p" ] || continue
   if ! diff -r --exclude=__pycache__ "$snap/$p" "$p" >/dev/null; then
