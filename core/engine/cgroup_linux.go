@@ -124,6 +124,17 @@ func (c cgroups) create(id string, spec runSpec) (*cgroup, error) {
 	return cg, nil
 }
 
+// remove deletes this cgroup's directories once its processes are gone.
+func (cg *cgroup) remove() error {
+	var errs []error
+	for _, dir := range cg.dirs {
+		if err := removeCgroupDir(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (cg *cgroup) add(pid int) error {
 	for _, dir := range cg.dirs {
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
@@ -133,9 +144,10 @@ func (cg *cgroup) add(pid int) error {
 	return nil
 }
 
-// remove deletes every cgroup of a sandbox (one per start: id-*) once its
-// processes are gone; the kernel refuses while any process remains.
-func (c cgroups) remove(id string) error {
+// removeAll deletes every cgroup of a sandbox (one per start: id-*) once its
+// processes are gone; the kernel refuses while any process remains. Only for
+// a sandbox that cannot be starting: one being deleted, or purged.
+func (c cgroups) removeAll(id string) error {
 	var errs []error
 	for _, pattern := range c.dirsOf(id + "-*") {
 		dirs, _ := filepath.Glob(pattern)

@@ -208,7 +208,7 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 		// stopping it): finish the stop.
 		_ = sb.proc.kill(10 * time.Second)
 		sb.proc = nil
-		_ = e.cgroups.remove(cgroupID(&sb.rec))
+		_ = e.cgroups.removeAll(cgroupID(&sb.rec)) // nothing else runs it yet
 	case lifecycle.ShouldRunWorkload(sb.observed()):
 		_ = e.run(ctx, sb)
 	}

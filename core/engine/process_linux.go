@@ -25,6 +25,17 @@ type process struct {
 	done chan struct{}
 	// exit describes how it ended, once done is closed.
 	exit string
+	// cg is the cgroup this start of the sandbox runs in (nil when limits
+	// are off, or for a process adopted after a restart).
+	cg *cgroup
+}
+
+// releaseCgroup removes the process's own cgroup once it has exited. Only
+// its own: a new start of the same sandbox may already have made the next.
+func (p *process) releaseCgroup() {
+	if p.cg != nil {
+		_ = p.cg.remove()
+	}
 }
 
 // launch describes one start of a sandbox's init.
@@ -100,7 +111,7 @@ func startProcess(l launch) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start sandbox init: %w", err)
 	}
-	p := &process{pid: cmd.Process.Pid, done: make(chan struct{})}
+	p := &process{pid: cmd.Process.Pid, done: make(chan struct{}), cg: l.cgroup}
 	p.start, _ = processStart(p.pid)
 	go func() {
 		err := cmd.Wait()
@@ -110,6 +121,7 @@ func startProcess(l launch) (*process, error) {
 	fail := func(err error) (*process, error) {
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 		<-p.done
+		p.releaseCgroup()
 		return nil, err
 	}
 	if err := l.setupPID(p.pid, p.start); err != nil {

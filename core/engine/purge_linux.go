@@ -33,7 +33,7 @@ func Purge(stateDir string) (int, error) {
 					killed++
 				}
 			}
-			_ = cg.remove(cgroupID(&r))
+			_ = cg.removeAll(cgroupID(&r))
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return 0, err

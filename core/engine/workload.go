@@ -72,7 +72,7 @@ func (e *Engine) launch(rec *record) (*process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup limits: %w", err)
 	}
-	return startProcess(launch{
+	p, err := startProcess(launch{
 		exe:     e.cfg.Executable,
 		name:    rec.Name,
 		workDir: wd,
@@ -93,6 +93,10 @@ func (e *Engine) launch(rec *record) (*process, error) {
 			return e.store.put(&sb.rec, "", nil)
 		},
 	})
+	if err != nil && cg != nil {
+		_ = cg.remove()
+	}
+	return p, err
 }
 
 func (e *Engine) logPath(r *record) string {
@@ -148,7 +152,7 @@ func (e *Engine) watchExit(sb *sandbox, p *process) {
 		rec := sb.rec
 		e.mu.Unlock()
 		_ = e.store.put(&rec, "", nil)
-		_ = e.cgroups.remove(cgroupID(&rec))
+		p.releaseCgroup()
 		e.log.Warn("sandbox process tree ended", "sandbox", rec.key(), "how", p.exit)
 		e.publish(sb)
 		e.poke()
@@ -162,14 +166,13 @@ func (e *Engine) stop(sb *sandbox) {
 	sb.proc = nil
 	sb.workload = lifecycle.WorkloadAbsent
 	sb.rec.PID, sb.rec.PIDStart = 0, 0
-	id := cgroupID(&sb.rec)
 	e.mu.Unlock()
 	if p != nil {
 		if err := p.kill(10 * time.Second); err != nil {
 			e.log.Error("stop sandbox", "sandbox", sb.rec.key(), "err", err)
 		}
+		p.releaseCgroup()
 	}
-	_ = e.cgroups.remove(id)
 }
 
 // finishDelete stops a sandbox marked Deleting, removes its files and record.
@@ -178,6 +181,7 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 	e.mu.Lock()
 	rec := sb.rec
 	e.mu.Unlock()
+	_ = e.cgroups.removeAll(cgroupID(&rec)) // also those of processes adopted after a restart
 	_ = os.Remove(e.socketPath(&rec))
 	if err := os.RemoveAll(filepath.Join(e.cfg.StateDir, "sandboxes", rec.Namespace, rec.Name)); err != nil {
 		return fmt.Errorf("remove files of %s: %w", rec.key(), err)
