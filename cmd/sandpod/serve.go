@@ -46,6 +46,7 @@ func runServe(ctx context.Context, args []string) int {
 	tokenFile := fs.String("token-file", "", "file of bearer tokens callers must present: one a line, optionally followed by the namespaces it may use (TOKEN ns1,ns2)")
 	tlsCert := fs.String("tls-cert", "", "serve TLS with this certificate (PEM); reloaded when the file changes")
 	tlsKey := fs.String("tls-key", "", "the private key (PEM) of --tls-cert")
+	refillDelay := fs.Duration("pool-refill-delay", 0, "hold back a warm pool's refill this long after its last claim (smooths bursts)")
 	pprof := fs.String("pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -56,7 +57,7 @@ func runServe(ctx context.Context, args []string) int {
 		return 2
 	}
 	o := serveOptions{listen: *listen, stateDir: *stateDir, configs: configs, addrFile: *addrFile,
-		tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey, pprof: *pprof}
+		tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey, pprof: *pprof, refillDelay: *refillDelay}
 	if err := serve(ctx, log, o); err != nil {
 		log.Error("serve", "err", err)
 		return 1
@@ -69,6 +70,7 @@ type serveOptions struct {
 	configs                []string
 	addrFile, tokenFile    string
 	tlsCert, tlsKey, pprof string
+	refillDelay            time.Duration
 }
 
 func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
@@ -98,7 +100,7 @@ func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
 		}
 		bo.ServerOptions = append(bo.ServerOptions, grpc.Creds(credentials.NewTLS(certs.TLSConfig())))
 	}
-	eng, err := engine.New(ctx, engine.Config{StateDir: stateDir, Definitions: defs, Logger: log})
+	eng, err := engine.New(ctx, engine.Config{StateDir: stateDir, Definitions: defs, Logger: log, PoolRefillDelay: o.refillDelay})
 	if err != nil {
 		return err
 	}

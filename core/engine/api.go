@@ -155,6 +155,9 @@ func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) 
 	if ent != nil {
 		e.requests[p.namespace+"/"+p.requestID] = *ent
 	}
+	if pl := e.pools[p.namespace+"/"+sb.rec.Pool]; pl != nil {
+		pl.lastClaim = now
+	}
 	go e.publish(sb)
 	e.poke() // refill the pool
 	return sb, true, true, nil
@@ -532,6 +535,7 @@ func (e *Engine) ScaleWarmPool(ctx context.Context, ns, name string, replicas in
 		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
 	}
 	p.replicas = replicas
+	p.lastClaim = time.Time{} // an explicit scale refills at once
 	out := e.poolStatus(p)
 	e.mu.Unlock()
 	e.poke()

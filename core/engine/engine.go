@@ -32,6 +32,10 @@ type Config struct {
 	Executable string
 	// PoolBatch caps how many members one pool starts at a time (default 4).
 	PoolBatch int
+	// PoolRefillDelay holds back a pool's refill this long after its last
+	// claim, so a burst of claims is not slowed by members starting on the
+	// same cores (0: refill at once).
+	PoolRefillDelay time.Duration
 	// StartTimeout bounds a sandbox start (default 30s).
 	StartTimeout time.Duration
 	Logger       *slog.Logger
@@ -61,6 +65,8 @@ type Engine struct {
 type pool struct {
 	namespace, name, template string
 	replicas                  int32
+	// lastClaim paces the refill (Config.PoolRefillDelay).
+	lastClaim time.Time
 }
 
 // New opens the state and recovers every sandbox from it: running ones are

@@ -100,6 +100,10 @@ func (e *Engine) reconcile(ctx context.Context) time.Duration {
 		// Members are recorded before they start, so there is nothing in
 		// flight that the members do not already show.
 		plan := lifecycle.PlanPool(int(p.replicas), members, spec.Hash, 0, e.cfg.PoolBatch)
+		if until := p.lastClaim.Add(e.cfg.PoolRefillDelay); plan.Create > 0 && now.Before(until) {
+			plan.Create = 0 // claims are still coming: refill after the burst
+			waits = append(waits, until.Sub(now))
+		}
 		for _, name := range plan.Delete {
 			actions = append(actions, action{kind: "delete", sb: byName[name]})
 		}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+	"github.com/sandpod/sandpod/tests/testserver"
 )
 
 const manualResumeConfig = `apiVersion: sandpod.dev/v1alpha1
@@ -34,7 +35,8 @@ func waitPoolReady(t *testing.T, c sandpodv1.SandboxServiceClient, pool string, 
 }
 
 func TestPoolOfTwoServesThreeClaims(t *testing.T) {
-	srv := startServer(t, "")
+	// No refill until the pool is scaled: exactly 2 claims can be warm.
+	srv := testserver.Start(t, testserver.Options{ExtraArgs: []string{"--pool-refill-delay", "1h"}})
 	c := srv.Client()
 	waitPoolReady(t, c, "python", 2)
 
@@ -53,7 +55,10 @@ func TestPoolOfTwoServesThreeClaims(t *testing.T) {
 	if warm != 2 || len(names) != 3 {
 		t.Fatalf("3 claims on a pool of 2: %d warm, %d distinct; want 2 warm, 3 distinct", warm, len(names))
 	}
-	// The pool refills behind the claims.
+	// The pool refills behind the claims (a scale ends the refill delay).
+	if _, err := c.ScaleWarmPool(ctx(t), &sandpodv1.ScaleWarmPoolRequest{Name: "python", Replicas: 2}); err != nil {
+		t.Fatal(err)
+	}
 	waitPoolReady(t, c, "python", 2)
 	list, err := c.ListSandboxes(ctx(t), &sandpodv1.ListSandboxesRequest{})
 	if err != nil || len(list.GetSandboxes()) != 3 {
@@ -147,13 +152,17 @@ func TestShutdownTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	keep, err := c.CreateSandbox(ctx(t), &sandpodv1.CreateSandboxRequest{
-		Template: "python", Ttl: dur(time.Second), ShutdownPolicy: sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_RETAIN,
+		Template: "python", Ttl: dur(time.Hour), ShutdownPolicy: sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_RETAIN,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keepName := keep.GetSandbox().GetName()
 	sh(t, c, keepName, "echo precious > result.txt")
+	// Only now bring its end close, so a slow machine cannot expire it early.
+	if _, err := c.ExtendSandbox(ctx(t), &sandpodv1.ExtendSandboxRequest{Name: keepName, Ttl: dur(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
 
 	eventually(t, "Delete policy removes the sandbox", func() bool {
 		_, err := getSandbox(t, c, del.GetSandbox().GetName())
