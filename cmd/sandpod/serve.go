@@ -74,57 +74,39 @@ type serveOptions struct {
 }
 
 func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
-	listen, stateDir, addrFile, tokenFile, pprofAddr := o.listen, o.stateDir, o.addrFile, o.tokenFile, o.pprof
 	defs, err := loadDefinitions(o.configs)
 	if err != nil {
 		return err
 	}
-	var tokens []bridge.Token
-	if tokenFile != "" {
-		b, err := os.ReadFile(tokenFile)
-		if err != nil {
-			return fmt.Errorf("token file: %w", err)
-		}
-		if tokens, err = bridge.ParseTokens(string(b)); err != nil {
-			return err
-		}
-		if len(tokens) == 0 {
-			return fmt.Errorf("token file %s holds no token", tokenFile)
-		}
+	bo, err := bridgeOptions(o)
+	if err != nil {
+		return err
 	}
-	bo := bridge.Options{Tokens: tokens}
-	if o.tlsCert != "" {
-		certs, err := bridge.NewCertReloader(o.tlsCert, o.tlsKey)
-		if err != nil {
-			return err
-		}
-		bo.ServerOptions = append(bo.ServerOptions, grpc.Creds(credentials.NewTLS(certs.TLSConfig())))
-	}
-	eng, err := engine.New(ctx, engine.Config{StateDir: stateDir, Definitions: defs, Logger: log, PoolRefillDelay: o.refillDelay})
+	eng, err := engine.New(ctx, engine.Config{StateDir: o.stateDir, Definitions: defs, Logger: log, PoolRefillDelay: o.refillDelay})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
 	eng.Start()
 
-	lis, err := net.Listen("tcp", listen)
+	lis, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
 	}
 	b := bridge.New(eng)
 	defer b.Close()
 	g, hs := b.GRPCServer(bo)
-	if addrFile != "" {
-		tmp := addrFile + ".tmp"
+	if o.addrFile != "" {
+		tmp := o.addrFile + ".tmp"
 		if err := os.WriteFile(tmp, []byte(lis.Addr().String()), 0o644); err != nil {
 			return err
 		}
-		if err := os.Rename(tmp, addrFile); err != nil {
+		if err := os.Rename(tmp, o.addrFile); err != nil {
 			return err
 		}
 	}
-	if pprofAddr != "" {
-		go func() { log.Info("pprof", "err", http.ListenAndServe(pprofAddr, nil)) }()
+	if o.pprof != "" {
+		go func() { log.Info("pprof", "err", http.ListenAndServe(o.pprof, nil)) }()
 	}
 	go func() {
 		<-ctx.Done()
@@ -137,8 +119,33 @@ func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
 			g.Stop() // long execs and watches end here; sandboxes keep running
 		}
 	}()
-	log.Info("sandpod serving", "address", lis.Addr().String(), "state", stateDir, "templates", len(defs.Templates), "pools", len(defs.Pools))
+	log.Info("sandpod serving", "address", lis.Addr().String(), "state", o.stateDir, "templates", len(defs.Templates), "pools", len(defs.Pools))
 	return g.Serve(lis)
+}
+
+// bridgeOptions reads the token file and the TLS pair.
+func bridgeOptions(o serveOptions) (bridge.Options, error) {
+	var bo bridge.Options
+	if o.tokenFile != "" {
+		b, err := os.ReadFile(o.tokenFile)
+		if err != nil {
+			return bo, fmt.Errorf("token file: %w", err)
+		}
+		if bo.Tokens, err = bridge.ParseTokens(string(b)); err != nil {
+			return bo, err
+		}
+		if len(bo.Tokens) == 0 {
+			return bo, fmt.Errorf("token file %s holds no token", o.tokenFile)
+		}
+	}
+	if o.tlsCert != "" {
+		certs, err := bridge.NewCertReloader(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return bo, err
+		}
+		bo.ServerOptions = append(bo.ServerOptions, grpc.Creds(credentials.NewTLS(certs.TLSConfig())))
+	}
+	return bo, nil
 }
 
 func loadDefinitions(configs []string) (engine.Definitions, error) {
