@@ -25,7 +25,7 @@ import sandpod
 REPO = Path(__file__).resolve().parents[3]
 READY_TIMEOUT = 120.0  # generous: a loaded 2-core machine
 
-CONFIG = """\
+PYTHON_TEMPLATE = """\
 apiVersion: sandpod.dev/v1alpha1
 kind: SandboxTemplate
 metadata:
@@ -40,7 +40,12 @@ spec:
     defaultTTL: 1h
     shutdownPolicy: Delete
   autoResume: true
----
+"""
+
+
+def python_pool(replicas: int) -> str:
+    """The python template with a warm pool of the given size."""
+    return f"""{PYTHON_TEMPLATE}---
 apiVersion: sandpod.dev/v1alpha1
 kind: SandboxWarmPool
 metadata:
@@ -48,8 +53,13 @@ metadata:
 spec:
   templateRef:
     name: python
-  replicas: 5
----
+  replicas: {replicas}
+"""
+
+
+CONFIG = (
+    python_pool(5)
+    + """---
 apiVersion: sandpod.dev/v1alpha1
 kind: SandboxTemplate
 metadata:
@@ -64,6 +74,7 @@ spec:
     defaultTTL: 1h
   autoResume: false
 """
+)
 
 
 def free_port() -> int:

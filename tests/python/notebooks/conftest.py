@@ -6,35 +6,11 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
-from integration.conftest import Server, sandpod_binary
+from integration.conftest import Server, python_pool, sandpod_binary
 
 # A pool of 4 covers the quick start warm; the 32 rollouts mostly start cold (~100 ms
 # each), which keeps the pool's refill from competing with the notebook for the CPUs.
-CONFIG = """\
-apiVersion: sandpod.dev/v1alpha1
-kind: SandboxTemplate
-metadata:
-  name: python
-spec:
-  podTemplate:
-    spec:
-      containers:
-      - name: sandbox
-        image: docker.io/local/python:3
-  lifecycle:
-    defaultTTL: 1h
-    shutdownPolicy: Delete
-  autoResume: true
----
-apiVersion: sandpod.dev/v1alpha1
-kind: SandboxWarmPool
-metadata:
-  name: python
-spec:
-  templateRef:
-    name: python
-  replicas: 4
-"""
+CONFIG = python_pool(4)
 
 
 @pytest.fixture(scope="session")
