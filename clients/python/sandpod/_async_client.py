@@ -359,17 +359,8 @@ class AsyncClient:
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> list[Template]:
         """The sandbox templates the server knows."""
-        out: list[Template] = []
-        token = ""
-        while True:
-            req = _pb.ListTemplatesRequest(
-                namespace=self._settings.ns(namespace), page_size=1000, page_token=token
-            )
-            resp = await self._unary("ListTemplates", req, timeout=timeout)
-            out.extend(Template.from_pb(t) for t in resp.templates)
-            token = resp.next_page_token
-            if not token:
-                return out
+        pages = await self._all_pages("ListTemplates", _pb.ListTemplatesRequest, namespace, timeout)
+        return [Template.from_pb(t) for page in pages for t in page.templates]
 
     async def pools(
         self,
@@ -378,17 +369,26 @@ class AsyncClient:
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> list[WarmPool]:
         """The warm pools and how many ready sandboxes each holds."""
-        out: list[WarmPool] = []
+        pages = await self._all_pages("ListWarmPools", _pb.ListWarmPoolsRequest, namespace, timeout)
+        return [WarmPool.from_pb(p) for page in pages for p in page.warm_pools]
+
+    async def _all_pages(
+        self,
+        method: str,
+        request: Any,
+        namespace: str | None,
+        timeout: Timeout | UseClientDefault,
+    ) -> list[Any]:
+        """Every page of a paged list call, in order."""
+        pages: list[Any] = []
         token = ""
         while True:
-            req = _pb.ListWarmPoolsRequest(
-                namespace=self._settings.ns(namespace), page_size=1000, page_token=token
-            )
-            resp = await self._unary("ListWarmPools", req, timeout=timeout)
-            out.extend(WarmPool.from_pb(p) for p in resp.warm_pools)
+            req = request(namespace=self._settings.ns(namespace), page_size=1000, page_token=token)
+            resp = await self._unary(method, req, timeout=timeout)
+            pages.append(resp)
             token = resp.next_page_token
             if not token:
-                return out
+                return pages
 
     async def pool(
         self,

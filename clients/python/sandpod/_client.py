@@ -390,17 +390,8 @@ class Client:
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> list[Template]:
         """The sandbox templates the server knows."""
-        out: list[Template] = []
-        token = ""
-        while True:
-            req = _pb.ListTemplatesRequest(
-                namespace=self._settings.ns(namespace), page_size=1000, page_token=token
-            )
-            resp = self._unary("ListTemplates", req, timeout=timeout)
-            out.extend(Template.from_pb(t) for t in resp.templates)
-            token = resp.next_page_token
-            if not token:
-                return out
+        pages = self._all_pages("ListTemplates", _pb.ListTemplatesRequest, namespace, timeout)
+        return [Template.from_pb(t) for page in pages for t in page.templates]
 
     def pools(
         self,
@@ -409,17 +400,26 @@ class Client:
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> list[WarmPool]:
         """The warm pools and how many ready sandboxes each holds."""
-        out: list[WarmPool] = []
+        pages = self._all_pages("ListWarmPools", _pb.ListWarmPoolsRequest, namespace, timeout)
+        return [WarmPool.from_pb(p) for page in pages for p in page.warm_pools]
+
+    def _all_pages(
+        self,
+        method: str,
+        request: Any,
+        namespace: str | None,
+        timeout: Timeout | UseClientDefault,
+    ) -> list[Any]:
+        """Every page of a paged list call, in order."""
+        pages: list[Any] = []
         token = ""
         while True:
-            req = _pb.ListWarmPoolsRequest(
-                namespace=self._settings.ns(namespace), page_size=1000, page_token=token
-            )
-            resp = self._unary("ListWarmPools", req, timeout=timeout)
-            out.extend(WarmPool.from_pb(p) for p in resp.warm_pools)
+            req = request(namespace=self._settings.ns(namespace), page_size=1000, page_token=token)
+            resp = self._unary(method, req, timeout=timeout)
+            pages.append(resp)
             token = resp.next_page_token
             if not token:
-                return out
+                return pages
 
     def pool(
         self,
