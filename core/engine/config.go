@@ -215,6 +215,6 @@ func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
 	if t.Spec.RuntimeClassName != nil {
 		rs.RuntimeClass = *t.Spec.RuntimeClassName
 	}
-	rs.Hash = hashOf(rs)
+	rs.Hash = rs.specHash()
 	return rs, nil
 }

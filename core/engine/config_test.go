@@ -39,7 +39,7 @@ func TestParseDefinitions(t *testing.T) {
 		rs.IdleTimeout.Duration.Minutes() != 5 || rs.DefaultTTL.Duration.Hours() != 1 || rs.ShutdownPolicy != "Retain" {
 		t.Fatalf("resolved = %+v", rs)
 	}
-	if rs.Hash == "" || rs.Hash != hashOf(rs) {
+	if rs.Hash == "" || rs.Hash != rs.specHash() {
 		t.Fatalf("hash %q is not the hash of the spec", rs.Hash)
 	}
 }

@@ -282,12 +282,11 @@ func newSecret() string {
 	return hex.EncodeToString(b)
 }
 
-func hashOf(v any) string {
-	if rs, ok := v.(runSpec); ok {
-		rs.Hash = ""
-		v = rs
-	}
-	return lifecycle.TemplateHash(v)
+// specHash is the template hash of a run spec, computed without its own
+// Hash field; pool members whose hash differs roll.
+func (rs runSpec) specHash() string {
+	rs.Hash = ""
+	return lifecycle.TemplateHash(rs)
 }
 
 var errGone = errors.New("sandbox deleted")

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -236,5 +238,6 @@ func sandboxEnv(workDir string, extra map[string]string) []string {
 // socketDir is where agent sockets live: short (sun_path holds 108 bytes),
 // stable for a state directory so a restarted engine finds its sockets.
 func socketDir(stateDir string) string {
-	return filepath.Join(os.TempDir(), "sandpod-"+hashOf(stateDir)[:12])
+	sum := sha256.Sum256([]byte(stateDir))
+	return filepath.Join(os.TempDir(), "sandpod-"+hex.EncodeToString(sum[:6]))
 }
