@@ -43,7 +43,7 @@ func Run(ctx context.Context, args []string) error {
 	}
 	ctrl.SetLogger(klog.NewKlogr())
 
-	cfg, err := loadConfig(*kubeconfig)
+	cfg, err := LoadConfig(*kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,9 @@ func Run(ctx context.Context, args []string) error {
 	return mgr.Start(ctx)
 }
 
-func loadConfig(path string) (*rest.Config, error) {
+// LoadConfig is the client config of a sandpod process: the kubeconfig at
+// path, else $KUBECONFIG, else the in-cluster config.
+func LoadConfig(path string) (*rest.Config, error) {
 	if path == "" {
 		path = os.Getenv("KUBECONFIG")
 	}

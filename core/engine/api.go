@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -30,7 +31,7 @@ func (e *Engine) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbox
 	ns := nsOr(req.GetNamespace())
 	p := newParams{
 		namespace: ns, template: req.GetTemplate(), name: req.GetName(), labels: req.GetLabels(), env: req.GetEnv(),
-		ttl: req.GetTtl().AsDuration(), policy: PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "create",
+		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "create",
 	}
 	if req.GetShutdownTime() != nil {
 		t := req.GetShutdownTime().AsTime()
@@ -55,7 +56,7 @@ func (e *Engine) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRe
 	ns := nsOr(req.GetNamespace())
 	p := newParams{
 		namespace: ns, template: req.GetTemplate(), labels: req.GetLabels(), env: req.GetEnv(),
-		ttl: req.GetTtl().AsDuration(), policy: PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "claim",
+		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "claim",
 	}
 	if req.GetShutdownTime() != nil {
 		t := req.GetShutdownTime().AsTime()
@@ -477,7 +478,7 @@ func (e *Engine) ListTemplates(_ context.Context, ns string) ([]*sandpodv1.Templ
 		}
 		t := &sandpodv1.Template{
 			Name: rs.Template, Namespace: ns, Image: rs.Image, RuntimeClassName: rs.RuntimeClass,
-			ShutdownPolicy: policyToProto[lifecycle.EffectivePolicy(rs.ShutdownPolicy, "")], AutoResume: rs.AutoResume,
+			ShutdownPolicy: protoconv.Policy(lifecycle.EffectivePolicy(rs.ShutdownPolicy, "")), AutoResume: rs.AutoResume,
 			NetworkIsolated: rs.NetIsolated, MemoryLimitBytes: rs.MemoryBytes, CpuLimitMillis: rs.CPUMillis, PidsLimit: rs.PidsLimit,
 		}
 		if rs.IdleTimeout.Duration > 0 {

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -66,31 +67,6 @@ func (s *sandbox) observed() lifecycle.Observed {
 
 func (s *sandbox) phase() v1alpha1.SandboxPhase { return lifecycle.Phase(s.observed()) }
 
-var phaseToProto = map[v1alpha1.SandboxPhase]sandpodv1.Phase{
-	v1alpha1.SandboxPending:     sandpodv1.Phase_PHASE_PENDING,
-	v1alpha1.SandboxRunning:     sandpodv1.Phase_PHASE_RUNNING,
-	v1alpha1.SandboxSuspended:   sandpodv1.Phase_PHASE_SUSPENDED,
-	v1alpha1.SandboxExpired:     sandpodv1.Phase_PHASE_EXPIRED,
-	v1alpha1.SandboxFailed:      sandpodv1.Phase_PHASE_FAILED,
-	v1alpha1.SandboxTerminating: sandpodv1.Phase_PHASE_TERMINATING,
-}
-
-var policyToProto = map[v1alpha1.ShutdownPolicy]sandpodv1.ShutdownPolicy{
-	v1alpha1.ShutdownPolicyDelete: sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_DELETE,
-	v1alpha1.ShutdownPolicyRetain: sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_RETAIN,
-}
-
-// PolicyFromProto maps the wire enum to the API value ("" when unspecified).
-func PolicyFromProto(p sandpodv1.ShutdownPolicy) v1alpha1.ShutdownPolicy {
-	switch p {
-	case sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_DELETE:
-		return v1alpha1.ShutdownPolicyDelete
-	case sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_RETAIN:
-		return v1alpha1.ShutdownPolicyRetain
-	}
-	return ""
-}
-
 // toProto renders the sandbox for the API.
 func (s *sandbox) toProto() *sandpodv1.Sandbox {
 	r := &s.rec
@@ -102,10 +78,10 @@ func (s *sandbox) toProto() *sandpodv1.Sandbox {
 		Template:         r.Spec.Template,
 		Pool:             r.Pool,
 		Labels:           copyMap(r.Labels),
-		Phase:            phaseToProto[phase],
+		Phase:            protoconv.Phase(phase),
 		Message:          r.Message,
 		CreateTime:       timestamppb.New(r.Created),
-		ShutdownPolicy:   policyToProto[lifecycle.EffectivePolicy(r.ShutdownPolicy, "")],
+		ShutdownPolicy:   protoconv.Policy(lifecycle.EffectivePolicy(r.ShutdownPolicy, "")),
 		LastActivityTime: timestamppb.New(r.LastActivity),
 		Claimed:          r.Claimed,
 		Conditions:       conditions(phase, r),

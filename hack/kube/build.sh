@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the integration test bed from Go modules only (no release downloads):
-#   kube-apiserver (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3), kwok (sigs.k8s.io/kwok).
+#   kube-apiserver (k8s.io/kubernetes, built with the other Kubernetes components), etcd (go.etcd.io/etcd/server/v3), kwok (sigs.k8s.io/kwok).
 # Each lands in ${SANDPOD_CACHE:-$HOME/.cache/sandpod}/<component>-<version>/ and is skipped when present.
 # Prints the bin directory to use as SANDPOD_KUBE_BIN on its last line.
 #
@@ -19,14 +19,21 @@ export GOFLAGS=-mod=mod GOWORK=off
 log() { echo "[$(date +%T)] $*" >&2; }
 
 # build_in DIR NAME: run in a scratch module dir; output binary $DIR/NAME (atomic rename).
-build_kube_apiserver() {
-  local d=$CACHE/kube-apiserver-$K8S_VERSION
-  [ -x "$d/kube-apiserver" ] && { log "kube-apiserver $K8S_VERSION cached"; return; }
-  log "building kube-apiserver $K8S_VERSION (several minutes)"
+# build_kubernetes: kube-apiserver, kubelet, kube-controller-manager, kubectl,
+# kube-scheduler and kube-proxy in one `go build` from a scratch module that
+# requires k8s.io/kubernetes and pins each staging module to its release.
+# The kwok bed needs only kube-apiserver; the single-node bed (hack/testbed)
+# needs them all, and one build shares the compile work.
+KUBE_COMPONENTS="kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy kubectl"
+build_kubernetes() {
+  local d=$CACHE/kubernetes-$K8S_VERSION missing=0 c
+  for c in $KUBE_COMPONENTS; do [ -x "$d/$c" ] || missing=1; done
+  [ $missing = 0 ] && { log "kubernetes $K8S_VERSION cached"; return; }
+  log "building kubernetes $K8S_VERSION components (cold: ~20 minutes on 2 cores)"
   local w=$d/src; mkdir -p "$w"; cd "$w"
   if [ ! -f go.mod ] || ! grep -q "k8s.io/kubernetes $K8S_VERSION" go.mod; then
     rm -f go.mod go.sum
-    go mod init testbed.local/kubeapiserver >/dev/null 2>&1
+    go mod init testbed.local/kubernetes >/dev/null 2>&1
     local gomod
     gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
     local staging=v0${K8S_VERSION#v1}
@@ -34,14 +41,18 @@ build_kube_apiserver() {
       go mod edit -replace "$m=$m@$staging"
     done
     go mod edit -require "k8s.io/kubernetes@$K8S_VERSION"
-    printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' > tools.go
+    { printf '//go:build tools\n\npackage tools\n\nimport (\n'
+      for c in $KUBE_COMPONENTS; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c"; done
+      printf ')\n'; } > tools.go
     go mod tidy
   fi
   local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
   local ldf="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
-  go build -trimpath -ldflags "$ldf" -o "$d/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-  mv "$d/kube-apiserver.tmp" "$d/kube-apiserver"
-  log "kube-apiserver done"
+  mkdir -p "$d/tmp"
+  go build -trimpath -ldflags "$ldf" -o "$d/tmp/" $(for c in $KUBE_COMPONENTS; do echo "k8s.io/kubernetes/cmd/$c"; done)
+  for c in $KUBE_COMPONENTS; do mv "$d/tmp/$c" "$d/$c"; done
+  rmdir "$d/tmp"
+  log "kubernetes done"
 }
 
 build_etcd() {
@@ -92,9 +103,9 @@ mkdir -p "$CACHE"
 build_etcd
 build_kwok
 kwok_stages
-build_kube_apiserver
+build_kubernetes
 mkdir -p "$BIN"
-ln -sf "$CACHE/kube-apiserver-$K8S_VERSION/kube-apiserver" "$BIN/kube-apiserver"
+ln -sf "$CACHE/kubernetes-$K8S_VERSION/kube-apiserver" "$BIN/kube-apiserver"
 ln -sf "$CACHE/etcd-$ETCD_VERSION/etcd" "$BIN/etcd"
 ln -sf "$CACHE/kwok-$KWOK_VERSION/kwok" "$BIN/kwok"
 ln -sf "$CACHE/kwok-$KWOK_VERSION/stages.yaml" "$BIN/kwok-stages.yaml"

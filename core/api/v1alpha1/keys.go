@@ -20,6 +20,10 @@ const (
 	// AnnotationRequestID records the client request id that created a sandbox.
 	AnnotationRequestID = "sandpod.dev/request-id"
 
+	// AnnotationFromPool names the warm pool a claimed sandbox was adopted
+	// from (set in the adopting write, since the pool label goes then).
+	AnnotationFromPool = "sandpod.dev/from-pool"
+
 	// Finalizer guards cleanup of a sandbox's children.
 	Finalizer = "sandpod.dev/finalizer"
 )

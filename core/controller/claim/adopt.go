@@ -30,6 +30,12 @@ func Bind(sb *v1alpha1.Sandbox, c *v1alpha1.SandboxClaim, t *v1alpha1.SandboxTem
 	for k, v := range c.Spec.Labels {
 		sb.Labels[k] = v
 	}
+	if pool, ok := sb.Labels[v1alpha1.LabelPool]; ok {
+		if sb.Annotations == nil {
+			sb.Annotations = map[string]string{}
+		}
+		sb.Annotations[v1alpha1.AnnotationFromPool] = pool
+	}
 	delete(sb.Labels, v1alpha1.LabelPool)
 	sb.Labels[v1alpha1.LabelClaim] = c.Name
 	sb.Labels[v1alpha1.LabelTemplate] = t.Name

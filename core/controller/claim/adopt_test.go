@@ -32,6 +32,9 @@ func TestBind(t *testing.T) {
 	if _, ok := member.Labels[v1alpha1.LabelPool]; ok {
 		t.Errorf("pool label kept")
 	}
+	if member.Annotations[v1alpha1.AnnotationFromPool] != "pool" {
+		t.Errorf("from-pool annotation = %q, want the pool it was adopted from", member.Annotations[v1alpha1.AnnotationFromPool])
+	}
 	if member.Labels[v1alpha1.LabelClaim] != "c" || member.Labels["team"] != "rl" || member.Annotations[v1alpha1.AnnotationRequestID] != "req-1" {
 		t.Errorf("labels/annotations = %v %v", member.Labels, member.Annotations)
 	}
@@ -47,6 +50,9 @@ func TestBind(t *testing.T) {
 	cold := ColdSandbox(c, tmpl, now)
 	if cold.Name != "c" || !IsBoundTo(cold, c) || cold.Spec.TemplateRef.Name != "py" {
 		t.Errorf("cold = %+v", cold.ObjectMeta)
+	}
+	if _, ok := cold.Annotations[v1alpha1.AnnotationFromPool]; ok {
+		t.Errorf("a cold sandbox names a pool: %v", cold.Annotations)
 	}
 }
 

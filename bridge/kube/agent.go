@@ -1,0 +1,169 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	sbctl "github.com/sandpod/sandpod/core/controller/sandbox"
+)
+
+// Agent returns the agent of a running sandbox: its pod's IP on the agent
+// port, with the secret from the sandbox's Secret. A suspended sandbox is
+// resumed first when its template auto-resumes (FailedPrecondition
+// otherwise); a starting one is waited for.
+func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, error) {
+	ns = nsOr(ns)
+	sb, err := b.sandbox(ctx, ns, name)
+	if err != nil {
+		return agent.Endpoint{}, err
+	}
+	switch phaseOf(sb) {
+	case v1alpha1.SandboxSuspended:
+		if !sb.Spec.AutoResume {
+			return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
+		}
+		if _, err := b.ResumeSandbox(ctx, ns, name, true); err != nil {
+			return agent.Endpoint{}, err
+		}
+	case v1alpha1.SandboxExpired:
+		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired (retained): extend and resume it first", name)
+	case v1alpha1.SandboxFailed:
+		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s", name, sb.Status.Message)
+	case v1alpha1.SandboxTerminating:
+		return agent.Endpoint{}, status.Errorf(codes.NotFound, "sandbox %q is being deleted", name)
+	case v1alpha1.SandboxPending:
+		if _, err := b.waitRunning(ctx, ns, name, sb.UID); err != nil {
+			return agent.Endpoint{}, err
+		}
+	}
+	if sb, err = b.sandbox(ctx, ns, name); err != nil {
+		return agent.Endpoint{}, err
+	}
+	if len(sb.Status.PodIPs) == 0 || phaseOf(sb) != v1alpha1.SandboxRunning {
+		return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))
+	}
+	secret, err := b.secrets.get(ctx, b.live, sb)
+	if err != nil {
+		return agent.Endpoint{}, err
+	}
+	env := map[string]string{}
+	for _, e := range sb.Spec.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		}
+	}
+	b.activity.touch(sb)
+	return agent.Endpoint{
+		Target: net.JoinHostPort(sb.Status.PodIPs[0], strconv.Itoa(v1alpha1.AgentPort)),
+		Secret: secret,
+		Env:    env,
+		Done:   func() { b.activity.touch(sb) },
+	}, nil
+}
+
+// secretCache keeps each sandbox's agent secret after its first read: the
+// bridge reads Secrets one by one (it may not list or watch them).
+type secretCache struct {
+	mu    sync.Mutex
+	byUID map[types.UID]string
+}
+
+func newSecretCache() *secretCache { return &secretCache{byUID: map[types.UID]string{}} }
+
+func (s *secretCache) get(ctx context.Context, r client.Reader, sb *v1alpha1.Sandbox) (string, error) {
+	s.mu.Lock()
+	v, ok := s.byUID[sb.UID]
+	s.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	sec := &corev1.Secret{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sbctl.SecretName(sb.Name)}, sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", status.Errorf(codes.Unavailable, "sandbox %q: its agent secret does not exist yet; retry", sb.Name)
+		}
+		return "", apiError(err, "read the agent secret of sandbox %q", sb.Name)
+	}
+	if !metav1.IsControlledBy(sec, sb) {
+		return "", status.Errorf(codes.FailedPrecondition, "sandbox %q: secret %q is not owned by the sandbox; refusing to use it", sb.Name, sec.Name)
+	}
+	v = string(sec.Data[v1alpha1.SecretKeyAgent])
+	if v == "" {
+		return "", status.Errorf(codes.Unavailable, "sandbox %q: its agent secret is empty; retry", sb.Name)
+	}
+	s.mu.Lock()
+	s.byUID[sb.UID] = v
+	s.mu.Unlock()
+	return v, nil
+}
+
+func (s *secretCache) forget(uid types.UID) {
+	s.mu.Lock()
+	delete(s.byUID, uid)
+	s.mu.Unlock()
+}
+
+// activity records exec and file calls in status.lastActivityTime, which
+// drives the controller's idle suspend. It writes at most once per interval
+// per sandbox (a quarter of the idle timeout when that is shorter), in the
+// background, so a call never waits for the API server.
+type activity struct {
+	client   client.Client
+	interval time.Duration
+	log      *slog.Logger
+
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func newActivity(c client.Client, interval time.Duration, log *slog.Logger) *activity {
+	return &activity{client: c, interval: interval, log: log, last: map[string]time.Time{}}
+}
+
+func (a *activity) touch(sb *v1alpha1.Sandbox) {
+	every := a.interval
+	if d := sb.Spec.Lifecycle.IdleTimeout; d != nil && d.Duration > 0 && d.Duration/4 < every {
+		every = max(d.Duration/4, 100*time.Millisecond)
+	}
+	key := sb.Namespace + "/" + sb.Name
+	now := time.Now()
+	a.mu.Lock()
+	if now.Sub(a.last[key]) < every {
+		a.mu.Unlock()
+		return
+	}
+	a.last[key] = now
+	a.mu.Unlock()
+
+	ns, name := sb.Namespace, sb.Name
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		body, _ := json.Marshal(map[string]any{"status": map[string]any{"lastActivityTime": metav1.NewTime(now)}})
+		target := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := a.client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil && !apierrors.IsNotFound(err) {
+			a.log.Warn("record sandbox activity", "sandbox", key, "err", err)
+		}
+	}()
+}
+
+func (a *activity) forget(ns, name string) {
+	a.mu.Lock()
+	delete(a.last, ns+"/"+name)
+	a.mu.Unlock()
+}

@@ -1,0 +1,190 @@
+// Package kube is the bridge's Kubernetes backend. Lifecycle calls become
+// writes to sandpod's custom resources (core/api/v1alpha1), which the
+// controller reconciles: a claim is a SandboxClaim, a create is a Sandbox,
+// suspend and resume flip a Sandbox's operating mode. Reads come from an
+// informer cache; a call that waits (claim, create, resume) waits on that
+// cache's watch events, never on a polling loop. Exec and file calls reach
+// the agent at the pod's IP with the sandbox's own secret.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+// DefaultNamespace is used when a request names none (as in the local engine).
+const DefaultNamespace = "default"
+
+// indexClaim finds the sandboxes labelled with a claim's name.
+const indexClaim = "sandpod.claim"
+
+// Options configure the backend.
+type Options struct {
+	// Namespaces limits the bridge to these namespaces (all when empty).
+	Namespaces []string
+	// ActivityInterval is the longest the bridge waits before it records an
+	// exec or file call in status.lastActivityTime (default 10s; shorter for
+	// sandboxes whose idle timeout is short).
+	ActivityInterval time.Duration
+	// SyncTimeout bounds the initial cache sync (default 2m).
+	SyncTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Backend implements bridge.Backend on a cluster.
+type Backend struct {
+	cache    crcache.Cache
+	client   client.Client // writes, and reads through the cache
+	live     client.Reader // reads that must not come from a cache (secrets)
+	hub      *hub
+	secrets  *secretCache
+	activity *activity
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+// Scheme holds the types the bridge reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New starts the backend's informers and returns once they have synced. The
+// informers stop with ctx.
+func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
+	if o.ActivityInterval <= 0 {
+		o.ActivityInterval = 10 * time.Second
+	}
+	if o.SyncTimeout <= 0 {
+		o.SyncTimeout = 2 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	co := crcache.Options{Scheme: scheme}
+	if len(o.Namespaces) > 0 {
+		co.DefaultNamespaces = map[string]crcache.Config{}
+		for _, ns := range o.Namespaces {
+			co.DefaultNamespaces[ns] = crcache.Config{}
+		}
+	}
+	c, err := crcache.New(cfg, co)
+	if err != nil {
+		return nil, fmt.Errorf("informer cache: %w", err)
+	}
+	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexClaim, func(o client.Object) []string {
+		if name := o.GetLabels()[v1alpha1.LabelClaim]; name != "" {
+			return []string{name}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{
+		Reader: c, DisableFor: []client.Object{&corev1.Secret{}},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{
+		cache: c, client: cl, live: cl, hub: newHub(),
+		secrets: newSecretCache(), log: o.Logger, now: time.Now,
+	}
+	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
+
+	for _, obj := range []client.Object{&v1alpha1.Sandbox{}, &v1alpha1.SandboxClaim{}, &v1alpha1.SandboxTemplate{}, &v1alpha1.SandboxWarmPool{}} {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("informer for %T: %w", obj, err)
+		}
+		if _, ok := obj.(*v1alpha1.Sandbox); ok {
+			_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc:    func(o any) { b.onSandbox(o, eventAdded) },
+				UpdateFunc: func(_, o any) { b.onSandbox(o, eventModified) },
+				DeleteFunc: func(o any) { b.onSandbox(o, eventDeleted) },
+			})
+		} else if _, ok := obj.(*v1alpha1.SandboxClaim); ok {
+			_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc:    b.onClaim,
+				UpdateFunc: func(_, o any) { b.onClaim(o) },
+				DeleteFunc: b.onClaim,
+			})
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	go func() {
+		if err := c.Start(ctx); err != nil {
+			o.Logger.Error("informer cache stopped", "err", err)
+		}
+	}()
+	syncCtx, cancel := context.WithTimeout(ctx, o.SyncTimeout)
+	defer cancel()
+	if !c.WaitForCacheSync(syncCtx) {
+		return nil, fmt.Errorf("informer cache did not sync within %s: is the API server reachable and are sandpod's CRDs installed?", o.SyncTimeout)
+	}
+	return b, nil
+}
+
+// onSandbox wakes the calls waiting on a sandbox (and on its claim) and
+// feeds watchers.
+func (b *Backend) onSandbox(o any, t eventType) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	sb, ok := o.(*v1alpha1.Sandbox)
+	if !ok {
+		return
+	}
+	b.hub.wake(sandboxKey(sb.Namespace, sb.Name))
+	if claim := sb.Labels[v1alpha1.LabelClaim]; claim != "" {
+		b.hub.wake(claimKey(sb.Namespace, claim))
+	}
+	if t == eventDeleted {
+		b.secrets.forget(sb.UID)
+		b.activity.forget(sb.Namespace, sb.Name)
+	}
+	b.hub.publish(t, sb)
+}
+
+func (b *Backend) onClaim(o any) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	if c, ok := o.(*v1alpha1.SandboxClaim); ok {
+		b.hub.wake(claimKey(c.Namespace, c.Name))
+	}
+}
+
+func nsOr(ns string) string {
+	if ns == "" {
+		return DefaultNamespace
+	}
+	return ns
+}
+
+func sandboxKey(ns, name string) string { return "sandbox/" + ns + "/" + name }
+func claimKey(ns, name string) string   { return "claim/" + ns + "/" + name }

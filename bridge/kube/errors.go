@@ -1,0 +1,62 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// apiError turns an API server error into a gRPC status that says what was
+// being done.
+func apiError(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok && !isAPIStatus(err) {
+		return err
+	}
+	what := fmt.Sprintf(format, args...)
+	code := codes.Internal
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		code = codes.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		code = codes.Canceled
+	case apierrors.IsNotFound(err):
+		code = codes.NotFound
+	case apierrors.IsAlreadyExists(err):
+		code = codes.AlreadyExists
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		code = codes.InvalidArgument
+	case apierrors.IsConflict(err):
+		code = codes.Aborted
+	case apierrors.IsForbidden(err):
+		code = codes.PermissionDenied
+	case apierrors.IsUnauthorized(err):
+		code = codes.Unauthenticated
+	case apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
+		apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err), apierrors.IsUnexpectedServerError(err):
+		code = codes.Unavailable
+	case apierrors.ReasonForError(err) == "":
+		// Not an API status: the API server was not reached.
+		code = codes.Unavailable
+	}
+	return status.Errorf(code, "%s: %v", what, err)
+}
+
+func isAPIStatus(err error) bool {
+	var s apierrors.APIStatus
+	return errors.As(err, &s)
+}
+
+// waitError explains a wait that ended with the caller's context.
+func waitError(ctx context.Context, what string) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return status.Errorf(codes.Canceled, "%s: canceled", what)
+	}
+	return status.Errorf(codes.DeadlineExceeded, "%s: not ready before the deadline; it keeps starting (retry with the same request id, or watch it)", what)
+}

@@ -1,0 +1,92 @@
+package kube
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+func TestObjectMetaNamesRetriesAlike(t *testing.T) {
+	a := objectMeta("ns", "python", "req-1")
+	b := objectMeta("ns", "python", "req-1")
+	c := objectMeta("ns", "python", "req-2")
+	if a.Name == "" || a.Name != b.Name || a.Name == c.Name {
+		t.Errorf("names %q %q %q: want equal for one request id, different for another", a.Name, b.Name, c.Name)
+	}
+	if a.Annotations[v1alpha1.AnnotationRequestID] != "req-1" {
+		t.Errorf("request id not recorded: %v", a.Annotations)
+	}
+	if g := objectMeta("ns", "python", ""); g.Name != "" || g.GenerateName != "python-" {
+		t.Errorf("without a request id: name %q generateName %q", g.Name, g.GenerateName)
+	}
+	long := objectMeta("ns", strings.Repeat("a", 39)+"-"+strings.Repeat("b", 23), "r")
+	if len(long.Name) > 63 || strings.Contains(long.Name, "--") {
+		t.Errorf("long template gives %q (%d chars)", long.Name, len(long.Name))
+	}
+}
+
+func TestRequestLifecycle(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := requestLifecycle(now, durationpb.New(time.Hour), nil, sandpodv1.ShutdownPolicy_SHUTDOWN_POLICY_RETAIN)
+	if l.ShutdownTime == nil || !l.ShutdownTime.Time.Equal(now.Add(time.Hour)) || l.ShutdownPolicy != v1alpha1.ShutdownPolicyRetain {
+		t.Errorf("ttl 1h: %+v", l)
+	}
+	if l := requestLifecycle(now, nil, nil, 0); l.ShutdownTime != nil || l.ShutdownPolicy != "" {
+		t.Errorf("nothing asked: %+v", l)
+	}
+}
+
+func TestAPIErrorCodes(t *testing.T) {
+	gr := schema.GroupResource{Group: "sandpod.dev", Resource: "sandboxes"}
+	for _, c := range []struct {
+		err  error
+		want codes.Code
+	}{
+		{apierrors.NewNotFound(gr, "x"), codes.NotFound},
+		{apierrors.NewAlreadyExists(gr, "x"), codes.AlreadyExists},
+		{apierrors.NewConflict(gr, "x", errors.New("changed")), codes.Aborted},
+		{apierrors.NewForbidden(gr, "x", errors.New("no")), codes.PermissionDenied},
+		{apierrors.NewInvalid(schema.GroupKind{Group: "sandpod.dev", Kind: "Sandbox"}, "x", nil), codes.InvalidArgument},
+		{apierrors.NewTooManyRequests("slow down", 1), codes.Unavailable},
+		{errors.New("dial tcp: connection refused"), codes.Unavailable},
+		{status.Error(codes.FailedPrecondition, "kept"), codes.FailedPrecondition},
+	} {
+		if got := status.Code(apiError(c.err, "do it")); got != c.want {
+			t.Errorf("%v -> %s, want %s", c.err, got, c.want)
+		}
+	}
+}
+
+func TestSandboxToProto(t *testing.T) {
+	now := metav1.Now()
+	member := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "p-1", Labels: map[string]string{v1alpha1.LabelPool: "p"}}}
+	if !isPoolMember(member) || sandboxToProto(member).GetClaimed() || sandboxToProto(member).GetPhase() != sandpodv1.Phase_PHASE_PENDING {
+		t.Errorf("an unclaimed pool member without status: %v", sandboxToProto(member))
+	}
+	adopted := &v1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: "p-1", Labels: map[string]string{v1alpha1.LabelClaim: "c"},
+			Annotations: map[string]string{v1alpha1.AnnotationFromPool: "p"}},
+		Spec:   v1alpha1.SandboxSpec{Env: []corev1.EnvVar{{Name: "B"}, {Name: "A"}}},
+		Status: v1alpha1.SandboxStatus{Phase: v1alpha1.SandboxRunning},
+	}
+	p := sandboxToProto(adopted)
+	if !p.GetClaimed() || p.GetPool() != "p" || p.GetPhase() != sandpodv1.Phase_PHASE_RUNNING || strings.Join(p.GetEnvKeys(), ",") != "A,B" {
+		t.Errorf("an adopted sandbox: %v", p)
+	}
+	adopted.DeletionTimestamp = &now
+	if sandboxToProto(adopted).GetPhase() != sandpodv1.Phase_PHASE_TERMINATING {
+		t.Errorf("a deleting sandbox is %s", sandboxToProto(adopted).GetPhase())
+	}
+}

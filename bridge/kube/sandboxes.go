@@ -1,0 +1,174 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// sandbox reads a sandbox from the cache.
+func (b *Backend) sandbox(ctx context.Context, ns, name string) (*v1alpha1.Sandbox, error) {
+	sb := &v1alpha1.Sandbox{}
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, status.Errorf(codes.NotFound, "sandbox %q not found in namespace %q", name, ns)
+		}
+		return nil, apiError(err, "read sandbox %q", name)
+	}
+	return sb, nil
+}
+
+// GetSandbox returns one sandbox.
+func (b *Backend) GetSandbox(ctx context.Context, ns, name string) (*sandpodv1.Sandbox, error) {
+	sb, err := b.sandbox(ctx, nsOr(ns), name)
+	if err != nil {
+		return nil, err
+	}
+	return sandboxToProto(sb), nil
+}
+
+// ListSandboxes returns the matching sandboxes of a namespace, by name.
+func (b *Backend) ListSandboxes(ctx context.Context, ns string, sel labels.Selector, includePool bool) ([]*sandpodv1.Sandbox, error) {
+	var list v1alpha1.SandboxList
+	if err := b.client.List(ctx, &list, client.InNamespace(nsOr(ns)), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, apiError(err, "list sandboxes")
+	}
+	out := make([]*sandpodv1.Sandbox, 0, len(list.Items))
+	for i := range list.Items {
+		if includePool || !isPoolMember(&list.Items[i]) {
+			out = append(out, sandboxToProto(&list.Items[i]))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// WatchSandboxes streams the cache's sandbox events until ctx ends.
+func (b *Backend) WatchSandboxes(ctx context.Context, ns string, sel labels.Selector, includePool, sendInitial bool) (<-chan *sandpodv1.WatchSandboxesResponse, error) {
+	s := &subscriber{namespace: nsOr(ns), selector: sel, includePool: includePool, ch: make(chan *sandpodv1.WatchSandboxesResponse, watchBuffer)}
+	// Subscribe before listing: an object changing in between is sent twice
+	// (initial, then modified), never missed.
+	cancel := b.hub.subscribe(s)
+	if sendInitial {
+		initial, err := b.ListSandboxes(ctx, ns, sel, includePool)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if len(initial) > watchBuffer/2 {
+			cancel()
+			return nil, status.Errorf(codes.ResourceExhausted, "send_initial_events: %d sandboxes match; narrow label_selector (or list, then watch without initial events)", len(initial))
+		}
+		for _, sb := range initial {
+			s.ch <- &sandpodv1.WatchSandboxesResponse{Type: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_ADDED, Sandbox: sb}
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		cancel()
+	}()
+	return s.ch, nil
+}
+
+// SuspendSandbox sets the sandbox's operating mode to Suspended: the
+// controller deletes its pod and keeps its storage and identity.
+func (b *Backend) SuspendSandbox(ctx context.Context, ns, name string) (*sandpodv1.Sandbox, error) {
+	ns = nsOr(ns)
+	sb, err := b.sandbox(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	if phaseOf(sb) == v1alpha1.SandboxExpired {
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; it is already stopped", name)
+	}
+	if err := b.patchSpec(ctx, sb, map[string]any{"operatingMode": v1alpha1.OperatingModeSuspended}); err != nil {
+		return nil, apiError(err, "suspend sandbox %q", name)
+	}
+	return sandboxToProto(sb), nil
+}
+
+// ResumeSandbox sets the operating mode back to Running (a new pod with the
+// same name and storage) and, when asked, waits for it to be ready.
+func (b *Backend) ResumeSandbox(ctx context.Context, ns, name string, wait bool) (*sandpodv1.Sandbox, error) {
+	ns = nsOr(ns)
+	sb, err := b.sandbox(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	if phaseOf(sb) == v1alpha1.SandboxExpired {
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; extend its shutdown time first", name)
+	}
+	if sb.Spec.OperatingMode == v1alpha1.OperatingModeSuspended {
+		if err := b.patchSpec(ctx, sb, map[string]any{"operatingMode": v1alpha1.OperatingModeRunning}); err != nil {
+			return nil, apiError(err, "resume sandbox %q", name)
+		}
+	}
+	if !wait {
+		return sandboxToProto(sb), nil
+	}
+	return b.waitRunning(ctx, ns, name, sb.UID)
+}
+
+// ExtendSandbox moves the shutdown time. An expired (retained) sandbox comes
+// back suspended, ready to resume, as in the local engine.
+func (b *Backend) ExtendSandbox(ctx context.Context, ns, name string, shutdown time.Time) (*sandpodv1.Sandbox, error) {
+	ns = nsOr(ns)
+	sb, err := b.sandbox(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	spec := map[string]any{"lifecycle": map[string]any{"shutdownTime": metav1.NewTime(shutdown)}}
+	if phaseOf(sb) == v1alpha1.SandboxExpired {
+		spec["operatingMode"] = v1alpha1.OperatingModeSuspended
+	}
+	if err := b.patchSpec(ctx, sb, spec); err != nil {
+		return nil, apiError(err, "extend sandbox %q", name)
+	}
+	return sandboxToProto(sb), nil
+}
+
+// DeleteSandbox deletes a sandbox, and the claim holding it (which would
+// otherwise stay behind reporting its sandbox gone).
+func (b *Backend) DeleteSandbox(ctx context.Context, ns, name string) error {
+	ns = nsOr(ns)
+	sb, err := b.sandbox(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	background := client.PropagationPolicy(metav1.DeletePropagationBackground)
+	if ref := metav1.GetControllerOf(sb); ref != nil && ref.Kind == "SandboxClaim" {
+		c := &v1alpha1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name}}
+		uid := ref.UID
+		if err := b.client.Delete(ctx, c, client.Preconditions{UID: &uid}, background); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return apiError(err, "delete claim %q of sandbox %q", ref.Name, name)
+		}
+	}
+	if err := b.client.Delete(ctx, sb, client.Preconditions{UID: &sb.UID}, background); err != nil && !apierrors.IsNotFound(err) {
+		return apiError(err, "delete sandbox %q", name)
+	}
+	return nil
+}
+
+// patchSpec merge-patches fields of sb's spec and leaves the result in sb.
+// The fields it sets (mode, shutdown time) are the caller's intent whatever
+// else changed meanwhile, so the patch carries no resourceVersion: a status
+// write by the controller must not make a suspend fail.
+func (b *Backend) patchSpec(ctx context.Context, sb *v1alpha1.Sandbox, spec map[string]any) error {
+	body, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		return err
+	}
+	return b.client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, body))
+}

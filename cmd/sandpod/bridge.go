@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sandpod/sandpod/bridge"
+	"github.com/sandpod/sandpod/bridge/kube"
+	"github.com/sandpod/sandpod/core/controller"
+)
+
+var _ bridge.Backend = (*kube.Backend)(nil)
+
+func init() {
+	register("bridge", "run the gRPC API on a Kubernetes cluster (in a pod, or outside with a kubeconfig)", runBridge)
+}
+
+func runBridge(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	var sf serverFlags
+	sf.register(fs, ":50051")
+	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then the in-cluster config)")
+	namespaces := fs.String("namespaces", "", "comma-separated namespaces the bridge serves (default: all)")
+	activity := fs.Duration("activity-interval", 10*time.Second, "longest delay before an exec or file call is recorded in a sandbox's lastActivityTime")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := sf.check(); err != nil {
+		log.Error("bridge: " + err.Error())
+		return 2
+	}
+	if err := runKubeBridge(ctx, log, sf, *kubeconfig, *namespaces, *activity); err != nil {
+		log.Error("bridge", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeconfig, namespaces string, activity time.Duration) error {
+	bo, err := sf.bridgeOptions()
+	if err != nil {
+		return err
+	}
+	cfg, err := controller.LoadConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	// Calls are many and small (claims, activity): raise client-go's
+	// default client-side limit of 5 requests/s.
+	cfg.QPS, cfg.Burst = 500, 1000
+	var nss []string
+	for _, ns := range strings.Split(namespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			nss = append(nss, ns)
+		}
+	}
+	backend, err := kube.New(ctx, cfg, kube.Options{Namespaces: nss, ActivityInterval: activity, Logger: log})
+	if err != nil {
+		return err
+	}
+	b := bridge.New(backend)
+	defer b.Close()
+	log.Info("sandpod bridge on Kubernetes", "api", cfg.Host, "namespaces", nss)
+	return serveGRPC(ctx, log, b, bo, sf)
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // served only with --pprof
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/sandpod/sandpod/bridge"
+)
+
+// serverFlags are the flags of the gRPC API shared by `serve` (local engine)
+// and `bridge` (Kubernetes): where it listens, who may call it, TLS, pprof.
+type serverFlags struct {
+	listen, addrFile, tokenFile string
+	tlsCert, tlsKey, pprof      string
+}
+
+func (f *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
+	fs.StringVar(&f.listen, "listen", defaultListen, "address of the gRPC API")
+	fs.StringVar(&f.addrFile, "address-file", "", "write the address actually listened on to this file (useful with --listen 127.0.0.1:0)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file of bearer tokens callers must present: one a line, optionally followed by the namespaces it may use (TOKEN ns1,ns2)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM); reloaded when the file changes")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
+	fs.StringVar(&f.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
+}
+
+func (f *serverFlags) check() error {
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return errors.New("give both --tls-cert and --tls-key")
+	}
+	return nil
+}
+
+// bridgeOptions reads the token file and the TLS pair.
+func (f *serverFlags) bridgeOptions() (bridge.Options, error) {
+	var bo bridge.Options
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return bo, fmt.Errorf("token file: %w", err)
+		}
+		if bo.Tokens, err = bridge.ParseTokens(string(b)); err != nil {
+			return bo, err
+		}
+		if len(bo.Tokens) == 0 {
+			return bo, fmt.Errorf("token file %s holds no token", f.tokenFile)
+		}
+	}
+	if f.tlsCert != "" {
+		certs, err := bridge.NewCertReloader(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return bo, err
+		}
+		bo.ServerOptions = append(bo.ServerOptions, grpc.Creds(credentials.NewTLS(certs.TLSConfig())))
+	}
+	return bo, nil
+}
+
+// serveGRPC serves b until ctx ends, then stops gracefully (long execs and
+// watches are cut after 5s; sandboxes keep running).
+func serveGRPC(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridge.Options, f serverFlags) error {
+	lis, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	g, hs := b.GRPCServer(bo)
+	if f.addrFile != "" {
+		tmp := f.addrFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(lis.Addr().String()), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, f.addrFile); err != nil {
+			return err
+		}
+	}
+	if f.pprof != "" {
+		go func() { log.Info("pprof", "err", http.ListenAndServe(f.pprof, nil)) }()
+	}
+	go func() {
+		<-ctx.Done()
+		hs.Shutdown()
+		stopped := make(chan struct{})
+		go func() { g.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			g.Stop()
+		}
+	}()
+	log.Info("sandpod API listening", "address", lis.Addr().String(), "tls", f.tlsCert != "", "tokens", len(bo.Tokens))
+	return g.Serve(lis)
+}

@@ -1,0 +1,198 @@
+package k8s_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/bridge"
+	"github.com/sandpod/sandpod/bridge/kube"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
+	"github.com/sandpod/sandpod/tests/k8s/harness"
+)
+
+// startBridge runs the bridge's Kubernetes backend in-process against the
+// test bed, limited to ns, behind a real gRPC server on loopback.
+func startBridge(t *testing.T, ns string) pb.SandboxServiceClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	backend, err := kube.New(ctx, env.Config, kube.Options{Namespaces: []string{ns}, ActivityInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := bridge.New(backend)
+	g, _ := srv.GRPCServer(bridge.Options{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(func() { g.Stop(); srv.Close() })
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return pb.NewSandboxServiceClient(conn)
+}
+
+func callCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), harness.Timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func wantCode(t *testing.T, err error, code codes.Code, what string) {
+	t.Helper()
+	if status.Code(err) != code {
+		t.Fatalf("%s: got %v, want %s", what, err, code)
+	}
+}
+
+func TestBridgeClaimIsWarmAndIdempotent(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	tmpl := makeTemplate(ns, "py")
+	tmpl.Spec.Lifecycle.IdleTimeout = nil
+	create(t, tmpl, makePool(ns, "pool", "py", 2))
+	waitPoolReady(t, ns, "pool", 2, "")
+	api := startBridge(t, ns)
+	ctx := callCtx(t)
+
+	req := &pb.ClaimSandboxRequest{Template: "py", Namespace: ns, RequestId: "req-1", Labels: map[string]string{"team": "rl"},
+		Env: map[string]string{"TASK": "7"}, Ttl: durationpb.New(time.Hour)}
+	first, err := api.ClaimSandbox(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := first.GetSandbox()
+	if !first.GetWarm() || sb.GetPool() != "pool" || sb.GetPhase() != pb.Phase_PHASE_RUNNING || !sb.GetClaimed() {
+		t.Errorf("claim = warm %v, pool %q, phase %s, claimed %v; want a running warm member of pool", first.GetWarm(), sb.GetPool(), sb.GetPhase(), sb.GetClaimed())
+	}
+	if sb.GetLabels()["team"] != "rl" || len(sb.GetEnvKeys()) != 1 || sb.GetShutdownTime() == nil {
+		t.Errorf("claimed sandbox labels %v env %v shutdown %v", sb.GetLabels(), sb.GetEnvKeys(), sb.GetShutdownTime())
+	}
+	again, err := api.ClaimSandbox(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetSandbox().GetName() != sb.GetName() {
+		t.Errorf("a retry with the same request id got %s, the first call %s", again.GetSandbox().GetName(), sb.GetName())
+	}
+	var claims v1alpha1.SandboxClaimList
+	if err := env.Client.List(ctx, &claims, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 1 {
+		t.Errorf("%d claims after a retried claim, want 1", len(claims.Items))
+	}
+
+	_, err = api.ClaimSandbox(ctx, &pb.ClaimSandboxRequest{Template: "nope", Namespace: ns})
+	wantCode(t, err, codes.NotFound, "claim of an unknown template")
+	_, err = api.ClaimSandbox(ctx, &pb.ClaimSandboxRequest{Template: "py", Namespace: ns, Labels: map[string]string{v1alpha1.LabelPool: "pool"}})
+	wantCode(t, err, codes.InvalidArgument, "claim with a reserved label")
+
+	// Deleting the sandbox takes its claim along.
+	if _, err := api.DeleteSandbox(ctx, &pb.DeleteSandboxRequest{Name: sb.GetName(), Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, &v1alpha1.SandboxClaim{}, ns, claims.Items[0].Name)
+}
+
+func TestBridgeLifecycle(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	create(t, makeTemplate(ns, "py"), makePool(ns, "pool", "py", 1))
+	waitPoolReady(t, ns, "pool", 1, "")
+	api := startBridge(t, ns)
+	ctx := callCtx(t)
+
+	watch, err := api.WatchSandboxes(ctx, &pb.WatchSandboxesRequest{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := api.CreateSandbox(ctx, &pb.CreateSandboxRequest{Template: "py", Namespace: ns, Name: "box", RequestId: "create-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.GetSandbox().GetPhase() != pb.Phase_PHASE_RUNNING || created.GetSandbox().GetPool() != "" {
+		t.Errorf("create = %v", created.GetSandbox())
+	}
+	if _, err := api.CreateSandbox(ctx, &pb.CreateSandboxRequest{Template: "py", Namespace: ns, Name: "box", RequestId: "create-1"}); err != nil {
+		t.Errorf("retried create: %v", err)
+	}
+	_, err = api.CreateSandbox(ctx, &pb.CreateSandboxRequest{Template: "py", Namespace: ns, Name: "box", RequestId: "other"})
+	wantCode(t, err, codes.AlreadyExists, "create of a taken name")
+
+	ev, err := watch.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.GetSandbox().GetName() != "box" {
+		t.Errorf("first watch event is about %q, want box (pool members are not shown)", ev.GetSandbox().GetName())
+	}
+
+	list, err := api.ListSandboxes(ctx, &pb.ListSandboxesRequest{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := api.ListSandboxes(ctx, &pb.ListSandboxesRequest{Namespace: ns, IncludePoolMembers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.GetSandboxes()) != 1 || len(all.GetSandboxes()) != 2 {
+		t.Errorf("list = %d sandboxes, with pool members %d; want 1 and 2", len(list.GetSandboxes()), len(all.GetSandboxes()))
+	}
+
+	if _, err := api.SuspendSandbox(ctx, &pb.SuspendSandboxRequest{Name: "box", Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	waitSandbox(t, ns, "box", "suspended", phaseIs(v1alpha1.SandboxSuspended))
+	got, err := api.GetSandbox(ctx, &pb.GetSandboxRequest{Name: "box", Namespace: ns})
+	if err != nil || got.GetSandbox().GetPhase() != pb.Phase_PHASE_SUSPENDED {
+		t.Fatalf("get after suspend = %v, %v", got.GetSandbox().GetPhase(), err)
+	}
+	_, err = api.ListFiles(ctx, &pb.ListFilesRequest{Sandbox: "box", Namespace: ns, Path: "."})
+	wantCode(t, err, codes.FailedPrecondition, "files of a suspended sandbox whose template does not auto-resume")
+
+	res, err := api.ResumeSandbox(ctx, &pb.ResumeSandboxRequest{Name: "box", Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.GetSandbox().GetPhase() != pb.Phase_PHASE_RUNNING {
+		t.Errorf("resume returned phase %s", res.GetSandbox().GetPhase())
+	}
+
+	ext, err := api.ExtendSandbox(ctx, &pb.ExtendSandboxRequest{Name: "box", Namespace: ns, Ttl: durationpb.New(2 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Until(ext.GetSandbox().GetShutdownTime().AsTime()); d < time.Hour || d > 3*time.Hour {
+		t.Errorf("extend: shutdown in %s, want about 2h", d)
+	}
+
+	pool, err := api.ScaleWarmPool(ctx, &pb.ScaleWarmPoolRequest{Name: "pool", Namespace: ns, Replicas: 2})
+	if err != nil || pool.GetWarmPool().GetReplicas() != 2 {
+		t.Fatalf("scale = %v, %v", pool.GetWarmPool(), err)
+	}
+	waitPoolReady(t, ns, "pool", 2, "")
+	tmpls, err := api.ListTemplates(ctx, &pb.ListTemplatesRequest{Namespace: ns})
+	if err != nil || len(tmpls.GetTemplates()) != 1 || tmpls.GetTemplates()[0].GetImage() == "" {
+		t.Errorf("templates = %v, %v", tmpls.GetTemplates(), err)
+	}
+
+	if _, err := api.DeleteSandbox(ctx, &pb.DeleteSandboxRequest{Name: "box", Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, &v1alpha1.Sandbox{}, ns, "box")
+	_, err = api.GetSandbox(ctx, &pb.GetSandboxRequest{Name: "box", Namespace: ns})
+	wantCode(t, err, codes.NotFound, "get of a deleted sandbox")
+}
