@@ -61,15 +61,24 @@ func checkExecStart(st *sandpodv1.ExecStart) error {
 		if strings.IndexByte(a, 0) >= 0 {
 			return invalid("argv", "argument %d contains a NUL byte", i)
 		}
+		if len(a) > MaxArgLen {
+			return invalid("argv", "argument %d is %d bytes, the limit is %d (the kernel's limit for one argument); pass large data on stdin or in a file", i, len(a), MaxArgLen)
+		}
 	}
 	if strings.IndexByte(st.GetShell(), 0) >= 0 {
 		return invalid("shell", "contains a NUL byte")
+	}
+	if n := len(st.GetShell()); n > MaxArgLen {
+		return invalid("shell", "is %d bytes, the limit is %d (the kernel's limit for one argument); pass large data on stdin or in a file", n, MaxArgLen)
 	}
 	if len(st.GetArgv()) > 0 && st.GetShell() != "" {
 		return invalid("argv", "give either argv or shell, not both")
 	}
 	if len(st.GetArgv()) == 0 && st.GetShell() == "" {
 		return invalid("argv", "argv or shell is required")
+	}
+	if len(st.GetArgv()) > 0 && st.GetArgv()[0] == "" {
+		return invalid("argv", "argv[0] (the program) is empty")
 	}
 	if _, err := agent.CleanPath(st.GetWorkingDir()); err != nil {
 		return invalid("working_dir", "%v", err)
@@ -95,6 +104,9 @@ func checkPath(field, p string) error {
 // Exec runs a command in a sandbox, streaming in both directions.
 func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return invalid("start", "the stream ended before its first message, which must be start")
+	}
 	if err != nil {
 		return err
 	}
@@ -174,8 +186,11 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Sandb
 	if err := checkPath("path", req.GetPath()); err != nil {
 		return err
 	}
-	if req.GetOffset() < 0 || req.GetLength() < 0 {
-		return invalid("offset", "offset and length must not be negative")
+	if req.GetOffset() < 0 {
+		return invalid("offset", "must not be negative, got %d", req.GetOffset())
+	}
+	if req.GetLength() < 0 {
+		return invalid("length", "must not be negative, got %d (0 reads to the end)", req.GetLength())
 	}
 	client, actx, _, release, err := s.agentFor(stream.Context(), req.GetNamespace(), req.GetSandbox())
 	if err != nil {
@@ -203,6 +218,9 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Sandb
 // WriteFile streams a file into a sandbox; it appears atomically.
 func (s *Server) WriteFile(stream sandpodv1.SandboxService_WriteFileServer) error {
 	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return invalid("header", "the stream ended before its first message, which must be the header")
+	}
 	if err != nil {
 		return err
 	}

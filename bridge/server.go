@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -128,14 +129,15 @@ func (s *Server) ListSandboxes(ctx context.Context, req *sandpodv1.ListSandboxes
 	if err != nil {
 		return nil, err
 	}
-	if _, err := decodePageToken(req.GetPageToken()); err != nil {
+	query := pageQuery("ListSandboxes", req.GetNamespace(), sel.String(), strconv.FormatBool(req.GetIncludePoolMembers()))
+	if _, err := decodePageToken(query, req.GetPageToken()); err != nil {
 		return nil, err
 	}
 	all, err := s.backend.ListSandboxes(ctx, req.GetNamespace(), sel, req.GetIncludePoolMembers())
 	if err != nil {
 		return nil, err
 	}
-	items, next, err := page(all, (*sandpodv1.Sandbox).GetName, size, req.GetPageToken())
+	items, next, err := page(all, (*sandpodv1.Sandbox).GetName, size, query, req.GetPageToken())
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +228,7 @@ func (s *Server) DeleteSandbox(ctx context.Context, req *sandpodv1.DeleteSandbox
 }
 
 // listPage checks a namespace and page size, lists, and returns one page.
-func listPage[T any](ctx context.Context, namespace string, size int32, token string,
+func listPage[T any](ctx context.Context, method, namespace string, size int32, token string,
 	list func(context.Context, string) ([]T, error), nameOf func(T) string) ([]T, string, error) {
 	if err := checkNamespace(namespace); err != nil {
 		return nil, "", err
@@ -235,16 +237,20 @@ func listPage[T any](ctx context.Context, namespace string, size int32, token st
 	if err != nil {
 		return nil, "", err
 	}
+	query := pageQuery(method, namespace)
+	if _, err := decodePageToken(query, token); err != nil {
+		return nil, "", err
+	}
 	all, err := list(ctx, namespace)
 	if err != nil {
 		return nil, "", err
 	}
-	return page(all, nameOf, n, token)
+	return page(all, nameOf, n, query, token)
 }
 
 // ListTemplates lists templates.
 func (s *Server) ListTemplates(ctx context.Context, req *sandpodv1.ListTemplatesRequest) (*sandpodv1.ListTemplatesResponse, error) {
-	items, next, err := listPage(ctx, req.GetNamespace(), req.GetPageSize(), req.GetPageToken(), s.backend.ListTemplates, (*sandpodv1.Template).GetName)
+	items, next, err := listPage(ctx, "ListTemplates", req.GetNamespace(), req.GetPageSize(), req.GetPageToken(), s.backend.ListTemplates, (*sandpodv1.Template).GetName)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +259,7 @@ func (s *Server) ListTemplates(ctx context.Context, req *sandpodv1.ListTemplates
 
 // ListWarmPools lists warm pools.
 func (s *Server) ListWarmPools(ctx context.Context, req *sandpodv1.ListWarmPoolsRequest) (*sandpodv1.ListWarmPoolsResponse, error) {
-	items, next, err := listPage(ctx, req.GetNamespace(), req.GetPageSize(), req.GetPageToken(), s.backend.ListWarmPools, (*sandpodv1.WarmPool).GetName)
+	items, next, err := listPage(ctx, "ListWarmPools", req.GetNamespace(), req.GetPageSize(), req.GetPageToken(), s.backend.ListWarmPools, (*sandpodv1.WarmPool).GetName)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,11 @@
 package bridge
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -23,12 +26,31 @@ const (
 	DefaultPageSize = 100
 	MaxReplicas     = 10000
 	MaxEnvVars      = 256
-	MaxEnvValueLen  = 128 << 10
 	MaxLabels       = 64
+	// MaxArgLen bounds one argument, the shell command, and one NAME=value
+	// of the environment: the kernel refuses longer ones (MAX_ARG_STRLEN,
+	// 128 KiB with the terminating NUL), so every exec would fail.
+	MaxArgLen = 128<<10 - 1
+	// MaxEnvBytes bounds the NAME=value pairs of one request, leaving room
+	// in the kernel's space for arguments and environment (about 2 MiB).
+	MaxEnvBytes = 1 << 20
+	// MaxSelectorLen bounds a label selector.
+	MaxSelectorLen = 16 << 10
+	// ReservedLabelPrefix marks labels sandpod sets itself.
+	ReservedLabelPrefix = "sandpod.dev/"
 )
 
 func invalid(field, format string, args ...any) error {
 	return status.Errorf(codes.InvalidArgument, "%s: %s", field, fmt.Sprintf(format, args...))
+}
+
+// quote quotes a caller's value for a message, cut to its first 64 bytes:
+// an error must not echo megabytes back.
+func quote(s string) string {
+	if len(s) <= 64 {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:64]) + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 // checkName checks a sandbox, template or pool name: a DNS-1123 label.
@@ -40,7 +62,7 @@ func checkName(field, name string, required bool) error {
 		return nil
 	}
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return invalid(field, "%q is not a valid name: %s", name, strings.Join(errs, "; "))
+		return invalid(field, "%s is not a valid name: %s", quote(name), strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -53,10 +75,13 @@ func checkLabels(field string, m map[string]string) error {
 	}
 	for k, v := range m {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return invalid(field, "key %q: %s", k, strings.Join(errs, "; "))
+			return invalid(field, "key %s: %s", quote(k), strings.Join(errs, "; "))
+		}
+		if strings.HasPrefix(k, ReservedLabelPrefix) {
+			return invalid(field, "key %s: keys under %s are reserved for sandpod", quote(k), ReservedLabelPrefix)
 		}
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-			return invalid(field, "value %q of %q: %s", v, k, strings.Join(errs, "; "))
+			return invalid(field, "value %s of %s: %s", quote(v), quote(k), strings.Join(errs, "; "))
 		}
 	}
 	return nil
@@ -66,9 +91,10 @@ func checkEnv(field string, m map[string]string) error {
 	if len(m) > MaxEnvVars {
 		return invalid(field, "%d variables, the limit is %d", len(m), MaxEnvVars)
 	}
+	total := 0
 	for k, v := range m {
 		if !isEnvName(k) {
-			return invalid(field, "%q is not a valid variable name (letters, digits and '_', not starting with a digit)", k)
+			return invalid(field, "%s is not a valid variable name (letters, digits and '_' up to 256, not starting with a digit)", quote(k))
 		}
 		if strings.HasPrefix(k, "SANDPOD_") {
 			return invalid(field, "%q: names starting with SANDPOD_ are reserved", k)
@@ -76,9 +102,13 @@ func checkEnv(field string, m map[string]string) error {
 		if strings.IndexByte(v, 0) >= 0 {
 			return invalid(field, "value of %s contains a NUL byte", k)
 		}
-		if len(v) > MaxEnvValueLen {
-			return invalid(field, "value of %s is %d bytes, the limit is %d", k, len(v), MaxEnvValueLen)
+		if n := len(k) + 1 + len(v); n > MaxArgLen {
+			return invalid(field, "%s=value is %d bytes, the limit is %d (the kernel's limit for one variable); pass large data in a file", k, n, MaxArgLen)
 		}
+		total += len(k) + 1 + len(v)
+	}
+	if total > MaxEnvBytes {
+		return invalid(field, "%d bytes of NAME=value in all, the limit is %d; pass large data in a file", total, MaxEnvBytes)
 	}
 	return nil
 }
@@ -143,9 +173,16 @@ func parseSelector(s string) (labels.Selector, error) {
 	if s == "" {
 		return labels.Everything(), nil
 	}
+	if len(s) > MaxSelectorLen {
+		return nil, invalid("label_selector", "is %d bytes, the limit is %d", len(s), MaxSelectorLen)
+	}
 	sel, err := labels.Parse(s)
 	if err != nil {
-		return nil, invalid("label_selector", "%v", err)
+		msg := err.Error() // it may quote the whole selector
+		if len(msg) > 400 {
+			msg = msg[:200] + " … " + msg[len(msg)-200:]
+		}
+		return nil, invalid("label_selector", "%s", msg)
 	}
 	return sel, nil
 }
@@ -160,25 +197,50 @@ func pageSize(n int32) (int, error) {
 	return int(n), nil
 }
 
-// Page tokens are opaque to clients: the last name of the previous page.
-func encodePageToken(last string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("after:" + last))
+// Page tokens are opaque to clients. A token carries the last name of the
+// page it ends and a check over that name and the query it was issued for
+// (the method and its filters, not the page size), so that a token sent
+// with another query, or altered, is refused rather than silently
+// continuing something else (AIP-158).
+const pageCheckLen = 12
+
+// pageQuery names a paged query: the method, the namespace and the filters.
+func pageQuery(method, namespace string, filters ...string) string {
+	if namespace == "" {
+		namespace = "default"
+	}
+	return strings.Join(append([]string{method, namespace}, filters...), "\x00")
 }
 
-func decodePageToken(tok string) (string, error) {
+func pageCheck(query, last string) []byte {
+	sum := sha256.Sum256([]byte("sandpod-page-v1\x00" + query + "\x00" + last))
+	return sum[:pageCheckLen]
+}
+
+func encodePageToken(query, last string) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte(last), pageCheck(query, last)...))
+}
+
+func decodePageToken(query, tok string) (string, error) {
 	if tok == "" {
 		return "", nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || !strings.HasPrefix(string(b), "after:") {
+	if err != nil || len(b) < pageCheckLen {
 		return "", invalid("page_token", "is not a token this server issued")
 	}
-	return strings.TrimPrefix(string(b), "after:"), nil
+	last, check := string(b[:len(b)-pageCheckLen]), b[len(b)-pageCheckLen:]
+	if subtle.ConstantTimeCompare(check, pageCheck(query, last)) != 1 {
+		return "", invalid("page_token", "is not a token this server issued for this request: a token continues only "+
+			"the list that returned it, with the same namespace and filters (label_selector, include_pool_members); "+
+			"start again without page_token")
+	}
+	return last, nil
 }
 
 // page returns the items after the token's name, and the next token.
-func page[T any](items []T, nameOf func(T) string, size int, token string) ([]T, string, error) {
-	after, err := decodePageToken(token)
+func page[T any](items []T, nameOf func(T) string, size int, query, token string) ([]T, string, error) {
+	after, err := decodePageToken(query, token)
 	if err != nil {
 		return nil, "", err
 	}
@@ -191,7 +253,7 @@ func page[T any](items []T, nameOf func(T) string, size int, token string) ([]T,
 	end := min(start+size, len(items))
 	next := ""
 	if end < len(items) {
-		next = encodePageToken(nameOf(items[end-1]))
+		next = encodePageToken(query, nameOf(items[end-1]))
 	}
 	return items[start:end], next, nil
 }

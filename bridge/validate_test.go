@@ -1,6 +1,8 @@
 package bridge
 
 import (
+	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
 func TestCheckLifetime(t *testing.T) {
@@ -48,10 +52,11 @@ func TestCheckLifetime(t *testing.T) {
 func TestPage(t *testing.T) {
 	items := []string{"a", "b", "c", "d", "e"}
 	id := func(s string) string { return s }
+	q := pageQuery("ListSandboxes", "", "team=rl", "false")
 	var got []string
 	tok := ""
 	for {
-		p, next, err := page(items, id, 2, tok)
+		p, next, err := page(items, id, 2, q, tok)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,20 +69,105 @@ func TestPage(t *testing.T) {
 	if strings.Join(got, "") != "abcde" {
 		t.Fatalf("pages joined = %v", got)
 	}
-	if _, _, err := page(items, id, 2, "garbage!"); status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("forged token: %v", err)
-	}
 	// A token past a deleted item still continues after it.
-	p, _, _ := page([]string{"a", "c"}, id, 5, encodePageToken("b"))
+	p, _, _ := page([]string{"a", "c"}, id, 5, q, encodePageToken(q, "b"))
 	if len(p) != 1 || p[0] != "c" {
 		t.Fatalf("after deleted item: %v", p)
 	}
+	// "" and "default" are the same namespace.
+	if _, _, err := page(items, id, 2, pageQuery("ListSandboxes", "default", "team=rl", "false"), encodePageToken(q, "b")); err != nil {
+		t.Fatalf("token of namespace \"\" sent with \"default\": %v", err)
+	}
+}
+
+func TestPageTokenRefused(t *testing.T) {
+	q := pageQuery("ListSandboxes", "", "", "true")
+	good := encodePageToken(q, "python-abc12")
+	raw, _ := base64.RawURLEncoding.DecodeString(good)
+	raw[0] ^= 1
+	cases := map[string]struct{ query, token, want string }{
+		"garbage":             {q, "garbage!", "not a token this server issued"},
+		"too short":           {q, "AAAA", "not a token this server issued"},
+		"old format":          {q, base64.RawURLEncoding.EncodeToString([]byte("after:python-abc12")), "for this request"},
+		"tampered":            {q, base64.RawURLEncoding.EncodeToString(raw), "for this request"},
+		"another method":      {pageQuery("ListTemplates", ""), good, "for this request"},
+		"another namespace":   {pageQuery("ListSandboxes", "team-a", "", "true"), good, "for this request"},
+		"another selector":    {pageQuery("ListSandboxes", "", "team=rl", "true"), good, "for this request"},
+		"without pool filter": {pageQuery("ListSandboxes", "", "", "false"), good, "for this request"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := decodePageToken(tc.query, tc.token)
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "page_token: ") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want InvalidArgument page_token mentioning %q", err, tc.want)
+			}
+		})
+	}
+	if last, err := decodePageToken(q, good); err != nil || last != "python-abc12" {
+		t.Fatalf("good token: %q, %v", last, err)
+	}
+}
+
+func TestEdgeChecks(t *testing.T) {
+	big := func(n int) string { return strings.Repeat("x", n) }
+	envOf := func(n, size int) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[fmt.Sprintf("V%d", i)] = big(size)
+		}
+		return m
+	}
+	cases := map[string]struct {
+		err  error
+		want string // "" means accepted
+	}{
+		"label":                          {checkLabels("labels", map[string]string{"team": "rl", "example.com/run": "3"}), ""},
+		"reserved label":                 {checkLabels("labels", map[string]string{"sandpod.dev/pool": "x"}), "labels: key \"sandpod.dev/pool\": keys under sandpod.dev/ are reserved"},
+		"reserved claim label":           {checkLabels("labels", map[string]string{"sandpod.dev/claim": ""}), "reserved"},
+		"lookalike label prefix":         {checkLabels("labels", map[string]string{"sandpod.dev.example/x": "y"}), ""},
+		"long label key echoed short":    {checkLabels("labels", map[string]string{big(1 << 20): "v"}), "(1048576 bytes)"},
+		"env at the kernel's limit":      {checkEnv("env", map[string]string{"A": big(MaxArgLen - 2)}), ""},
+		"env over the kernel's limit":    {checkEnv("env", map[string]string{"A": big(MaxArgLen - 1)}), "env: A=value is 131072 bytes, the limit is 131071"},
+		"env of 1 MiB in all":            {checkEnv("env", envOf(8, 100<<10)), ""},
+		"env over 1 MiB in all":          {checkEnv("env", envOf(11, 100<<10)), "in all, the limit is 1048576"},
+		"selector at the limit":          {selErr("a in (" + strings.Repeat("v,", (MaxSelectorLen-8)/2) + "v)"), ""},
+		"selector over the limit":        {selErr("a in (" + strings.Repeat("v,", (MaxSelectorLen-8)/2+1) + "v)"), "label_selector: is 16386 bytes, the limit is 16384"},
+		"bad long selector echoed short": {selErr(strings.Repeat("a", 5000) + "=b"), "no more than 63"},
+		"name echoed short":              {checkName("name", big(5000), true), "(5000 bytes)"},
+		"argv[0] empty":                  {checkExecStart(&sandpodv1.ExecStart{Argv: []string{"", "x"}}), "argv: argv[0] (the program) is empty"},
+		"argument at the limit":          {checkExecStart(&sandpodv1.ExecStart{Argv: []string{"echo", big(MaxArgLen)}}), ""},
+		"argument over the limit":        {checkExecStart(&sandpodv1.ExecStart{Argv: []string{"echo", big(MaxArgLen + 1)}}), "argv: argument 1 is 131072 bytes, the limit is 131071"},
+		"shell over the limit":           {checkExecStart(&sandpodv1.ExecStart{Shell: big(MaxArgLen + 1)}), "shell: is 131072 bytes"},
+		"working dir name too long":      {checkExecStart(&sandpodv1.ExecStart{Shell: "true", WorkingDir: big(256)}), "working_dir: a name in the path is 256 bytes long, the limit is 255"},
+		"path name too long":             {checkPath("path", "a/"+big(256)), "path: a name in the path is 256 bytes long"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.want == "" {
+				if tc.err != nil {
+					t.Fatalf("refused: %v", tc.err)
+				}
+				return
+			}
+			if status.Code(tc.err) != codes.InvalidArgument || !strings.Contains(tc.err.Error(), tc.want) {
+				t.Fatalf("got %v, want InvalidArgument mentioning %q", tc.err, tc.want)
+			}
+			if n := len(status.Convert(tc.err).Message()); n > 1024 {
+				t.Fatalf("message of %d bytes: it echoes too much of the input", n)
+			}
+		})
+	}
+}
+
+func selErr(s string) error {
+	_, err := parseSelector(s)
+	return err
 }
 
 // FuzzRequestValidation checks that the edge checks never panic and that
 // whatever they accept is safe to use as a name, label, env var or token.
 func FuzzRequestValidation(f *testing.F) {
-	for _, s := range []string{"", "python", "a-b", "-a", "A", "a/b", "x\x00y", strings.Repeat("a", 70), "k=v", "after:zz"} {
+	for _, s := range []string{"", "python", "a-b", "-a", "A", "a/b", "x\x00y", strings.Repeat("a", 70), "k=v", "after:zz", "sandpod.dev/pool", encodePageToken(pageQuery("ListSandboxes", ""), "python-x")} {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
@@ -94,7 +184,14 @@ func FuzzRequestValidation(f *testing.F) {
 		if checkRequestID(a) == nil && (len(a) > MaxRequestIDLen || strings.ContainsAny(a, " \x00\n")) {
 			t.Fatalf("accepted request id %q", a)
 		}
-		_, _ = decodePageToken(a)
+		q := pageQuery("ListSandboxes", b)
+		if last, err := decodePageToken(q, a); err == nil && a != "" && encodePageToken(q, last) != a {
+			t.Fatalf("accepted page token %q that this server would not have issued", a)
+		}
+		if _, err := decodePageToken(q, encodePageToken(q, a)); err != nil {
+			t.Fatalf("refused its own page token for %q: %v", a, err)
+		}
 		_, _ = parseSelector(a)
+		_ = checkExecStart(&sandpodv1.ExecStart{Argv: []string{a}, WorkingDir: b, Env: map[string]string{a: b}})
 	})
 }

@@ -72,7 +72,7 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 		outW.Close()
 		errR.Close()
 		errW.Close()
-		return startError(start, err)
+		return startError(start, cmd, err)
 	}
 	outW.Close()
 	errW.Close()
@@ -213,10 +213,20 @@ func (s *Server) workingDir(p string) (string, error) {
 	return s.cfg.Root + "/" + rel, nil
 }
 
-func startError(start *sandpodv1.ExecStart, err error) error {
+func startError(start *sandpodv1.ExecStart, cmd *exec.Cmd, err error) error {
 	prog := start.GetShell()
 	if len(start.GetArgv()) > 0 {
 		prog = start.GetArgv()[0]
+	}
+	if len(prog) > 64 {
+		prog = prog[:64] + "…"
+	}
+	if errors.Is(err, syscall.E2BIG) {
+		n := 0
+		for _, s := range append(cmd.Args, cmd.Env...) {
+			n += len(s) + 1
+		}
+		return status.Errorf(codes.InvalidArgument, "exec: argv: the arguments and environment (%d bytes) are more than the kernel accepts (E2BIG); pass large data on stdin or in a file", n)
 	}
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 		return status.Errorf(codes.NotFound, "exec: program %q not found in the sandbox", prog)

@@ -43,6 +43,9 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Agent
 	if fi.IsDir() {
 		return status.Errorf(codes.InvalidArgument, "read_file: %q is a directory", req.GetPath())
 	}
+	if fi.Mode().IsRegular() && req.GetOffset() >= fi.Size() {
+		return nil // past the end: nothing to read (a seek there may fail)
+	}
 	if _, err := f.Seek(req.GetOffset(), io.SeekStart); err != nil {
 		return fileError("read_file", req.GetPath(), err)
 	}
@@ -93,16 +96,24 @@ func (s *Server) WriteFile(stream sandpodv1.AgentService_WriteFileServer) error 
 	if mode&^fs.ModePerm != 0 {
 		return status.Errorf(codes.InvalidArgument, "write_file: mode %o has bits beyond 0777", h.GetMode())
 	}
-	if fi, err := s.root.Stat(rel); err == nil && fi.IsDir() {
+	switch fi, err := s.root.Stat(rel); {
+	case err == nil && fi.IsDir():
 		return status.Errorf(codes.InvalidArgument, "write_file: %q is a directory", h.GetPath())
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		// A link out of the sandbox is refused as reads are, rather than
+		// silently replaced; so is a path through a file.
+		return fileError("write_file", h.GetPath(), err)
 	}
 	dir := path.Dir(rel)
 	if h.GetMakeParents() && dir != "." {
 		if err := s.root.MkdirAll(dir, 0o755); err != nil {
+			if errors.Is(err, fs.ErrExist) { // a file where a directory should be
+				return status.Errorf(codes.InvalidArgument, "write_file: a parent of %q is not a directory", h.GetPath())
+			}
 			return fileError("write_file", h.GetPath(), err)
 		}
 	}
-	tmp := path.Join(dir, "."+path.Base(rel)+".sandpod-"+randomSuffix())
+	tmp := path.Join(dir, tempName(path.Base(rel)))
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return fileError("write_file", h.GetPath(), err)
@@ -267,6 +278,10 @@ func fileError(op, p string, err error) error {
 		return status.Errorf(codes.ResourceExhausted, "%s: %q: no space left in the sandbox", op, p)
 	case errors.As(err, &errno) && errno == syscall.EISDIR:
 		return status.Errorf(codes.InvalidArgument, "%s: %q is a directory", op, p)
+	case errors.As(err, &errno) && errno == syscall.ELOOP:
+		return status.Errorf(codes.InvalidArgument, "%s: %q: too many levels of symbolic links (a link loop?)", op, p)
+	case errors.As(err, &errno) && errno == syscall.ENAMETOOLONG:
+		return status.Errorf(codes.InvalidArgument, "%s: %q: a name in the path is longer than %d bytes", op, p, MaxNameLen)
 	default:
 		return status.Errorf(codes.Internal, "%s: %q: %v", op, p, err)
 	}
@@ -285,6 +300,16 @@ func fileInfo(rel string, fi fs.FileInfo) *sandpodv1.FileInfo {
 		IsSymlink:  fi.Mode()&fs.ModeSymlink != 0,
 		ModifyTime: timestamppb.New(fi.ModTime()),
 	}
+}
+
+// tempName is the hidden name a file is written under before it is renamed
+// over base; it fits in MaxNameLen whatever the length of base.
+func tempName(base string) string {
+	const suffix = len(".sandpod-") + 12
+	if len(base) > MaxNameLen-1-suffix {
+		base = base[:MaxNameLen-1-suffix]
+	}
+	return "." + base + ".sandpod-" + randomSuffix()
 }
 
 func randomSuffix() string {

@@ -22,6 +22,8 @@ func TestCleanPath(t *testing.T) {
 		"dotdot-like name is ok": {in: "a/..b/c..", want: "a/..b/c.."},
 		"nul refused":            {in: "a\x00b", wantErr: "NUL"},
 		"too long":               {in: strings.Repeat("a", MaxPathLen+1), wantErr: "limit"},
+		"name at the limit":      {in: "d/" + strings.Repeat("n", MaxNameLen), want: "d/" + strings.Repeat("n", MaxNameLen)},
+		"name too long":          {in: "d/" + strings.Repeat("n", MaxNameLen+1) + "/f", wantErr: "a name in the path is 256 bytes long, the limit is 255"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -39,6 +41,16 @@ func TestCleanPath(t *testing.T) {
 	}
 }
 
+func TestTempNameFits(t *testing.T) {
+	for _, n := range []int{1, 200, MaxNameLen - 22, MaxNameLen} {
+		base := strings.Repeat("b", n)
+		tmp := tempName(base)
+		if len(tmp) > MaxNameLen || !strings.HasPrefix(tmp, ".b") || strings.Contains(tmp, "/") {
+			t.Errorf("tempName of a %d-byte name = %q (%d bytes)", n, tmp, len(tmp))
+		}
+	}
+}
+
 // FuzzCleanPath checks that no accepted path can name anything above the root.
 func FuzzCleanPath(f *testing.F) {
 	for _, s := range []string{"", "/", "a/b", "../x", "a/../../b", "/..", "a\x00", "....//..."} {
@@ -51,6 +63,11 @@ func FuzzCleanPath(f *testing.F) {
 		}
 		if got == ".." || strings.HasPrefix(got, "../") || strings.HasPrefix(got, "/") || strings.Contains(got, "\x00") {
 			t.Fatalf("CleanPath(%q) = %q escapes the root", p, got)
+		}
+		for _, name := range strings.Split(got, "/") {
+			if len(name) > MaxNameLen {
+				t.Fatalf("CleanPath(%q) = %q has a name over %d bytes", p, got, MaxNameLen)
+			}
 		}
 	})
 }
