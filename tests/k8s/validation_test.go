@@ -1,0 +1,304 @@
+package k8s_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/tests/k8s/harness"
+)
+
+// crdCase is one object or change the API server must refuse as Invalid,
+// with a part of the message that names the field (or the rule) at fault.
+type crdCase struct {
+	op       func(t *testing.T, ns string) error
+	mentions string
+}
+
+// TestCRDValidation sends bad Sandbox, SandboxClaim, SandboxWarmPool and
+// SandboxTemplate objects and changes to a real kube-apiserver with
+// sandpod's CRDs: each must be refused as Invalid, naming the field.
+// No manager runs: these are the CRDs' own schema and CEL rules.
+func TestCRDValidation(t *testing.T) {
+	harness.Skip(t, env)
+	ns := env.Namespace(t)
+	cases := crdCases()
+	t.Logf("%d CRD cases", len(cases))
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
+		tc := cases[name]
+		t.Run(name, func(t *testing.T) {
+			err := tc.op(t, ns)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("got %v, want Invalid", err)
+			}
+			if !strings.Contains(err.Error(), tc.mentions) {
+				t.Fatalf("message %q does not mention %q", err, tc.mentions)
+			}
+		})
+	}
+}
+
+func crdCases() map[string]crdCase {
+	long := func(n int) string { return strings.Repeat("a", n) }
+	sandbox := func(name string, edit func(*v1alpha1.Sandbox)) func(*testing.T, string) error {
+		return func(_ *testing.T, ns string) error {
+			sb := makeSandbox(ns, name)
+			if edit != nil {
+				edit(sb)
+			}
+			return env.Client.Create(ctx, sb)
+		}
+	}
+	claim := func(name string, edit func(*v1alpha1.SandboxClaim)) func(*testing.T, string) error {
+		return func(_ *testing.T, ns string) error {
+			c := makeClaim(ns, name, "py")
+			if edit != nil {
+				edit(c)
+			}
+			return env.Client.Create(ctx, c)
+		}
+	}
+	pool := func(name string, edit func(*v1alpha1.SandboxWarmPool)) func(*testing.T, string) error {
+		return func(_ *testing.T, ns string) error {
+			p := makePool(ns, name, "py", 1)
+			if edit != nil {
+				edit(p)
+			}
+			return env.Client.Create(ctx, p)
+		}
+	}
+	template := createTemplate
+	// updateSandbox creates a valid sandbox (first edit), then changes it.
+	updateSandbox := func(name string, first, change func(*v1alpha1.Sandbox)) func(*testing.T, string) error {
+		return func(t *testing.T, ns string) error {
+			sb := makeSandbox(ns, name)
+			first(sb)
+			create(t, sb)
+			change(sb)
+			return env.Client.Update(ctx, sb)
+		}
+	}
+	withRef := func(sb *v1alpha1.Sandbox) { sb.Spec.TemplateRef = &v1alpha1.TemplateRef{Name: "py"} }
+	noop := func(*v1alpha1.Sandbox) {}
+	volumes := func(n int) []corev1.PersistentVolumeClaim {
+		out := make([]corev1.PersistentVolumeClaim, n)
+		for i := range out {
+			out[i] = withStorage(makeSandbox("", "x")).Spec.VolumeClaimTemplates[0]
+			out[i].Name = fmt.Sprintf("data%d", i)
+		}
+		return out
+	}
+	twoEnv := []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "A", Value: "2"}}
+	labels := map[string]string{}
+	for i := range 65 {
+		labels[fmt.Sprintf("k%d", i)] = "v"
+	}
+	minusOne := int32(-1)
+
+	return map[string]crdCase{
+		// Sandbox names: a DNS label (the pod's hostname and service name).
+		"sandbox: name with dots":     {sandbox("has.dots", nil), "a sandbox name is a DNS label"},
+		"sandbox: name over 63":       {sandbox(long(64), nil), "a sandbox name is a DNS label"},
+		"sandbox: uppercase name":     {sandbox("Upper", nil), "metadata.name"},
+		"sandbox: name with '_'":      {sandbox("a_b", nil), "metadata.name"},
+		"sandbox: unicode name":       {sandbox("sändbox", nil), "metadata.name"},
+		"sandbox: name ending in '-'": {sandbox("ends-", nil), "metadata.name"},
+		// Sandbox spec.
+		"sandbox: unknown operatingMode": {sandbox("bad-mode", func(sb *v1alpha1.Sandbox) { sb.Spec.OperatingMode = "Paused" }), "spec.operatingMode"},
+		"sandbox: unknown shutdownPolicy": {sandbox("bad-policy", func(sb *v1alpha1.Sandbox) {
+			sb.Spec.Lifecycle.ShutdownPolicy = "Archive"
+		}), "spec.lifecycle.shutdownPolicy"},
+		"sandbox: 17 volumeClaimTemplates": {sandbox("many-volumes", func(sb *v1alpha1.Sandbox) {
+			sb.Spec.VolumeClaimTemplates = volumes(17)
+		}), "spec.volumeClaimTemplates"},
+		"sandbox: empty templateRef name": {sandbox("empty-ref", func(sb *v1alpha1.Sandbox) {
+			sb.Spec.TemplateRef = &v1alpha1.TemplateRef{}
+		}), "spec.templateRef.name"},
+		"sandbox: templateRef name over 63": {sandbox("long-ref", func(sb *v1alpha1.Sandbox) {
+			sb.Spec.TemplateRef = &v1alpha1.TemplateRef{Name: long(64)}
+		}), "spec.templateRef.name"},
+		"sandbox: two env variables of one name": {sandbox("dup-env", func(sb *v1alpha1.Sandbox) { sb.Spec.Env = twoEnv }), "spec.env[1]"},
+		"sandbox: no containers": {sandbox("no-containers", func(sb *v1alpha1.Sandbox) {
+			sb.Spec.PodTemplate.Spec.Containers = nil
+		}), "spec.podTemplate.spec.containers"},
+		"sandbox: no podTemplate": {createRaw("Sandbox", "no-pod", map[string]any{}), "spec.podTemplate"},
+		"sandbox: shutdownTime not a time": {createRaw("Sandbox", "bad-time", map[string]any{
+			"podTemplate": rawPodTemplate(), "lifecycle": map[string]any{"shutdownTime": "tomorrow"},
+		}), "spec.lifecycle.shutdownTime"},
+		// Sandbox changes.
+		"sandbox: templateRef changed": {updateSandbox("ref-changed", withRef, func(sb *v1alpha1.Sandbox) {
+			sb.Spec.TemplateRef.Name = "other"
+		}), "templateRef is immutable"},
+		"sandbox: templateRef removed": {updateSandbox("ref-removed", withRef, func(sb *v1alpha1.Sandbox) {
+			sb.Spec.TemplateRef = nil
+		}), "templateRef cannot be added or removed"},
+		"sandbox: templateRef added": {updateSandbox("ref-added", noop, withRef), "templateRef cannot be added or removed"},
+		"sandbox: volumeClaimTemplates changed": {updateSandbox("vct-changed", func(sb *v1alpha1.Sandbox) { withStorage(sb) }, func(sb *v1alpha1.Sandbox) {
+			sb.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+		}), "volumeClaimTemplates are immutable"},
+		"sandbox: volumeClaimTemplates renamed": {updateSandbox("vct-renamed", func(sb *v1alpha1.Sandbox) { withStorage(sb) }, func(sb *v1alpha1.Sandbox) {
+			sb.Spec.VolumeClaimTemplates[0].Name = "other"
+		}), "volumeClaimTemplates are immutable"},
+		"sandbox: unknown status phase": {func(t *testing.T, ns string) error {
+			sb := makeSandbox(ns, "bad-phase")
+			create(t, sb)
+			sb.Status.Phase = "Sleeping"
+			return env.Client.Status().Update(ctx, sb)
+		}, "status.phase"},
+
+		// SandboxClaim.
+		"claim: name over 63":   {claim(long(64), nil), "a claim name has at most 63 characters"},
+		"claim: uppercase name": {claim("Job-1", nil), "metadata.name"},
+		"claim: label under sandpod.dev/": {claim("reserved-label", func(c *v1alpha1.SandboxClaim) {
+			c.Spec.Labels = map[string]string{v1alpha1.LabelPool: "x"}
+		}), "labels under sandpod.dev/ are reserved"},
+		"claim: claim label under sandpod.dev/": {claim("reserved-claim", func(c *v1alpha1.SandboxClaim) {
+			c.Spec.Labels = map[string]string{"team": "rl", v1alpha1.LabelClaim: "other"}
+		}), "labels under sandpod.dev/ are reserved"},
+		"claim: 65 labels": {claim("many-labels", func(c *v1alpha1.SandboxClaim) { c.Spec.Labels = labels }), "spec.labels"},
+		"claim: negative ttlSecondsAfterFinished": {claim("negative-ttl", func(c *v1alpha1.SandboxClaim) {
+			c.Spec.TTLSecondsAfterFinished = &minusOne
+		}), "spec.ttlSecondsAfterFinished"},
+		"claim: unknown shutdownPolicy": {claim("bad-policy", func(c *v1alpha1.SandboxClaim) {
+			c.Spec.Lifecycle.ShutdownPolicy = "Keep"
+		}), "spec.lifecycle.shutdownPolicy"},
+		"claim: empty templateRef name":        {claim("empty-ref", func(c *v1alpha1.SandboxClaim) { c.Spec.TemplateRef.Name = "" }), "spec.templateRef.name"},
+		"claim: templateRef name over 63":      {claim("long-ref", func(c *v1alpha1.SandboxClaim) { c.Spec.TemplateRef.Name = long(64) }), "spec.templateRef.name"},
+		"claim: two env variables of one name": {claim("dup-env", func(c *v1alpha1.SandboxClaim) { c.Spec.Env = twoEnv }), "spec.env[1]"},
+		"claim: no templateRef":                {createRaw("SandboxClaim", "no-ref", map[string]any{}), "spec.templateRef"},
+		"claim: shutdownTime not a time": {createRaw("SandboxClaim", "bad-time", map[string]any{
+			"templateRef": map[string]any{"name": "py"}, "lifecycle": map[string]any{"shutdownTime": "soon"},
+		}), "spec.lifecycle.shutdownTime"},
+		"claim: templateRef changed": {func(t *testing.T, ns string) error {
+			c := makeClaim(ns, "ref-changed", "py")
+			create(t, c)
+			c.Spec.TemplateRef.Name = "other"
+			return env.Client.Update(ctx, c)
+		}, "templateRef is immutable"},
+
+		// SandboxWarmPool.
+		"pool: negative replicas":        {pool("negative", func(p *v1alpha1.SandboxWarmPool) { p.Spec.Replicas = -1 }), "spec.replicas"},
+		"pool: replicas over 10000":      {pool("huge", func(p *v1alpha1.SandboxWarmPool) { p.Spec.Replicas = 10001 }), "spec.replicas"},
+		"pool: name over 57":             {pool(long(58), nil), "a pool name has at most 57 characters"},
+		"pool: empty templateRef name":   {pool("empty-ref", func(p *v1alpha1.SandboxWarmPool) { p.Spec.TemplateRef.Name = "" }), "spec.templateRef.name"},
+		"pool: templateRef name over 63": {pool("long-ref", func(p *v1alpha1.SandboxWarmPool) { p.Spec.TemplateRef.Name = long(64) }), "spec.templateRef.name"},
+		"pool: no templateRef":           {createRaw("SandboxWarmPool", "no-ref", map[string]any{"replicas": int64(1)}), "spec.templateRef"},
+		"pool: replicas not a number":    {createRaw("SandboxWarmPool", "text-replicas", map[string]any{"templateRef": map[string]any{"name": "py"}, "replicas": "two"}), "spec.replicas"},
+		"pool: templateRef changed": {func(t *testing.T, ns string) error {
+			p := makePool(ns, "ref-changed", "py", 0)
+			create(t, p)
+			p.Spec.TemplateRef.Name = "other"
+			return env.Client.Update(ctx, p)
+		}, "templateRef is immutable"},
+		"pool: scaled to negative replicas": {func(t *testing.T, ns string) error {
+			p := makePool(ns, "scaled", "py", 0)
+			create(t, p)
+			scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scaled"}, Spec: autoscalingv1.ScaleSpec{Replicas: -3}}
+			return env.Client.SubResource("scale").Update(ctx, p, client.WithSubResourceBody(scale))
+		}, "replicas"},
+
+		// SandboxTemplate.
+		"template: empty runtimeClassName": {template("empty-runtime", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.RuntimeClassName = new(string)
+		}), "spec.runtimeClassName"},
+		"template: runtimeClassName over 253": {template("long-runtime", func(tp *v1alpha1.SandboxTemplate) {
+			s := long(254)
+			tp.Spec.RuntimeClassName = &s
+		}), "spec.runtimeClassName"},
+		"template: unknown egress": {template("bad-egress", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Egress: "Intranet"}
+		}), "spec.networkPolicy.egress"},
+		"template: unknown shutdownPolicy": {template("bad-policy", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.Lifecycle.ShutdownPolicy = "Never"
+		}), "spec.lifecycle.shutdownPolicy"},
+		"template: no containers": {template("no-containers", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.PodTemplate.Spec.Containers = nil
+		}), "spec.podTemplate.spec.containers"},
+		"template: no podTemplate": {createRaw("SandboxTemplate", "no-pod", map[string]any{}), "spec.podTemplate"},
+		"template: uppercase name": {template("Python", func(*v1alpha1.SandboxTemplate) {}), "metadata.name"},
+	}
+}
+
+// TestCRDValidationGaps records bad objects the CRDs accept today: each is
+// refused later (by the controller, the pod API or a decoder) instead of
+// when it is written. A gap that closes is reported so that its case moves
+// to crdCases.
+func TestCRDValidationGaps(t *testing.T) {
+	harness.Skip(t, env)
+	ns := env.Namespace(t)
+	gaps := map[string]struct {
+		op  func(*testing.T, string) error
+		why string
+	}{
+		"sandbox: volumeClaimTemplates removed": {func(t *testing.T, ns string) error {
+			sb := withStorage(makeSandbox(ns, "vct-removed"))
+			create(t, sb)
+			sb.Spec.VolumeClaimTemplates = nil
+			return env.Client.Update(ctx, sb)
+		}, "the immutability rule sits on the field, and CEL transition rules do not run when the new value is absent"},
+		"sandbox: idleTimeout not a duration": {createRaw("Sandbox", "bad-idle", map[string]any{
+			"podTemplate": rawPodTemplate(), "lifecycle": map[string]any{"idleTimeout": "soon"},
+		}), "metav1.Duration is a plain string in the schema; typed clients then fail to decode the object"},
+		"template: defaultTTL not a duration": {createRaw("SandboxTemplate", "bad-ttl", map[string]any{
+			"podTemplate": rawPodTemplate(), "lifecycle": map[string]any{"defaultTTL": "1 hour"},
+		}), "as idleTimeout"},
+		"template: empty container list": {createTemplate("empty-containers", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.PodTemplate.Spec.Containers = []corev1.Container{}
+		}), "the pod schema has no minItems; the pod is refused when a sandbox is made"},
+		"claim: label key not a label key": {func(_ *testing.T, ns string) error {
+			c := makeClaim(ns, "bad-label-key", "py")
+			c.Spec.Labels = map[string]string{"bad key": "spaces are bad"}
+			return env.Client.Create(ctx, c)
+		}, "only the sandpod.dev/ prefix and the count are checked; the sandbox update fails when the claim is served"},
+	}
+	for _, name := range slices.Sorted(maps.Keys(gaps)) {
+		g := gaps[name]
+		t.Run(name, func(t *testing.T) {
+			if err := g.op(t, ns); err == nil {
+				t.Skipf("known gap, accepted by the API server: %s", g.why)
+			} else {
+				t.Logf("no longer a gap (move it to crdCases): %v", err)
+			}
+		})
+	}
+}
+
+// createTemplate creates a template after edit changes it.
+func createTemplate(name string, edit func(*v1alpha1.SandboxTemplate)) func(*testing.T, string) error {
+	return func(_ *testing.T, ns string) error {
+		tp := makeTemplate(ns, name)
+		edit(tp)
+		return env.Client.Create(ctx, tp)
+	}
+}
+
+// createRaw creates an object from a raw spec, for what the typed structs
+// cannot express (a missing required field, a string where a time goes).
+func createRaw(kind, name string, spec map[string]any) func(*testing.T, string) error {
+	return func(_ *testing.T, ns string) error {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1alpha1.GroupVersion.String(),
+			"kind":       kind,
+			"metadata":   map[string]any{"name": name, "namespace": ns},
+			"spec":       spec,
+		}}
+		return env.Client.Create(ctx, u)
+	}
+}
+
+func rawPodTemplate() map[string]any {
+	return map[string]any{"spec": map[string]any{"containers": []any{
+		map[string]any{"name": "main", "image": "python:3.13-slim"},
+	}}}
+}
