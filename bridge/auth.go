@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -14,10 +15,51 @@ import (
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
+// Caller is an authenticated caller of the API.
+type Caller struct {
+	// Name identifies the caller in messages and logs.
+	Name string
+	// Allow says whether the caller may act in namespace ns (a gRPC status
+	// error when not); nil allows every namespace.
+	Allow func(ctx context.Context, ns string) error
+}
+
+// Authenticator maps a bearer token to its caller. It returns (nil, nil)
+// for a token it does not know, so the next authenticator can try.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (*Caller, error)
+}
+
 // Token is one bearer token and the namespaces it may act in (none: all).
 type Token struct {
 	Secret     string
 	Namespaces []string
+}
+
+// StaticTokens authenticates a fixed list of tokens.
+type StaticTokens []Token
+
+// Authenticate finds the token in constant time per candidate.
+func (s StaticTokens) Authenticate(_ context.Context, token string) (*Caller, error) {
+	for i := range s {
+		if subtle.ConstantTimeCompare([]byte(token), []byte(s[i].Secret)) == 1 {
+			return s[i].caller(i), nil
+		}
+	}
+	return nil, nil
+}
+
+func (t Token) caller(i int) *Caller {
+	c := &Caller{Name: fmt.Sprintf("token #%d", i+1)}
+	if len(t.Namespaces) > 0 {
+		c.Allow = func(_ context.Context, ns string) error {
+			if slices.Contains(t.Namespaces, ns) {
+				return nil
+			}
+			return status.Errorf(codes.PermissionDenied, "namespace %q: this token may use only %s", ns, strings.Join(t.Namespaces, ", "))
+		}
+	}
+	return c
 }
 
 // ParseTokens reads a token file: one token a line, optionally followed by
@@ -48,37 +90,39 @@ func ParseTokens(text string) ([]Token, error) {
 	return out, nil
 }
 
-// tokenAuth checks "authorization: Bearer <token>" against static tokens
-// and keeps each caller to its token's namespaces: Unauthenticated without a
-// known token, PermissionDenied in another namespace. With no tokens
-// configured every caller is let in (the local default, bound to loopback).
-// Health checks are always allowed, for probes.
-type tokenAuth struct{ tokens []Token }
+// auth checks "authorization: Bearer <token>" with each authenticator in
+// turn and keeps the caller to its namespaces: Unauthenticated without a
+// known token, PermissionDenied in another namespace. With no
+// authenticators every caller is let in (the local default, bound to
+// loopback). Health checks are always allowed, for probes.
+type auth struct{ authenticators []Authenticator }
 
-func newTokenAuth(tokens []Token) *tokenAuth { return &tokenAuth{tokens: tokens} }
-
-func (a *tokenAuth) caller(ctx context.Context, method string) (*Token, error) {
-	if len(a.tokens) == 0 || strings.HasPrefix(method, "/grpc.health.v1.Health/") {
+func (a *auth) caller(ctx context.Context, method string) (*Caller, error) {
+	if len(a.authenticators) == 0 || strings.HasPrefix(method, "/grpc.health.v1.Health/") {
 		return nil, nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	for _, v := range md.Get("authorization") {
-		got, ok := strings.CutPrefix(v, "Bearer ")
-		if !ok {
+		token, ok := strings.CutPrefix(v, "Bearer ")
+		if !ok || token == "" {
 			continue
 		}
-		for i := range a.tokens {
-			if subtle.ConstantTimeCompare([]byte(got), []byte(a.tokens[i].Secret)) == 1 {
-				return &a.tokens[i], nil
+		for _, au := range a.authenticators {
+			c, err := au.Authenticate(ctx, token)
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				return c, nil
 			}
 		}
 	}
 	return nil, status.Error(codes.Unauthenticated, "missing or unknown bearer token (set SANDPOD_TOKEN or pass token=)")
 }
 
-// allow checks the namespace a request names against the caller's token.
-func allow(t *Token, msg any) error {
-	if t == nil || len(t.Namespaces) == 0 {
+// allow checks the namespace a request names against the caller.
+func allow(ctx context.Context, c *Caller, msg any) error {
+	if c == nil || c.Allow == nil {
 		return nil
 	}
 	ns, ok := namespaceOf(msg)
@@ -88,12 +132,7 @@ func allow(t *Token, msg any) error {
 	if ns == "" {
 		ns = "default"
 	}
-	for _, allowed := range t.Namespaces {
-		if ns == allowed {
-			return nil
-		}
-	}
-	return status.Errorf(codes.PermissionDenied, "namespace %q: this token may use only %s", ns, strings.Join(t.Namespaces, ", "))
+	return c.Allow(ctx, ns)
 }
 
 // namespaceOf finds the namespace a request message acts in.
@@ -115,37 +154,37 @@ func namespaceOf(msg any) (string, bool) {
 	return "", false
 }
 
-func (a *tokenAuth) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	t, err := a.caller(ctx, info.FullMethod)
+func (a *auth) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	c, err := a.caller(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
 	}
-	if err := allow(t, req); err != nil {
+	if err := allow(ctx, c, req); err != nil {
 		return nil, err
 	}
 	return h(ctx, req)
 }
 
-func (a *tokenAuth) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	t, err := a.caller(ss.Context(), info.FullMethod)
+func (a *auth) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	c, err := a.caller(ss.Context(), info.FullMethod)
 	if err != nil {
 		return err
 	}
-	if t == nil || len(t.Namespaces) == 0 {
+	if c == nil || c.Allow == nil {
 		return h(srv, ss)
 	}
-	return h(srv, &scopedStream{ServerStream: ss, token: t})
+	return h(srv, &scopedStream{ServerStream: ss, caller: c})
 }
 
-// scopedStream checks every message it receives against the token.
+// scopedStream checks every message it receives against the caller.
 type scopedStream struct {
 	grpc.ServerStream
-	token *Token
+	caller *Caller
 }
 
 func (s *scopedStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	return allow(s.token, m)
+	return allow(s.Context(), s.caller, m)
 }

@@ -35,8 +35,9 @@ func (s *Server) Close() { s.agents.closeAll() }
 
 // Options configure the gRPC server of the bridge.
 type Options struct {
-	// Tokens, when not empty, are the bearer tokens callers must present.
-	Tokens []Token
+	// Authenticators, when not empty, decide who may call: a caller must
+	// present a bearer token one of them knows.
+	Authenticators []Authenticator
 	// ServerOptions are passed to grpc.NewServer (e.g. TLS credentials).
 	ServerOptions []grpc.ServerOption
 }
@@ -44,7 +45,7 @@ type Options struct {
 // GRPCServer builds a gRPC server with the sandbox service, the standard
 // health service (SERVING) and reflection, so grpcurl works against it.
 func (s *Server) GRPCServer(o Options) (*grpc.Server, *health.Server) {
-	auth := newTokenAuth(o.Tokens)
+	auth := &auth{authenticators: o.Authenticators}
 	opts := append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(auth.unary),
 		grpc.ChainStreamInterceptor(auth.stream),

@@ -25,6 +25,7 @@ func runBridge(ctx context.Context, args []string) int {
 	sf.register(fs, ":50051")
 	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then the in-cluster config)")
 	namespaces := fs.String("namespaces", "", "comma-separated namespaces the bridge serves (default: all)")
+	review := fs.Bool("token-review", false, "also accept Kubernetes tokens (e.g. service-account tokens), checked with TokenReview; a namespace is allowed when the caller may create SandboxClaims in it")
 	activity := fs.Duration("activity-interval", 10*time.Second, "longest delay before an exec or file call is recorded in a sandbox's lastActivityTime")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -34,14 +35,14 @@ func runBridge(ctx context.Context, args []string) int {
 		log.Error("bridge: " + err.Error())
 		return 2
 	}
-	if err := runKubeBridge(ctx, log, sf, *kubeconfig, *namespaces, *activity); err != nil {
+	if err := runKubeBridge(ctx, log, sf, *kubeconfig, *namespaces, *review, *activity); err != nil {
 		log.Error("bridge", "err", err)
 		return 1
 	}
 	return 0
 }
 
-func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeconfig, namespaces string, activity time.Duration) error {
+func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeconfig, namespaces string, review bool, activity time.Duration) error {
 	bo, err := sf.bridgeOptions()
 	if err != nil {
 		return err
@@ -49,6 +50,13 @@ func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeco
 	cfg, err := controller.LoadConfig(kubeconfig)
 	if err != nil {
 		return err
+	}
+	if review {
+		tr, err := kube.NewTokenReviewer(cfg)
+		if err != nil {
+			return err
+		}
+		bo.Authenticators = append(bo.Authenticators, tr)
 	}
 	// Calls are many and small (claims, activity): raise client-go's
 	// default client-side limit of 5 requests/s.

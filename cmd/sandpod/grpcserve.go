@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,7 +27,7 @@ type serverFlags struct {
 func (f *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&f.listen, "listen", defaultListen, "address of the gRPC API")
 	fs.StringVar(&f.addrFile, "address-file", "", "write the address actually listened on to this file (useful with --listen 127.0.0.1:0)")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file of bearer tokens callers must present: one a line, optionally followed by the namespaces it may use (TOKEN ns1,ns2)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file of bearer tokens callers must present: one a line, optionally followed by the namespaces it may use (TOKEN ns1,ns2); changes are picked up")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM); reloaded when the file changes")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.StringVar(&f.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
@@ -45,16 +44,11 @@ func (f *serverFlags) check() error {
 func (f *serverFlags) bridgeOptions() (bridge.Options, error) {
 	var bo bridge.Options
 	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
+		tf, err := bridge.NewTokenFile(f.tokenFile)
 		if err != nil {
-			return bo, fmt.Errorf("token file: %w", err)
-		}
-		if bo.Tokens, err = bridge.ParseTokens(string(b)); err != nil {
 			return bo, err
 		}
-		if len(bo.Tokens) == 0 {
-			return bo, fmt.Errorf("token file %s holds no token", f.tokenFile)
-		}
+		bo.Authenticators = append(bo.Authenticators, tf)
 	}
 	if f.tlsCert != "" {
 		certs, err := bridge.NewCertReloader(f.tlsCert, f.tlsKey)
@@ -97,6 +91,6 @@ func serveGRPC(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 			g.Stop()
 		}
 	}()
-	log.Info("sandpod API listening", "address", lis.Addr().String(), "tls", f.tlsCert != "", "tokens", len(bo.Tokens))
+	log.Info("sandpod API listening", "address", lis.Addr().String(), "tls", f.tlsCert != "", "authenticators", len(bo.Authenticators))
 	return g.Serve(lis)
 }

@@ -9,8 +9,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/bridge"
@@ -22,7 +27,7 @@ import (
 
 // startBridge runs the bridge's Kubernetes backend in-process against the
 // test bed, limited to ns, behind a real gRPC server on loopback.
-func startBridge(t *testing.T, ns string) pb.SandboxServiceClient {
+func startBridge(t *testing.T, ns string, auth ...bridge.Authenticator) pb.SandboxServiceClient {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -31,7 +36,7 @@ func startBridge(t *testing.T, ns string) pb.SandboxServiceClient {
 		t.Fatal(err)
 	}
 	srv := bridge.New(backend)
-	g, _ := srv.GRPCServer(bridge.Options{})
+	g, _ := srv.GRPCServer(bridge.Options{Authenticators: auth})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -195,4 +200,46 @@ func TestBridgeLifecycle(t *testing.T) {
 	waitGone(t, &v1alpha1.Sandbox{}, ns, "box")
 	_, err = api.GetSandbox(ctx, &pb.GetSandboxRequest{Name: "box", Namespace: ns})
 	wantCode(t, err, codes.NotFound, "get of a deleted sandbox")
+}
+
+// TestBridgeTokenReview: a service account's token is accepted through
+// TokenReview, and RBAC (may it create SandboxClaims there?) decides each
+// namespace.
+func TestBridgeTokenReview(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	create(t, makeTemplate(ns, "py"))
+	reviewer, err := kube.NewTokenReviewer(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := startBridge(t, ns, reviewer)
+	ctx := callCtx(t)
+
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sandbox-user"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"sandpod.dev"}, Resources: []string{"sandboxclaims"}, Verbs: []string{"create"},
+	}}}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "sandbox-user"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "alice", Namespace: ns}},
+	}
+	create(t, sa, role, binding)
+	tr, err := env.Clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "alice", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(token string) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+	}
+
+	if _, err := api.ListTemplates(as(tr.Status.Token), &pb.ListTemplatesRequest{Namespace: ns}); err != nil {
+		t.Errorf("alice in her namespace: %v", err)
+	}
+	_, err = api.ListTemplates(as(tr.Status.Token), &pb.ListTemplatesRequest{Namespace: "kube-system"})
+	wantCode(t, err, codes.PermissionDenied, "alice in a namespace where RBAC does not let her claim")
+	_, err = api.ListTemplates(as("not-a-token"), &pb.ListTemplatesRequest{Namespace: ns})
+	wantCode(t, err, codes.Unauthenticated, "an unknown token")
+	_, err = api.ListTemplates(ctx, &pb.ListTemplatesRequest{Namespace: ns})
+	wantCode(t, err, codes.Unauthenticated, "no token")
 }
