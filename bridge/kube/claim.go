@@ -77,12 +77,14 @@ func (b *Backend) retriedClaim(ctx context.Context, ns, name, requestID, templat
 func (b *Backend) waitClaim(ctx context.Context, ns, name string, uid types.UID) (*sandpodv1.Sandbox, bool, error) {
 	woken, stop := b.hub.listen(claimKey(ns, name))
 	defer stop()
+	var last string
 	for {
 		sb, err := b.boundSandbox(ctx, ns, name, uid)
 		if err != nil {
 			return nil, false, err
 		}
 		if sb != nil {
+			last = describe(sb)
 			switch phaseOf(sb) {
 			case v1alpha1.SandboxRunning:
 				_, warm := sb.Annotations[v1alpha1.AnnotationFromPool]
@@ -96,7 +98,7 @@ func (b *Backend) waitClaim(ctx context.Context, ns, name string, uid types.UID)
 		select {
 		case <-woken:
 		case <-ctx.Done():
-			return nil, false, waitError(ctx, "claim "+name)
+			return nil, false, waitError(ctx, "claim "+name, last)
 		}
 	}
 }
@@ -189,6 +191,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbo
 func (b *Backend) waitRunning(ctx context.Context, ns, name string, uid types.UID) (*sandpodv1.Sandbox, error) {
 	woken, stop := b.hub.listen(sandboxKey(ns, name))
 	defer stop()
+	var last string
 	for {
 		sb := &v1alpha1.Sandbox{}
 		err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
@@ -200,6 +203,7 @@ func (b *Backend) waitRunning(ctx context.Context, ns, name string, uid types.UI
 		case sb.UID != uid || sb.DeletionTimestamp != nil:
 			return nil, status.Errorf(codes.Aborted, "sandbox %q was deleted while waiting for it to start", name)
 		default:
+			last = describe(sb)
 			switch phaseOf(sb) {
 			case v1alpha1.SandboxRunning:
 				return sandboxToProto(sb), nil
@@ -212,7 +216,7 @@ func (b *Backend) waitRunning(ctx context.Context, ns, name string, uid types.UI
 		select {
 		case <-woken:
 		case <-ctx.Done():
-			return nil, waitError(ctx, "sandbox "+name)
+			return nil, waitError(ctx, "sandbox "+name, last)
 		}
 	}
 }
@@ -277,4 +281,20 @@ func checkUserLabels(m map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// describe is a sandbox's phase and why it is not ready, as the controller
+// reported it (e.g. "Pending: PodPending: main: ErrImagePull").
+func describe(sb *v1alpha1.Sandbox) string {
+	out := string(phaseOf(sb))
+	if sb.Status.Message != "" {
+		return out + ": " + sb.Status.Message
+	}
+	if c := meta.FindStatusCondition(sb.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+		out += ": " + c.Reason
+		if c.Message != "" {
+			out += ": " + c.Message
+		}
+	}
+	return out
 }

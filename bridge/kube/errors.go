@@ -53,10 +53,15 @@ func isAPIStatus(err error) bool {
 	return errors.As(err, &s)
 }
 
-// waitError explains a wait that ended with the caller's context.
-func waitError(ctx context.Context, what string) error {
+// waitError explains a wait that ended with the caller's context, with the
+// last thing the controller reported about the sandbox (e.g. its pod's
+// ImagePullBackOff), so a sandbox that cannot start says why.
+func waitError(ctx context.Context, what, last string) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return status.Errorf(codes.Canceled, "%s: canceled", what)
 	}
-	return status.Errorf(codes.DeadlineExceeded, "%s: not ready before the deadline; it keeps starting (retry with the same request id, or watch it)", what)
+	if last != "" {
+		last = " (last status: " + last + ")"
+	}
+	return status.Errorf(codes.DeadlineExceeded, "%s: not ready before the deadline%s; it keeps starting: retry with the same request id, or watch it", what, last)
 }
