@@ -1,16 +1,18 @@
 // Package kube is the bridge's Kubernetes backend. Lifecycle calls become
 // writes to sandpod's custom resources (core/api/v1alpha1), which the
-// controller reconciles: a claim is a SandboxClaim, a create is a Sandbox,
-// suspend and resume flip a Sandbox's operating mode. Reads come from an
-// informer cache; a call that waits (claim, create, resume) waits on that
-// cache's watch events, never on a polling loop. Exec and file calls reach
-// the agent at the pod's IP with the sandbox's own secret.
+// controller reconciles: a warm claim is one patch that takes a ready pool
+// member, a cold claim or a create is a new Sandbox, suspend and resume flip
+// a Sandbox's operating mode. Reads come from an informer cache; a call that
+// waits (cold claim, create, resume) waits on that cache's watch events,
+// never on a polling loop. Exec and file calls reach the agent at the pod's
+// IP with the sandbox's own secret.
 package kube
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,8 +29,8 @@ import (
 // DefaultNamespace is used when a request names none (as in the local engine).
 const DefaultNamespace = "default"
 
-// indexClaim finds the sandboxes labelled with a claim's name.
-const indexClaim = "sandpod.claim"
+// indexRequestID finds the sandbox a client request id produced.
+const indexRequestID = "sandpod.requestID"
 
 // Options configure the backend.
 type Options struct {
@@ -49,6 +51,7 @@ type Backend struct {
 	client   client.Client // writes, and reads through the cache
 	live     client.Reader // reads that must not come from a cache (secrets)
 	hub      *hub
+	taking   *reservations
 	secrets  *secretCache
 	activity *activity
 	log      *slog.Logger
@@ -94,9 +97,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("informer cache: %w", err)
 	}
-	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexClaim, func(o client.Object) []string {
-		if name := o.GetLabels()[v1alpha1.LabelClaim]; name != "" {
-			return []string{name}
+	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexRequestID, func(o client.Object) []string {
+		if id := o.GetAnnotations()[v1alpha1.AnnotationRequestID]; id != "" {
+			return []string{id}
 		}
 		return nil
 	}); err != nil {
@@ -109,12 +112,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{
-		cache: c, client: cl, live: cl, hub: newHub(),
+		cache: c, client: cl, live: cl, hub: newHub(), taking: newReservations(),
 		secrets: newSecretCache(), log: o.Logger, now: time.Now,
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
 
-	for _, obj := range []client.Object{&v1alpha1.Sandbox{}, &v1alpha1.SandboxClaim{}, &v1alpha1.SandboxTemplate{}, &v1alpha1.SandboxWarmPool{}} {
+	for _, obj := range []client.Object{&v1alpha1.Sandbox{}, &v1alpha1.SandboxTemplate{}, &v1alpha1.SandboxWarmPool{}} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, fmt.Errorf("informer for %T: %w", obj, err)
@@ -124,12 +127,6 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 				AddFunc:    func(o any) { b.onSandbox(o, eventAdded) },
 				UpdateFunc: func(_, o any) { b.onSandbox(o, eventModified) },
 				DeleteFunc: func(o any) { b.onSandbox(o, eventDeleted) },
-			})
-		} else if _, ok := obj.(*v1alpha1.SandboxClaim); ok {
-			_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-				AddFunc:    b.onClaim,
-				UpdateFunc: func(_, o any) { b.onClaim(o) },
-				DeleteFunc: b.onClaim,
 			})
 		}
 		if err != nil {
@@ -149,8 +146,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	return b, nil
 }
 
-// onSandbox wakes the calls waiting on a sandbox (and on its claim) and
-// feeds watchers.
+// onSandbox wakes the calls waiting on a sandbox and feeds watchers.
 func (b *Backend) onSandbox(o any, t eventType) {
 	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
@@ -160,23 +156,11 @@ func (b *Backend) onSandbox(o any, t eventType) {
 		return
 	}
 	b.hub.wake(sandboxKey(sb.Namespace, sb.Name))
-	if claim := sb.Labels[v1alpha1.LabelClaim]; claim != "" {
-		b.hub.wake(claimKey(sb.Namespace, claim))
-	}
 	if t == eventDeleted {
 		b.secrets.forget(sb.UID)
 		b.activity.forget(sb.Namespace, sb.Name)
 	}
 	b.hub.publish(t, sb)
-}
-
-func (b *Backend) onClaim(o any) {
-	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	if c, ok := o.(*v1alpha1.SandboxClaim); ok {
-		b.hub.wake(claimKey(c.Namespace, c.Name))
-	}
 }
 
 func nsOr(ns string) string {
@@ -187,4 +171,27 @@ func nsOr(ns string) string {
 }
 
 func sandboxKey(ns, name string) string { return "sandbox/" + ns + "/" + name }
-func claimKey(ns, name string) string   { return "claim/" + ns + "/" + name }
+
+// reservations are the pool members this process is taking right now.
+type reservations struct {
+	mu  sync.Mutex
+	set map[string]struct{}
+}
+
+func newReservations() *reservations { return &reservations{set: map[string]struct{}{}} }
+
+func (r *reservations) reserve(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, taken := r.set[key]; taken {
+		return false
+	}
+	r.set[key] = struct{}{}
+	return true
+}
+
+func (r *reservations) release(key string) {
+	r.mu.Lock()
+	delete(r.set, key)
+	r.mu.Unlock()
+}

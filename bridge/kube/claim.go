@@ -21,123 +21,113 @@ import (
 
 	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller/warmpool"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// ClaimSandbox creates a SandboxClaim and waits, on the cache's events, for
-// the sandbox the controller binds to it to be ready. With a request id the
-// claim's name is derived from it, so a retried call finds the claim of its
-// first attempt instead of claiming twice.
+// ClaimSandbox takes a ready warm pool member of the template in one API
+// write (a patch guarded by the member's resourceVersion, so two claims never
+// get the same member), or creates a sandbox cold when none is ready. The
+// controller's SandboxClaim path (two more writes and two more watch hops)
+// serves kubectl users; the bridge does the same adoption itself.
+//
+// With a request id, a retry returns what the first attempt got: an adopted
+// member carries the id (found through the cache's index), a cold sandbox is
+// named after it.
 func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (*sandpodv1.Sandbox, bool, error) {
 	ns := nsOr(req.GetNamespace())
-	if _, err := b.template(ctx, ns, req.GetTemplate()); err != nil {
+	tmpl, err := b.template(ctx, ns, req.GetTemplate())
+	if err != nil {
 		return nil, false, err
-	}
-	c := &v1alpha1.SandboxClaim{
-		ObjectMeta: objectMeta(ns, req.GetTemplate(), req.GetRequestId()),
-		Spec: v1alpha1.SandboxClaimSpec{
-			TemplateRef: v1alpha1.TemplateRef{Name: req.GetTemplate()},
-			Lifecycle:   requestLifecycle(b.now(), req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()),
-			Env:         envVars(req.GetEnv()),
-			Labels:      req.GetLabels(),
-		},
 	}
 	if err := checkUserLabels(req.GetLabels()); err != nil {
 		return nil, false, err
 	}
-	err := b.client.Create(ctx, c)
-	if apierrors.IsAlreadyExists(err) && req.GetRequestId() != "" {
-		c, err = b.retriedClaim(ctx, ns, c.Name, req.GetRequestId(), req.GetTemplate())
-	}
-	if err != nil {
-		return nil, false, apiError(err, "claim a %q sandbox", req.GetTemplate())
-	}
-	return b.waitClaim(ctx, ns, c.Name, c.UID)
-}
-
-// retriedClaim is the claim a retried request made on its first attempt.
-func (b *Backend) retriedClaim(ctx context.Context, ns, name, requestID, template string) (*v1alpha1.SandboxClaim, error) {
-	c := &v1alpha1.SandboxClaim{}
-	if err := b.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
-		if apierrors.IsNotFound(err) { // deleted since: the first attempt's sandbox is gone
-			return nil, status.Errorf(codes.NotFound, "request id %q was used by a claim that has since been deleted", requestID)
-		}
-		return nil, err
-	}
-	if c.Annotations[v1alpha1.AnnotationRequestID] != requestID || c.Spec.TemplateRef.Name != template {
-		return nil, status.Errorf(codes.AlreadyExists, "claim %q exists for another request; use a new request id", name)
-	}
-	return c, nil
-}
-
-// waitClaim waits until the claim's sandbox is ready. It looks at the bound
-// sandbox first: a warm adoption makes it ready in the same write that binds
-// it, before the controller writes the claim's status.
-func (b *Backend) waitClaim(ctx context.Context, ns, name string, uid types.UID) (*sandpodv1.Sandbox, bool, error) {
-	woken, stop := b.hub.listen(claimKey(ns, name))
-	defer stop()
-	var last string
-	for {
-		sb, err := b.boundSandbox(ctx, ns, name, uid)
-		if err != nil {
-			return nil, false, err
-		}
-		if sb != nil {
-			last = describe(sb)
-			switch phaseOf(sb) {
-			case v1alpha1.SandboxRunning:
-				_, warm := sb.Annotations[v1alpha1.AnnotationFromPool]
-				return sandboxToProto(sb), warm, nil
-			case v1alpha1.SandboxFailed:
-				return nil, false, status.Errorf(codes.Unavailable, "sandbox %q of the claim failed to start: %s", sb.Name, sb.Status.Message)
+	if id := req.GetRequestId(); id != "" {
+		if sb, err := b.byRequestID(ctx, ns, id); err != nil || sb != nil {
+			if err != nil {
+				return nil, false, err
 			}
-		} else if err := b.claimProblem(ctx, ns, name, uid); err != nil {
-			return nil, false, err
-		}
-		select {
-		case <-woken:
-		case <-ctx.Done():
-			return nil, false, waitError(ctx, "claim "+name, last)
+			return b.claimed(ctx, sb)
 		}
 	}
+	now := b.now()
+	holder := warmpool.Holder{
+		Labels:    req.GetLabels(),
+		Env:       envVars(req.GetEnv()),
+		Lifecycle: lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle),
+		RequestID: req.GetRequestId(),
+	}
+	sb, err := b.adopt(ctx, tmpl, holder)
+	if err != nil {
+		return nil, false, err
+	}
+	if sb != nil {
+		return sandboxToProto(sb), true, nil
+	}
+	got, err := b.createFromTemplate(ctx, tmpl, "", req.GetRequestId(), req.GetLabels(), holder.Env, holder.Lifecycle, false)
+	return got, false, err
 }
 
-// boundSandbox is the sandbox bound to claim uid, from the cache (nil if none yet).
-func (b *Backend) boundSandbox(ctx context.Context, ns, claim string, uid types.UID) (*v1alpha1.Sandbox, error) {
+// claimed is the answer to a retried claim: the sandbox its first attempt got.
+func (b *Backend) claimed(ctx context.Context, sb *v1alpha1.Sandbox) (*sandpodv1.Sandbox, bool, error) {
+	_, warm := sb.Annotations[v1alpha1.AnnotationFromPool]
+	got, err := b.waitRunning(ctx, sb.Namespace, sb.Name, sb.UID)
+	return got, warm, err
+}
+
+// byRequestID finds the sandbox a request id already produced, if any.
+func (b *Backend) byRequestID(ctx context.Context, ns, id string) (*v1alpha1.Sandbox, error) {
 	var list v1alpha1.SandboxList
-	if err := b.client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{indexClaim: claim}); err != nil {
-		return nil, apiError(err, "list the sandboxes of claim %q", claim)
+	if err := b.client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{indexRequestID: id}); err != nil {
+		return nil, apiError(err, "look up request id %q", id)
 	}
 	for i := range list.Items {
-		for _, ref := range list.Items[i].OwnerReferences {
-			if ref.UID == uid && ref.Controller != nil && *ref.Controller {
-				return &list.Items[i], nil
-			}
+		if list.Items[i].DeletionTimestamp == nil {
+			return &list.Items[i], nil
 		}
 	}
 	return nil, nil
 }
 
-// claimProblem reports a claim the controller cannot serve, or one deleted
-// while the call waited.
-func (b *Backend) claimProblem(ctx context.Context, ns, name string, uid types.UID) error {
-	c := &v1alpha1.SandboxClaim{}
-	err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)
-	if apierrors.IsNotFound(err) {
-		return nil // not in the cache yet
+// adopt takes the best ready member of the template's pools, or returns nil
+// when none is ready. Members this process is already taking are skipped, so
+// concurrent claims spread over the pool instead of colliding on its first
+// member.
+func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h warmpool.Holder) (*v1alpha1.Sandbox, error) {
+	var list v1alpha1.SandboxList
+	if err := b.client.List(ctx, &list, client.InNamespace(tmpl.Namespace), client.MatchingLabels{v1alpha1.LabelTemplate: tmpl.Name}); err != nil {
+		return nil, apiError(err, "list the warm members of %q", tmpl.Name)
 	}
-	if err != nil {
-		return apiError(err, "read claim %q", name)
+	byName := map[string]*v1alpha1.Sandbox{}
+	var views []lifecycle.PoolMember
+	for i := range list.Items {
+		if sb := &list.Items[i]; isPoolMember(sb) && sb.DeletionTimestamp == nil {
+			byName[sb.Name] = sb
+			views = append(views, warmpool.ToPoolMember(sb))
+		}
 	}
-	if c.UID != uid || c.DeletionTimestamp != nil {
-		return status.Errorf(codes.Aborted, "claim %q was deleted while waiting for its sandbox", name)
+	for _, name := range lifecycle.ClaimCandidates(views, lifecycle.TemplateHash(tmpl.Spec)) {
+		key := tmpl.Namespace + "/" + name
+		if !b.taking.reserve(key) {
+			continue
+		}
+		orig := byName[name]
+		sb := orig.DeepCopy()
+		warmpool.Take(sb, h)
+		err := b.client.Patch(ctx, sb, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		b.taking.release(key)
+		switch {
+		case err == nil:
+			return sb, nil
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			continue // taken by someone else, or gone: the next one
+		default:
+			return nil, apiError(err, "take warm sandbox %q", name)
+		}
 	}
-	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady); cond != nil &&
-		cond.Status == metav1.ConditionFalse && cond.Reason == v1alpha1.ReasonTemplateNotFound {
-		return status.Errorf(codes.NotFound, "claim %q: %s", name, cond.Message)
-	}
-	return nil
+	return nil, nil
 }
 
 // CreateSandbox creates a Sandbox from a template (cold: warm pools serve
@@ -152,39 +142,47 @@ func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbo
 		return nil, err
 	}
 	now := b.now()
+	l := lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle)
+	return b.createFromTemplate(ctx, tmpl, req.GetName(), req.GetRequestId(), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait())
+}
+
+// createFromTemplate creates a sandbox of tmpl, named name, else after the
+// request id, else generated; a retry of the same request id finds the
+// sandbox of its first attempt.
+func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, name, requestID string,
+	labels map[string]string, env []corev1.EnvVar, l v1alpha1.Lifecycle, noWait bool) (*sandpodv1.Sandbox, error) {
 	sb := &v1alpha1.Sandbox{
-		ObjectMeta: objectMeta(ns, req.GetTemplate(), req.GetRequestId()),
+		ObjectMeta: objectMeta(tmpl.Namespace, tmpl.Name, requestID),
 		Spec:       lifecycle.SandboxSpecFromTemplate(tmpl.Name, &tmpl.Spec),
 	}
-	if req.GetName() != "" {
-		sb.Name, sb.GenerateName = req.GetName(), ""
+	if name != "" {
+		sb.Name, sb.GenerateName = name, ""
 	}
 	sb.Labels = map[string]string{v1alpha1.LabelTemplate: tmpl.Name}
-	for k, v := range req.GetLabels() {
+	for k, v := range labels {
 		sb.Labels[k] = v
 	}
-	sb.Spec.Env = envVars(req.GetEnv())
-	sb.Spec.Lifecycle = lifecycle.ClaimLifecycle(now,
-		requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle)
+	sb.Spec.Env = env
+	sb.Spec.Lifecycle = l
 
-	err = b.client.Create(ctx, sb)
-	if apierrors.IsAlreadyExists(err) && req.GetRequestId() != "" {
+	err := b.client.Create(ctx, sb)
+	if apierrors.IsAlreadyExists(err) && requestID != "" {
 		existing := &v1alpha1.Sandbox{}
 		if gerr := b.live.Get(ctx, client.ObjectKeyFromObject(sb), existing); gerr == nil &&
-			existing.Annotations[v1alpha1.AnnotationRequestID] == req.GetRequestId() {
+			existing.Annotations[v1alpha1.AnnotationRequestID] == requestID {
 			sb, err = existing, nil // a retry of the request that created it
 		}
 	}
 	if apierrors.IsAlreadyExists(err) {
-		return nil, status.Errorf(codes.AlreadyExists, "sandbox %q already exists in namespace %q", sb.Name, ns)
+		return nil, status.Errorf(codes.AlreadyExists, "sandbox %q already exists in namespace %q", sb.Name, sb.Namespace)
 	}
 	if err != nil {
-		return nil, apiError(err, "create a %q sandbox", req.GetTemplate())
+		return nil, apiError(err, "create a %q sandbox", tmpl.Name)
 	}
-	if req.GetNoWait() {
+	if noWait {
 		return sandboxToProto(sb), nil
 	}
-	return b.waitRunning(ctx, ns, sb.Name, sb.UID)
+	return b.waitRunning(ctx, sb.Namespace, sb.Name, sb.UID)
 }
 
 // waitRunning waits for a sandbox to be ready (or to fail).

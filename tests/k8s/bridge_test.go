@@ -2,6 +2,7 @@ package k8s_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -93,24 +94,45 @@ func TestBridgeClaimIsWarmAndIdempotent(t *testing.T) {
 	if again.GetSandbox().GetName() != sb.GetName() {
 		t.Errorf("a retry with the same request id got %s, the first call %s", again.GetSandbox().GetName(), sb.GetName())
 	}
-	var claims v1alpha1.SandboxClaimList
-	if err := env.Client.List(ctx, &claims, client.InNamespace(ns)); err != nil {
+	all, err := api.ListSandboxes(ctx, &pb.ListSandboxesRequest{Namespace: ns})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(claims.Items) != 1 {
-		t.Errorf("%d claims after a retried claim, want 1", len(claims.Items))
+	if len(all.GetSandboxes()) != 1 {
+		t.Errorf("%d claimed sandboxes after a retried claim, want 1", len(all.GetSandboxes()))
 	}
+	var claims v1alpha1.SandboxClaimList
+	if err := env.Client.List(ctx, &claims, client.InNamespace(ns)); err != nil || len(claims.Items) != 0 {
+		t.Errorf("a warm claim through the bridge made %d SandboxClaims (%v), want none: it is one patch of the member", len(claims.Items), err)
+	}
+	// The pool refills behind the claim.
+	waitPoolReady(t, ns, "pool", 2, "")
 
 	_, err = api.ClaimSandbox(ctx, &pb.ClaimSandboxRequest{Template: "nope", Namespace: ns})
 	wantCode(t, err, codes.NotFound, "claim of an unknown template")
 	_, err = api.ClaimSandbox(ctx, &pb.ClaimSandboxRequest{Template: "py", Namespace: ns, Labels: map[string]string{v1alpha1.LabelPool: "pool"}})
 	wantCode(t, err, codes.InvalidArgument, "claim with a reserved label")
 
-	// Deleting the sandbox takes its claim along.
+	// A third claim with the pool empty starts one cold.
+	if _, err := api.ScaleWarmPool(ctx, &pb.ScaleWarmPoolRequest{Name: "pool", Namespace: ns, Replicas: 0}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, harness.Timeout, "the pool to be empty", func() (bool, string) {
+		all, err := api.ListSandboxes(ctx, &pb.ListSandboxesRequest{Namespace: ns, IncludePoolMembers: true})
+		return err == nil && len(all.GetSandboxes()) == 1, fmt.Sprint(len(all.GetSandboxes()), err)
+	})
+	cold, err := api.ClaimSandbox(ctx, &pb.ClaimSandboxRequest{Template: "py", Namespace: ns, RequestId: "req-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cold.GetWarm() || cold.GetSandbox().GetPool() != "" || cold.GetSandbox().GetPhase() != pb.Phase_PHASE_RUNNING {
+		t.Errorf("claim with an empty pool = warm %v pool %q phase %s, want a running cold sandbox", cold.GetWarm(), cold.GetSandbox().GetPool(), cold.GetSandbox().GetPhase())
+	}
+
 	if _, err := api.DeleteSandbox(ctx, &pb.DeleteSandboxRequest{Name: sb.GetName(), Namespace: ns}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, &v1alpha1.SandboxClaim{}, ns, claims.Items[0].Name)
+	waitGone(t, &v1alpha1.Sandbox{}, ns, sb.GetName())
 }
 
 func TestBridgeLifecycle(t *testing.T) {
@@ -242,4 +264,45 @@ func TestBridgeTokenReview(t *testing.T) {
 	wantCode(t, err, codes.Unauthenticated, "an unknown token")
 	_, err = api.ListTemplates(ctx, &pb.ListTemplatesRequest{Namespace: ns})
 	wantCode(t, err, codes.Unauthenticated, "no token")
+}
+
+// TestBridgeConcurrentClaimsNeverShare: claims racing for a pool each get
+// their own sandbox, the ready members warm and the rest cold.
+func TestBridgeConcurrentClaimsNeverShare(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	create(t, makeTemplate(ns, "py"), makePool(ns, "pool", "py", 4))
+	waitPoolReady(t, ns, "pool", 4, "")
+	api := startBridge(t, ns)
+	ctx := callCtx(t)
+
+	const n = 8
+	type result struct {
+		name string
+		warm bool
+		err  error
+	}
+	results := make(chan result, n)
+	for i := range n {
+		go func() {
+			r, err := api.ClaimSandbox(ctx, &pb.ClaimSandboxRequest{Template: "py", Namespace: ns, RequestId: fmt.Sprintf("burst-%d", i)})
+			results <- result{r.GetSandbox().GetName(), r.GetWarm(), err}
+		}()
+	}
+	names, warm := map[string]bool{}, 0
+	for range n {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if names[r.name] {
+			t.Errorf("sandbox %s handed out twice", r.name)
+		}
+		names[r.name] = true
+		if r.warm {
+			warm++
+		}
+	}
+	if warm < 1 || warm > 4 {
+		t.Errorf("%d of %d claims warm with 4 ready members", warm, n)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller/warmpool"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -19,41 +20,20 @@ func ClaimOwnerRef(c *v1alpha1.SandboxClaim) metav1.OwnerReference {
 	}
 }
 
-// Bind rewrites a sandbox as held by claim c at now: it leaves its pool (the
-// pool label and pool owner go, the claim becomes the controlling owner), and
-// takes the claim's labels, env and lifecycle. Applied to a warm member, it
-// is the single write of a warm claim.
+// Bind rewrites a sandbox as held by claim c at now: it leaves its pool
+// (warmpool.Take), the claim becomes its controlling owner, and it takes the
+// claim's labels, env and lifecycle. Applied to a warm member, it is the
+// single write of a warm claim.
 func Bind(sb *v1alpha1.Sandbox, c *v1alpha1.SandboxClaim, t *v1alpha1.SandboxTemplate, now time.Time) {
-	if sb.Labels == nil {
-		sb.Labels = map[string]string{}
-	}
-	for k, v := range c.Spec.Labels {
-		sb.Labels[k] = v
-	}
-	if pool, ok := sb.Labels[v1alpha1.LabelPool]; ok {
-		if sb.Annotations == nil {
-			sb.Annotations = map[string]string{}
-		}
-		sb.Annotations[v1alpha1.AnnotationFromPool] = pool
-	}
-	delete(sb.Labels, v1alpha1.LabelPool)
+	warmpool.Take(sb, warmpool.Holder{
+		Labels:    c.Spec.Labels,
+		Env:       c.Spec.Env,
+		Lifecycle: lifecycle.ClaimLifecycle(now, c.Spec.Lifecycle, t.Spec.Lifecycle),
+		RequestID: c.Annotations[v1alpha1.AnnotationRequestID],
+	})
 	sb.Labels[v1alpha1.LabelClaim] = c.Name
 	sb.Labels[v1alpha1.LabelTemplate] = t.Name
-	if id, ok := c.Annotations[v1alpha1.AnnotationRequestID]; ok {
-		if sb.Annotations == nil {
-			sb.Annotations = map[string]string{}
-		}
-		sb.Annotations[v1alpha1.AnnotationRequestID] = id
-	}
-	refs := []metav1.OwnerReference{ClaimOwnerRef(c)}
-	for _, ref := range sb.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller {
-			refs = append(refs, ref)
-		}
-	}
-	sb.OwnerReferences = refs
-	sb.Spec.Env = append(sb.Spec.Env[:0:0], c.Spec.Env...)
-	sb.Spec.Lifecycle = lifecycle.ClaimLifecycle(now, c.Spec.Lifecycle, t.Spec.Lifecycle)
+	sb.OwnerReferences = append(sb.OwnerReferences, ClaimOwnerRef(c))
 }
 
 // ColdSandbox is the sandbox a claim creates when no warm member is ready. It
