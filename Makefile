@@ -4,7 +4,8 @@
 #                (local engine; template "python" with a warm pool of 2)
 #   make test    every check and test: lint, generated-code drift, Go unit
 #                and integration tests (incl. a real kube-apiserver + etcd),
-#                Python client tests against the real server
+#                Python client tests against the real server, and the
+#                end-to-end suite on a real single-node cluster (make e2e)
 #   make generate / check-generated / bench / lint
 
 SHELL := /bin/bash
@@ -18,7 +19,8 @@ FUZZTIME ?= 10s
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sandpod/sandpod/core/agent.Version=$(VERSION)
 
-.PHONY: all build run venv generate check-generated lint test test-go test-python kube-testbed bench clean
+.PHONY: all build run venv generate check-generated lint test test-go test-python kube-testbed bench clean \
+	testbed-build testbed-up testbed-down e2e
 
 all: build
 
@@ -56,7 +58,7 @@ lint: venv
 kube-testbed:
 	hack/kube/build.sh
 
-test: lint check-generated build kube-testbed test-go test-python
+test: lint check-generated build kube-testbed test-go test-python e2e
 
 test-go:
 	SANDPOD_KUBE_BIN=$$(hack/kube/build.sh --print) SANDPOD_BIN=$(CURDIR)/bin/sandpod \
@@ -66,6 +68,28 @@ test-go:
 
 test-python: venv build
 	SANDPOD_BIN=$(CURDIR)/bin/sandpod $(VENV)/bin/pytest -q tests/python
+
+# The single-node Kubernetes test bed (hack/testbed, needs root): etcd, the
+# Kubernetes components, containerd with runc and gVisor, CNI, all built from
+# Go modules into ~/.cache/sandpod (cold: ~25 min on 2 cores; then cached).
+testbed-build:
+	hack/testbed/build.sh
+
+# Build, make the images (sandpod from this tree), start; prints the
+# kubeconfig. Idempotent: on a running bed it only re-imports changed images.
+testbed-up: testbed-build
+	VERSION=$(VERSION) hack/testbed/images.sh
+	hack/testbed/up.sh
+
+testbed-down:
+	hack/testbed/down.sh
+
+# sandpod installed from deploy/install.yaml on the test bed, then the Go
+# (tests/e2e) and Python (tests/e2e/python) end-to-end suites. Starts the
+# bed unless it is up, and stops it again if it started it; logs of a
+# failure land in _output/e2e-logs. E2E_RUN=Pattern narrows the Go suite.
+e2e: venv
+	VERSION=$(VERSION) PYTEST=$(CURDIR)/$(VENV)/bin/pytest hack/testbed/e2e.sh
 
 # One Markdown table (and JSON under _output/bench); see docs/performance.md.
 bench: build
