@@ -72,10 +72,13 @@ trap finish EXIT
 trap 'exit 130' INT TERM   # through finish
 
 rm -rf "$LOGS"
-"$HERE/images.sh"
 if ! "$HERE/up.sh" --status >/dev/null 2>&1; then
   STARTED=1
+  # A bed that is not up may have left mounts, iptables chains or a stale
+  # state dir behind (e.g. its processes were killed): start from clean.
+  "$HERE/down.sh" 2>/dev/null
 fi
+"$HERE/images.sh"
 KUBECONFIG_FILE=$("$HERE/up.sh" | tail -1)
 
 log "installing sandpod (deploy/install.yaml)"
