@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// withWorkspaceVolume gives tmpl a PVC mounted at the agent's root.
+func withWorkspaceVolume(tmpl *v1alpha1.SandboxTemplate) *v1alpha1.SandboxTemplate {
+	tmpl.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: "workspace"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}}
+	tmpl.Spec.PodTemplate.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "workspace", MountPath: "/workspace"}}
+	return tmpl
+}
+
+// TestPodDeletedByHandComesBack: a sandbox's pod deleted behind sandpod's
+// back is made again with the same name, hostname and storage.
+func TestPodDeletedByHandComesBack(t *testing.T) {
+	t.Parallel()
+	env := Setup(t)
+	ns := env.Namespace(t)
+	env.Apply(t, withWorkspaceVolume(Template(ns, "python-pvc", PythonImage)))
+	c := env.bridgeClient(t, ns)
+	ctx := Context(t)
+
+	sb, err := c.Claim(ctx, "python-pvc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.Files().WriteFile(ctx, "state.txt", []byte("step 41")); err != nil {
+		t.Fatal(err)
+	}
+	before := env.Pod(t, env.WaitSandboxReady(t, ns, sb.Name()))
+	if err := env.Client.Delete(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	env.Eventually(t, "a new pod for the sandbox", func() (bool, string) {
+		pod := &corev1.Pod{}
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: before.Name}, pod)
+		return err == nil && pod.UID != before.UID && pod.DeletionTimestamp == nil, fmt.Sprint(err)
+	})
+	after := env.Pod(t, env.WaitSandboxReady(t, ns, sb.Name()))
+	if after.Name != sb.Name() || after.Spec.Hostname != sb.Name() {
+		t.Errorf("new pod %s (hostname %q), want the sandbox's name %s", after.Name, after.Spec.Hostname, sb.Name())
+	}
+	res, err := sb.Run(ctx, "cat state.txt; echo; hostname")
+	if err != nil || string(res.Stdout) != "step 41\n"+sb.Name()+"\n" {
+		t.Errorf("after the pod came back: %q, %v; want the file and the same hostname", res.Stdout, err)
+	}
+}
+
+// TestAgentRefusesCallsWithoutItsSecret: the agent in a pod answers only
+// callers with its own sandbox's secret, so a pod that reaches port 7070 of
+// another sandbox (this test bed enforces no NetworkPolicy) still cannot run
+// anything there, not even with its own sandbox's secret.
+func TestAgentRefusesCallsWithoutItsSecret(t *testing.T) {
+	t.Parallel()
+	env := Setup(t)
+	ns := env.Namespace(t)
+	env.Apply(t, Template(ns, "python", PythonImage), Pool(ns, "python", "python", 2))
+	env.WaitPoolReady(t, ns, "python", 2)
+	_, a := env.Claim(t, ns, "a", "python")
+	_, b := env.Claim(t, ns, "b", "python")
+	ctx := Context(t)
+	agentA, agentB := env.Agent(t, a), env.Agent(t, b)
+
+	list := func(ctx context.Context, ag *Agent) error {
+		_, err := ag.Client.ListFiles(ctx, &sandpodv1.ListFilesRequest{Path: "."})
+		return err
+	}
+	if err := list(agentB.Context(ctx), agentB); err != nil {
+		t.Fatalf("b's agent with b's secret: %v", err)
+	}
+	if err := list(ctx, agentB); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("b's agent without a secret: %v, want Unauthenticated", err)
+	}
+	withA := metadata.AppendToOutgoingContext(ctx, agent.SecretMetadataKey, agentA.secret)
+	if err := list(withA, agentB); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("b's agent with a's secret: %v, want Unauthenticated", err)
+	}
+	// Inside a, only a's own secret is visible.
+	res, err := agentA.Shell(ctx, "cat /sandpod/secret/agent-secret")
+	if err != nil || strings.TrimSpace(res.Stdout) != agentA.secret || strings.Contains(res.Stdout, agentB.secret) {
+		t.Errorf("a sees %q (%v); want its own secret only", res.Stdout, err)
+	}
+}
+
+// TestWarmPoolRollsOnTemplateChange: a template change replaces the pool's
+// ready members with members of the new template; a claim then gets one.
+func TestWarmPoolRollsOnTemplateChange(t *testing.T) {
+	t.Parallel()
+	env := Setup(t)
+	ns := env.Namespace(t)
+	tmpl := Template(ns, "python", PythonImage)
+	env.Apply(t, tmpl, Pool(ns, "python", "python", 2))
+	env.WaitPoolReady(t, ns, "python", 2)
+	ctx := Context(t)
+	members := func() ([]v1alpha1.Sandbox, error) {
+		var list v1alpha1.SandboxList
+		err := env.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelPool: "python"})
+		return list.Items, err
+	}
+	old, err := members()
+	if err != nil || len(old) == 0 {
+		t.Fatalf("pool members: %v, %v", old, err)
+	}
+	oldHash := old[0].Labels[v1alpha1.LabelTemplateHash]
+
+	tmpl.Spec.PodTemplate.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TEMPLATE_VERSION", Value: "2"}}
+	env.Apply(t, tmpl)
+	env.Eventually(t, "the pool's members to be of the new template", func() (bool, string) {
+		items, err := members()
+		if err != nil {
+			return false, err.Error()
+		}
+		ready, hashes := 0, map[string]int{}
+		for _, sb := range items {
+			hashes[sb.Labels[v1alpha1.LabelTemplateHash]]++
+			if sb.Status.Phase == v1alpha1.SandboxRunning && sb.DeletionTimestamp == nil {
+				ready++
+			}
+		}
+		return len(hashes) == 1 && hashes[oldHash] == 0 && ready == 2 && len(items) == 2,
+			fmt.Sprintf("%d members, %d running, hashes %v (old %s)", len(items), ready, hashes, oldHash)
+	})
+	c := env.bridgeClient(t, ns)
+	sb, err := c.Claim(ctx, "python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sb.Run(ctx, `python3 -c 'import os; print(os.environ.get("TEMPLATE_VERSION"))'`)
+	if err != nil || string(res.Stdout) != "2\n" || !sb.Warm() {
+		t.Errorf("claim after the roll: warm %v, TEMPLATE_VERSION %q, %v", sb.Warm(), res.Stdout, err)
+	}
+}
