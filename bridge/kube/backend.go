@@ -52,6 +52,7 @@ type Backend struct {
 	live     client.Reader // reads that must not come from a cache (secrets)
 	hub      *hub
 	taking   *reservations
+	recent   *recentWrites
 	secrets  *secretCache
 	activity *activity
 	log      *slog.Logger
@@ -112,7 +113,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{
-		cache: c, client: cl, live: cl, hub: newHub(), taking: newReservations(),
+		cache: c, client: cl, live: cl, hub: newHub(), taking: newReservations(), recent: newRecentWrites(),
 		secrets: newSecretCache(), log: o.Logger, now: time.Now,
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
@@ -155,6 +156,7 @@ func (b *Backend) onSandbox(o any, t eventType) {
 	if !ok {
 		return
 	}
+	b.recent.seen(sb, t == eventDeleted)
 	b.hub.wake(sandboxKey(sb.Namespace, sb.Name))
 	if t == eventDeleted {
 		b.secrets.forget(sb.UID)

@@ -120,6 +120,7 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h w
 		b.taking.release(key)
 		switch {
 		case err == nil:
+			b.recent.put(sb)
 			return sb, nil
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			continue // taken by someone else, or gone: the next one
@@ -179,6 +180,7 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 	if err != nil {
 		return nil, apiError(err, "create a %q sandbox", tmpl.Name)
 	}
+	b.recent.put(sb)
 	if noWait {
 		return sandboxToProto(sb), nil
 	}

@@ -90,3 +90,28 @@ func TestSandboxToProto(t *testing.T) {
 		t.Errorf("a deleting sandbox is %s", sandboxToProto(adopted).GetPhase())
 	}
 }
+
+func TestRecentWritesUntilTheCacheCatchesUp(t *testing.T) {
+	r := newRecentWrites()
+	cached := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u1", Generation: 1}}
+	written := cached.DeepCopy()
+	written.Generation = 2
+	written.Spec.Env = []corev1.EnvVar{{Name: "TASK", Value: "1"}}
+	r.put(written)
+
+	if got := r.fresher("ns", "a", cached); got.Generation != 2 || len(got.Spec.Env) != 1 {
+		t.Errorf("a stale cache: got generation %d, want the write (2)", got.Generation)
+	}
+	if got := r.fresher("ns", "a", nil); got == nil || got.Generation != 2 {
+		t.Errorf("not in the cache yet: got %v, want the write", got)
+	}
+	other := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u2", Generation: 1}}
+	if got := r.fresher("ns", "a", other); got.UID != "u2" {
+		t.Errorf("a new incarnation of the name: got uid %s", got.UID)
+	}
+	caught := written.DeepCopy()
+	r.seen(caught, false)
+	if got := r.fresher("ns", "a", nil); got != nil {
+		t.Errorf("entry kept after the cache saw the write: %v", got)
+	}
+}

@@ -18,14 +18,19 @@ import (
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// sandbox reads a sandbox from the cache.
+// sandbox reads a sandbox from the cache, or what this process last wrote
+// to it when the cache has not caught up yet.
 func (b *Backend) sandbox(ctx context.Context, ns, name string) (*v1alpha1.Sandbox, error) {
 	sb := &v1alpha1.Sandbox{}
-	if err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, status.Errorf(codes.NotFound, "sandbox %q not found in namespace %q", name, ns)
-		}
+	err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
+	if apierrors.IsNotFound(err) {
+		sb, err = nil, nil
+	}
+	if err != nil {
 		return nil, apiError(err, "read sandbox %q", name)
+	}
+	if sb = b.recent.fresher(ns, name, sb); sb == nil {
+		return nil, status.Errorf(codes.NotFound, "sandbox %q not found in namespace %q", name, ns)
 	}
 	return sb, nil
 }
@@ -170,5 +175,9 @@ func (b *Backend) patchSpec(ctx context.Context, sb *v1alpha1.Sandbox, spec map[
 	if err != nil {
 		return err
 	}
-	return b.client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, body))
+	if err := b.client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return err
+	}
+	b.recent.put(sb)
+	return nil
 }
