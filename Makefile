@@ -50,8 +50,8 @@ lint: venv
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(VENV)/bin/ruff check clients/python tests/python notebooks
-	$(VENV)/bin/ruff format --check clients/python tests/python notebooks
+	$(VENV)/bin/ruff check clients/python tests/python tests/e2e/python notebooks bench
+	$(VENV)/bin/ruff format --check clients/python tests/python tests/e2e/python notebooks bench
 
 # kube-apiserver, etcd and kwok built from their Go modules, cached outside
 # the repository (~/.cache/sandpod); only a cold cache pays for the build.

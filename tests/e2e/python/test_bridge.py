@@ -33,13 +33,13 @@ def test_claim_from_warm_pool_runs_python(
         assert result.exit_code == 0, result.stderr
         assert result.stdout == "rollout-7 3\n"
 
-        sb.write("task/input.json", '{"n": 21}')
+        sb.files.write("task/input.json", '{"n": 21}')
         result = sb.run(
             'python3 -c \'import json; print(json.load(open("task/input.json"))["n"] * 2)\'',
             check=True,
         )
         assert result.stdout.strip() == "42"
-        assert sb.read_text("task/input.json") == '{"n": 21}'
+        assert sb.files.read_text("task/input.json") == '{"n": 21}'
 
         with pytest.raises(sandpod.CommandFailed):
             sb.run("exit 3", check=True)
