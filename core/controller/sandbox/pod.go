@@ -243,7 +243,10 @@ func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox) {
 
 // injectAgent adds the init container that copies the agent binary and makes
 // the agent the main process of the first container, supervising the
-// template's command when there is one.
+// template's command when there is one. It adds no readiness probe: a probe
+// runs at most once a second, so it would hold a cold sandbox back by up to
+// a second after its container started, while the agent listens within
+// milliseconds of it (the bridge waits briefly for a just-started agent).
 func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, image string) {
 	install := corev1.Container{
 		Name:            installContainer,
@@ -282,11 +285,5 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, image string) {
 	}
 	if !hasPort {
 		main.Ports = append(main.Ports, corev1.ContainerPort{Name: v1alpha1.AgentPortName, ContainerPort: v1alpha1.AgentPort, Protocol: corev1.ProtocolTCP})
-	}
-	if main.ReadinessProbe == nil {
-		main.ReadinessProbe = &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstrPort()}},
-			PeriodSeconds: 2,
-		}
 	}
 }

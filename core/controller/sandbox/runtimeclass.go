@@ -5,9 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
 // RuntimeClass policy modes (controller flag --runtime-class-policy).
@@ -60,5 +57,3 @@ func (p RuntimeClassPolicy) Apply(spec *corev1.PodSpec) error {
 	}
 	return nil
 }
-
-func intstrPort() intstr.IntOrString { return intstr.FromInt32(v1alpha1.AgentPort) }

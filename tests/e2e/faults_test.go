@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandpod "github.com/sandpod/sandpod/clients/go"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+// killPods deletes the pods of a sandpod component at once (grace period
+// 0: the processes get SIGKILL, as in a node or process crash).
+func (e *Env) killPods(t testing.TB, component string) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := e.Client.List(context.Background(), &pods, client.InNamespace(bridgeNamespace),
+		client.MatchingLabels{v1alpha1.LabelAppName: v1alpha1.AppName, v1alpha1.LabelComponent: component}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if err := e.Client.Delete(context.Background(), &pods.Items[i], client.GracePeriodSeconds(0)); err != nil {
+			t.Errorf("kill %s: %v", pods.Items[i].Name, err)
+		}
+	}
+}
+
+// TestClaimsSurviveBridgeAndControllerCrash: the bridge and the controller
+// are killed in the middle of a burst of claims. Every claim, retried by
+// the client with its request id, ends with exactly one sandbox; nothing
+// is handed out twice and nothing is left behind.
+func TestClaimsSurviveBridgeAndControllerCrash(t *testing.T) {
+	// Not parallel: it kills the shared bridge and controller.
+	env := Setup(t)
+	ns := env.Namespace(t)
+	env.Apply(t, Template(ns, "python", PythonImage), Pool(ns, "python", "python", 3))
+	env.WaitPoolReady(t, ns, "python", 3)
+	addr := env.ServiceAddr(t, bridgeNamespace, bridgeService, "grpc")
+	c, err := sandpod.Dial(context.Background(), addr, sandpod.WithInsecure(), sandpod.WithToken(env.BridgeToken(t)),
+		sandpod.WithNamespace(ns), sandpod.WithRetryPolicy(sandpod.RetryPolicy{MaxElapsedTime: 2 * time.Minute, MaxInterval: 2 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := Context(t)
+
+	const n = 8
+	names := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * 150 * time.Millisecond)
+			id := fmt.Sprintf("crash-claim-%d", i)
+			sb, err := c.Claim(ctx, "python", sandpod.WithRequestID(id))
+			for attempt := 0; err != nil && attempt < 20 && ctx.Err() == nil; attempt++ {
+				// Past the client's own retries: the caller retries with the same id.
+				time.Sleep(2 * time.Second)
+				sb, err = c.Claim(ctx, "python", sandpod.WithRequestID(id))
+			}
+			if err == nil {
+				names[i] = sb.Name()
+			}
+			errs[i] = err
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	env.killPods(t, "bridge")
+	env.killPods(t, "controller")
+	wg.Wait()
+
+	seen := map[string]int{}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("claim %d never succeeded: %v", i, err)
+			continue
+		}
+		seen[names[i]]++
+	}
+	for name, k := range seen {
+		if k > 1 {
+			t.Errorf("sandbox %s handed out to %d claims", name, k)
+		}
+	}
+	// Inventory: exactly one claimed sandbox per request id, all running.
+	env.Eventually(t, "one running sandbox per claim", func() (bool, string) {
+		var list v1alpha1.SandboxList
+		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		byID := map[string][]string{}
+		for _, sb := range list.Items {
+			if _, pooled := sb.Labels[v1alpha1.LabelPool]; pooled || sb.DeletionTimestamp != nil {
+				continue
+			}
+			id := sb.Annotations[v1alpha1.AnnotationRequestID]
+			byID[id] = append(byID[id], sb.Name+"/"+string(sb.Status.Phase))
+		}
+		ok := len(byID) == n
+		for id, sbs := range byID {
+			ok = ok && strings.HasPrefix(id, "crash-claim-") && len(sbs) == 1 && strings.HasSuffix(sbs[0], "/Running")
+		}
+		return ok, fmt.Sprintf("%v", byID)
+	})
+	// The pool recovers with the restarted controller.
+	env.WaitPoolReady(t, ns, "python", 3)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal("ran out of time")
+	}
+}
+
+// TestPoolOfBrokenImageDoesNotSpin: a pool whose image cannot be pulled
+// (there is no registry here) keeps its members pending instead of
+// creating and deleting them in a loop, and a claim that must start one
+// cold fails at its deadline with the pod's reason in the message.
+func TestPoolOfBrokenImageDoesNotSpin(t *testing.T) {
+	t.Parallel()
+	env := Setup(t)
+	ns := env.Namespace(t)
+	env.Apply(t, Template(ns, "broken", "ghcr.io/sandpod/no-such-image:1"), Pool(ns, "broken", "broken", 2))
+	c := env.bridgeClient(t, ns)
+	ctx := Context(t)
+
+	callCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err := c.Claim(callCtx, "broken")
+	if !errors.Is(err, sandpod.ErrTimeout) || !strings.Contains(err.Error(), "Image") {
+		t.Errorf("claim of a template whose image cannot be pulled: %v; want a timeout naming the image pull", err)
+	}
+
+	var list v1alpha1.SandboxList
+	if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	// 2 pool members and the claim's own sandbox; a spinning pool would
+	// have made many more by now (generateName gives each a new name).
+	if len(list.Items) > 3 {
+		var names []string
+		for _, sb := range list.Items {
+			names = append(names, sb.Name)
+		}
+		t.Errorf("%d sandboxes after 20s of a broken pool: %v", len(list.Items), names)
+	}
+}
