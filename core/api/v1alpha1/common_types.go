@@ -37,5 +37,6 @@ type Lifecycle struct {
 	// IdleTimeout suspends the sandbox after this long without exec or file
 	// calls. Zero or unset means never.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration such as 90s, 15m or 1h"
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 }

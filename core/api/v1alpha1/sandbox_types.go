@@ -7,6 +7,7 @@ import (
 
 // SandboxSpec is the desired state of a Sandbox: one durable pod.
 // +kubebuilder:validation:XValidation:rule="has(self.templateRef) == has(oldSelf.templateRef)",message="templateRef cannot be added or removed"
+// +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates)",message="volumeClaimTemplates cannot be added or removed"
 type SandboxSpec struct {
 	// TemplateRef is the template the sandbox was made from, if any.
 	// +optional

@@ -6,6 +6,7 @@ import (
 )
 
 // SandboxTemplateSpec is a reusable blueprint for sandboxes.
+// +kubebuilder:validation:XValidation:rule="has(self.podTemplate.spec) && size(self.podTemplate.spec.containers) > 0",message="podTemplate.spec.containers needs at least one container (the first is the sandbox container)"
 type SandboxTemplateSpec struct {
 	// PodTemplate is the pod every sandbox of this template runs. The first
 	// container is the sandbox container; the agent is injected into it.
@@ -48,6 +49,7 @@ type TemplateLifecycle struct {
 	// DefaultTTL is the time to live of a sandbox when its request gives none.
 	// Unset means no scheduled end.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration such as 90s, 15m or 1h"
 	DefaultTTL *metav1.Duration `json:"defaultTTL,omitempty"`
 
 	// ShutdownPolicy is the default at shutdown time. Default Delete.
@@ -56,6 +58,7 @@ type TemplateLifecycle struct {
 
 	// IdleTimeout suspends an idle sandbox after this long. Unset means never.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration such as 90s, 15m or 1h"
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 }
 
