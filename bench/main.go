@@ -29,7 +29,7 @@ const clockTicks = 100
 
 func main() {
 	out := flag.String("out", "_output/bench", "directory for the JSON results (and profiles)")
-	quick := flag.Bool("quick", false, "a short run (well under 2 minutes): fewer repeats and samples")
+	quick := flag.Bool("quick", false, "a short run: fewer repeats and samples (the local suite well under 2 minutes, kwok about 3)")
 	repeats := flag.Int("repeats", 0, "repeated runs per figure (default 5, or 2 with -quick)")
 	bin := flag.String("bin", "bin/sandpod", "sandpod binary (built from ./cmd/sandpod when missing)")
 	execSeconds := flag.Duration("exec-for", 0, "length of each exec-throughput run (default 5s, or 2s with -quick)")
@@ -60,11 +60,75 @@ func run(ctx context.Context, out string, quick bool, repeats int, execFor time.
 	rep.Machine = machine()
 	logf("machine: %d × %s, kernel %s; load before: %s", rep.Machine.CPUs, rep.Machine.Model, rep.Machine.Kernel, rep.Machine.LoadBefore)
 
+	suites, err := parseSuites(*suitesFlag)
+	if err != nil {
+		logf("-suites: %v", err)
+		return 2
+	}
 	binPath, err := ensureBinary(bin)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
+	var suite *localSuite
+	if suites["local"] {
+		if suite = runLocal(ctx, rep, p, binPath, withProfile); suite == nil {
+			return 1
+		}
+	}
+	var kwok *kwokDetails
+	kwokOK := true
+	if suites["kwok"] {
+		kwok, kwokOK = runKwokSuite(ctx, rep, quick, repeats, binPath, out, withProfile)
+	}
+	rep.Finished = time.Now()
+	rep.Machine.LoadAfter = loadavg()
+	for i := range rep.Rows {
+		sanitize(&rep.Rows[i])
+	}
+
+	fmt.Printf("sandpod benchmark — %s\n\n", rep.Started.Format(time.RFC3339))
+	fmt.Print(rep.Markdown())
+	fmt.Printf("\nMachine: %d × %s, Linux %s, %s. Load average before: %s; after: %s.\n",
+		rep.Machine.CPUs, rep.Machine.Model, rep.Machine.Kernel, rep.Machine.Go, rep.Machine.LoadBefore, rep.Machine.LoadAfter)
+	fmt.Printf("Each figure: median over its runs (see the samples column) of each run's p50/p99; samples = all measurements over all runs.\n")
+	for _, n := range rep.Notes {
+		fmt.Printf("- %s\n", n)
+	}
+	if suite != nil && suite.profile != nil {
+		fmt.Printf("\nCPU profiles of the last exec-throughput run: %s, %s\n", suite.profile.ServerFile, suite.profile.ClientFile)
+		if suite.profile.Err != "" {
+			fmt.Printf("profile error: %s\n", suite.profile.Err)
+		}
+		fmt.Printf("\nserver (sandpod serve), go tool pprof -top:\n```\n%s\n```\n", head(suite.profile.ServerTop, 32))
+	}
+	if kwok != nil {
+		kwok.printProfiles()
+	}
+	var localProfile *profileCapture
+	if suite != nil {
+		localProfile = suite.profile
+	}
+	rep.Params = struct {
+		localParams
+		Profile any          `json:"profile,omitempty"`
+		Kwok    *kwokDetails `json:"kwok,omitempty"`
+	}{p, localProfile, kwok}
+	name, err := rep.WriteJSON(out)
+	if err != nil {
+		logf("write JSON: %v", err)
+		return 1
+	}
+	fmt.Printf("\nJSON: %s (and %s/latest.json); took %s\n", name, out, rep.Finished.Sub(rep.Started).Round(time.Second))
+	if !kwokOK {
+		return 1
+	}
+	return 0
+}
+
+// runLocal runs the local-engine suite and adds its rows and notes to rep;
+// nil when it failed.
+func runLocal(ctx context.Context, rep *Report, p localParams, binPath string, withProfile bool) *localSuite {
 	s, err := startServer(ctx, binPath, p.PoolSize, withProfile)
 	if s != nil {
 		defer func() {
@@ -79,7 +143,7 @@ func run(ctx context.Context, out string, quick bool, repeats int, execFor time.
 	}
 	if err != nil {
 		logf("start server: %v", err)
-		return 1
+		return nil
 	}
 	logf("sandpod serve at %s (state %s), warm pool of %d", s.addr, s.dir, p.PoolSize)
 
@@ -88,7 +152,7 @@ func run(ctx context.Context, out string, quick bool, repeats int, execFor time.
 	if err := suite.run(ctx); err != nil {
 		logf("local engine: %v", err)
 		logf("server log tail:\n%s", tail(s.log(), 30))
-		return 1
+		return nil
 	}
 	logf("local engine suite took %s", time.Since(t0).Round(time.Second))
 	rep.Rows = append(rep.Rows, suite.rows()...)
@@ -102,38 +166,7 @@ func run(ctx context.Context, out string, quick bool, repeats int, execFor time.
 		rep.Notes = append(rep.Notes, n)
 	}
 	s = nil
-	rep.Finished = time.Now()
-	rep.Machine.LoadAfter = loadavg()
-	for i := range rep.Rows {
-		sanitize(&rep.Rows[i])
-	}
-
-	fmt.Printf("sandpod benchmark — %s\n\n", rep.Started.Format(time.RFC3339))
-	fmt.Print(rep.Markdown())
-	fmt.Printf("\nMachine: %d × %s, Linux %s, %s. Load average before: %s; after: %s.\n",
-		rep.Machine.CPUs, rep.Machine.Model, rep.Machine.Kernel, rep.Machine.Go, rep.Machine.LoadBefore, rep.Machine.LoadAfter)
-	fmt.Printf("Each figure: median over %d runs of each run's p50/p99; samples = all measurements over all runs.\n", p.Repeats)
-	for _, n := range rep.Notes {
-		fmt.Printf("- %s\n", n)
-	}
-	if suite.profile != nil {
-		fmt.Printf("\nCPU profiles of the last exec-throughput run: %s, %s\n", suite.profile.ServerFile, suite.profile.ClientFile)
-		if suite.profile.Err != "" {
-			fmt.Printf("profile error: %s\n", suite.profile.Err)
-		}
-		fmt.Printf("\nserver (sandpod serve), go tool pprof -top:\n```\n%s\n```\n", head(suite.profile.ServerTop, 32))
-	}
-	rep.Params = struct {
-		localParams
-		Profile any `json:"profile,omitempty"`
-	}{p, suite.profile}
-	name, err := rep.WriteJSON(out)
-	if err != nil {
-		logf("write JSON: %v", err)
-		return 1
-	}
-	fmt.Printf("\nJSON: %s (and %s/latest.json); took %s\n", name, out, rep.Finished.Sub(rep.Started).Round(time.Second))
-	return 0
+	return suite
 }
 
 // sanitize replaces NaN (a figure without samples), which JSON cannot hold.

@@ -20,7 +20,8 @@ type Row struct {
 	Figure  string `json:"figure"`
 	// Kind is "latency" (P50/P99 in Unit, lower is better) or "rate"
 	// (Value in Unit, higher is better; P50/P99 for file transfers are the
-	// rate at the median and at the 99th-percentile transfer time).
+	// rate at the median and at the 99th-percentile transfer time); "count"
+	// and "memory" are one value in P50 (lower is better).
 	Kind string  `json:"kind"`
 	Unit string  `json:"unit"`
 	P50  float64 `json:"p50"`
@@ -66,6 +67,8 @@ func fmtNum(v float64, unit string) string {
 		return fmt.Sprintf("%.2f ms", v)
 	case unit == "ms":
 		return fmt.Sprintf("%.1f ms", v)
+	case unit == "writes" || unit == "MiB":
+		return fmt.Sprintf("%.1f %s", v, unit)
 	case v >= 1000:
 		return fmt.Sprintf("%s %s", thousands(int64(math.Round(v))), unit)
 	default:
@@ -92,7 +95,7 @@ func (r *Report) Markdown() string {
 	b.WriteString("|---|---:|---:|---:|---|:---:|\n")
 	for _, row := range r.Rows {
 		p99 := fmtNum(row.P99, row.Unit)
-		if row.Kind == "rate" && row.P99 == 0 {
+		if row.Kind != "latency" && row.P99 == 0 { // one value: a rate, a count, a size
 			p99 = "—"
 		}
 		met := "—"

@@ -6,6 +6,10 @@
 //	SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) SANDPOD_BENCH=1 \
 //	  go test ./tests/k8s/bench/ -run TestClaimLatency -v -count=1
 //
+// The figures at scale (open-loop and burst claims, API writes per claim,
+// the controller binary's memory with 5,000 sandboxes) are in
+// `go run ./bench -suites kwok`; see docs/performance.md.
+//
 // Knobs: SANDPOD_BENCH_CLAIMS (default 200 per kind), SANDPOD_BENCH_GAP (a
 // pause before each sequential claim, e.g. 250ms, so the pool's refill does
 // not overlap the next claim), SANDPOD_BENCH_REFILL_DELAY (the controller's

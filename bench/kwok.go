@@ -1,0 +1,1022 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/tests/k8s/harness"
+)
+
+// The Kubernetes-at-scale suite ("kwok" rows): the real `sandpod controller`
+// binary against a real kube-apiserver + etcd, with nodes and pods simulated
+// by kwok (tests/k8s/harness). Flags are registered here so that main only
+// has to pick the suites.
+var (
+	suitesFlag     = flag.String("suites", "local,kwok", "comma-separated suites to run: local (the local engine), kwok (the controller at scale on kube-apiserver + etcd + kwok)")
+	kubeBinFlag    = flag.String("kube-bin", "", "test bed binaries (etcd, kube-apiserver, kwok); default $"+harness.EnvBin+", else `hack/kube/build.sh --print`")
+	kwokSandboxes  = flag.Int("kwok-sandboxes", 0, "sandboxes in the cluster for the controller-memory figure (default 5000, 1000 with -quick)")
+	kwokRate       = flag.Float64("kwok-rate", 50, "open-loop warm claim rate, claims/s")
+	kwokWarmFor    = flag.Duration("kwok-warm-for", 0, "length of each open-loop warm claim run (default 4s, 2s with -quick)")
+	kwokBurst      = flag.Int("kwok-burst", 0, "claims per burst, against a pool of as many ready members (default 500, 200 with -quick)")
+	kwokBudget     = flag.Duration("kwok-budget", 0, "time after which the kwok suite stops growing the cluster for the memory figure and measures where it is (default 11m, 3m with -quick)")
+	kwokCtrlArgs   = flag.String("kwok-controller-args", "", "extra flags for `sandpod controller`, space-separated (e.g. \"--kube-api-qps=1000 --kube-api-burst=2000\")")
+	kwokKeepLogDir = flag.Bool("kwok-keep", false, "keep the test bed directory (logs of etcd, kube-apiserver, kwok) after the run")
+)
+
+type suiteSet map[string]bool
+
+func parseSuites(s string) (suiteSet, error) {
+	out := suiteSet{}
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		switch name {
+		case "":
+		case "local", "kwok":
+			out[name] = true
+		default:
+			return nil, fmt.Errorf("unknown suite %q (want local, kwok)", name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no suite selected")
+	}
+	return out, nil
+}
+
+// kwokParams sizes one run of the kwok suite.
+type kwokParams struct {
+	Repeats        int           `json:"repeats"`
+	KubeBin        string        `json:"kube_bin"`
+	ControllerArgs []string      `json:"controller_args"`
+	PoolSize       int           `json:"pool_size"`
+	WarmRate       float64       `json:"warm_claims_per_second"`
+	WarmFor        time.Duration `json:"warm_run_length"`
+	BurstClaims    int           `json:"burst_claims"`
+	BurstWriters   int           `json:"burst_writers"`
+	ColdPerRun     int           `json:"cold_claims_and_sandboxes_per_run"`
+	Sandboxes      int           `json:"sandboxes_for_memory"`
+	CreateRate     float64       `json:"scale_up_sandboxes_per_second"`
+	MaxStarting    int           `json:"scale_up_max_not_running"`
+	Budget         time.Duration `json:"budget"`
+	// ReadyWithin bounds the wait for a run's claims after the last send;
+	// later ones are counted at it.
+	ReadyWithin time.Duration `json:"ready_within"`
+}
+
+func kwokDefaults(quick bool, repeats int) kwokParams {
+	p := kwokParams{Repeats: 3, WarmRate: *kwokRate, WarmFor: 4 * time.Second, BurstClaims: 500, BurstWriters: 32,
+		ColdPerRun: 30, Sandboxes: 5000, CreateRate: 150, MaxStarting: 200, Budget: 11 * time.Minute, ReadyWithin: 3 * time.Minute}
+	if quick {
+		p.Repeats, p.WarmFor, p.BurstClaims, p.ColdPerRun, p.Sandboxes, p.Budget = 2, 2*time.Second, 200, 10, 1000, 3*time.Minute
+	}
+	if repeats > 0 {
+		p.Repeats = repeats
+	}
+	if *kwokWarmFor > 0 {
+		p.WarmFor = *kwokWarmFor
+	}
+	if *kwokBurst > 0 {
+		p.BurstClaims = *kwokBurst
+	}
+	if *kwokSandboxes > 0 {
+		p.Sandboxes = *kwokSandboxes
+	}
+	if *kwokBudget > 0 {
+		p.Budget = *kwokBudget
+	}
+	p.ControllerArgs = strings.Fields(*kwokCtrlArgs)
+	// One pool serves the open-loop runs (never running dry: it holds a
+	// whole run's claims) and the bursts.
+	p.PoolSize = max(p.BurstClaims, int(p.WarmRate*p.WarmFor.Seconds())+50)
+	return p
+}
+
+// kubeBinDir finds the test bed's binaries, or says why there are none.
+func kubeBinDir(flagVal string) (string, error) {
+	dir := flagVal
+	if dir == "" {
+		dir = os.Getenv(harness.EnvBin)
+	}
+	if dir == "" {
+		out, err := exec.Command("hack/kube/build.sh", "--print").Output()
+		if err != nil {
+			return "", fmt.Errorf("hack/kube/build.sh --print: %v", err)
+		}
+		dir = strings.TrimSpace(string(out))
+	}
+	for _, f := range []string{"etcd", "kube-apiserver", "kwok", "kwok-stages.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return dir, fmt.Errorf("%s missing in %s (build the test bed with `hack/kube/build.sh`, or `make kube-testbed`)", f, dir)
+		}
+	}
+	return dir, nil
+}
+
+// kwokSuite measures the controller at scale.
+type kwokSuite struct {
+	p      kwokParams
+	bin    string // sandpod
+	outDir string
+	log    func(format string, args ...any)
+	prof   bool
+
+	env     *harness.Env
+	cl      client.Client
+	ns      string
+	ctrl    *controllerProc
+	ctrlLog string
+	tr      *tracker
+	start   time.Time
+
+	warm, burstLat, burstRate, coldPod, coldReady, sbPod, sbRun series
+
+	warmLag                                  []float64 // generator lateness, ms
+	warmCold, burstCold, warmLate, burstLate int
+	writes                                   map[string][]map[string]float64 // kind → per run, per claim by "resource verb [code]"
+	ctrlWrites                               map[string][]float64            // kind → per run, per claim
+	CPU                                      []phaseCPU
+	RSS                                      []rssPoint
+	Restart                                  *rssPoint
+	StartRSS                                 *rssPoint
+	Timings                                  []timing
+	Objects                                  map[string]objSize
+	Caches                                   []cacheSize
+	Profiles                                 []*perfCapture
+	notes                                    []string
+}
+
+type phaseCPU struct {
+	Phase string `json:"phase"`
+	cpuUse
+	// ControllerRequests is every request the controller's client sent in
+	// the phase (its QPS limit covers them all), when counted.
+	ControllerRequests float64 `json:"controller_requests,omitempty"`
+}
+
+type rssPoint struct {
+	Sandboxes int     `json:"sandboxes"`
+	RSSMiB    float64 `json:"rss_mib"`
+	HWMMiB    float64 `json:"peak_rss_mib"`
+	HeapMiB   float64 `json:"go_heap_inuse_mib,omitempty"`
+	At        string  `json:"at"`
+}
+
+// cacheSize is the heap a list of one kind takes once decoded.
+type cacheSize struct {
+	Kind                    string  `json:"kind"`
+	Objects                 int     `json:"objects"`
+	MiB                     float64 `json:"mib"`
+	WithoutManagedFieldsMiB float64 `json:"without_managed_fields_mib"`
+}
+
+type timing struct {
+	Phase   string  `json:"phase"`
+	Seconds float64 `json:"seconds"`
+}
+
+type objSize struct {
+	JSONBytes          int `json:"json_bytes"`
+	ManagedFieldsBytes int `json:"managed_fields_bytes"`
+}
+
+func (k *kwokSuite) timed(phase string, t0 time.Time) {
+	d := time.Since(t0)
+	k.Timings = append(k.Timings, timing{Phase: phase, Seconds: math.Round(d.Seconds()*10) / 10})
+	k.log("kwok: %s took %s (load %s)", phase, d.Round(100*time.Millisecond), loadavg())
+}
+
+func (k *kwokSuite) note(format string, args ...any) {
+	n := fmt.Sprintf(format, args...)
+	k.notes = append(k.notes, n)
+	k.log("kwok: %s", n)
+}
+
+// runKwok runs the whole suite and always tears the test bed down.
+func runKwok(ctx context.Context, p kwokParams, bin, outDir string, prof bool) (*kwokSuite, error) {
+	k := &kwokSuite{p: p, bin: bin, outDir: outDir, log: logf, prof: prof, start: time.Now(),
+		writes: map[string][]map[string]float64{}, ctrlWrites: map[string][]float64{}}
+	err := k.run(ctx)
+	k.teardown()
+	return k, err
+}
+
+func (k *kwokSuite) run(ctx context.Context) error {
+	t0 := time.Now()
+	if err := os.Setenv(harness.EnvBin, k.p.KubeBin); err != nil {
+		return err
+	}
+	if *kwokKeepLogDir {
+		_ = os.Setenv("SANDPOD_KEEP_TESTBED", "1")
+	}
+	env, err := harness.Start()
+	if err != nil {
+		return fmt.Errorf("test bed: %w", err)
+	}
+	k.env = env
+	k.timed("test bed start (etcd, kube-apiserver, CRDs, kwok node)", t0)
+
+	cfg := *env.Config
+	cfg.QPS, cfg.Burst = 5000, 10000
+	if k.cl, err = client.New(&cfg, client.Options{Scheme: env.Client.Scheme()}); err != nil {
+		return err
+	}
+	k.ns = "bench"
+	if err := k.cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k.ns}}); err != nil {
+		return err
+	}
+	if err := k.cl.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: k.ns}}); err != nil {
+		return err
+	}
+	t0 = time.Now()
+	_ = os.MkdirAll(k.outDir, 0o755)
+	k.ctrlLog = filepath.Join(k.outDir, "kwok-controller.log")
+	_ = os.Remove(k.ctrlLog)
+	if k.ctrl, err = startController(ctx, k.bin, env.Kubeconfig, k.ctrlLog, k.p.ControllerArgs); err != nil {
+		return err
+	}
+	if k.tr, err = newTracker(ctx, &cfg, k.cl, k.ns); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	rss, hwm := memStatus(k.ctrl.pid)
+	k.StartRSS = &rssPoint{RSSMiB: mibOf(rss), HWMMiB: mibOf(hwm), At: "controller started, no sandboxes"}
+	for _, name := range []string{"warm", "cold"} {
+		if err := k.cl.Create(ctx, &v1alpha1.SandboxTemplate{
+			ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name},
+			Spec:       v1alpha1.SandboxTemplateSpec{PodTemplate: podTemplate()},
+		}); err != nil {
+			return err
+		}
+	}
+	if err := k.cl.Create(ctx, &v1alpha1.SandboxWarmPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: "pool"},
+		Spec:       v1alpha1.SandboxWarmPoolSpec{TemplateRef: v1alpha1.TemplateRef{Name: "warm"}, Replicas: int32(k.p.PoolSize)},
+	}); err != nil {
+		return err
+	}
+	c0 := k.cpu()
+	if err := k.waitIdle(ctx, 10*time.Minute); err != nil {
+		return fmt.Errorf("pool fill: %w", err)
+	}
+	k.addCPU(fmt.Sprintf("pool fill (%d members)", k.p.PoolSize), c0, nil)
+	k.timed(fmt.Sprintf("controller start and pool fill (%d members)", k.p.PoolSize), t0)
+
+	// Cheap phases first, so the budget cuts the expensive ones: each phase
+	// starts another run only while the suite is within its share of the
+	// budget; the scale-up for the memory figure gets the rest.
+	phases := []struct {
+		name  string
+		share float64
+		run   func(context.Context, int) error
+	}{
+		{"cold claims and sandboxes", 0.15, k.coldRun},
+		{"open-loop warm claims", 0.35, k.warmRun},
+		{"bursts", 0.55, k.burstRun},
+	}
+	for _, ph := range phases {
+		t0 = time.Now()
+		done := 0
+		for r := 0; r < k.p.Repeats; r++ {
+			if r > 0 && !k.within(ph.share, ph.name, r) {
+				break
+			}
+			if err := ph.run(ctx, r); err != nil {
+				return fmt.Errorf("%s, run %d: %w", ph.name, r+1, err)
+			}
+			done++
+		}
+		k.timed(fmt.Sprintf("%s (%d runs, each after a full, idle pool)", ph.name, done), t0)
+	}
+	k.objectSizes(ctx)
+
+	t0 = time.Now()
+	if err := k.scale(ctx); err != nil {
+		return fmt.Errorf("scale-up: %w", err)
+	}
+	k.timed("scale-up for the memory figure", t0)
+	k.cacheSizes(ctx)
+	t0 = time.Now()
+	if err := k.restart(ctx); err != nil {
+		return fmt.Errorf("controller restart: %w", err)
+	}
+	k.timed("controller restart with every sandbox", t0)
+	return nil
+}
+
+// startProfiles records the controller and kube-apiserver with perf.
+func (k *kwokSuite) startProfiles(tag, what string) []*perfCapture {
+	out := []*perfCapture{startPerf(k.ctrl.pid, filepath.Join(k.outDir, "kwok-controller-"+tag+".perf.data"), "controller, "+what)}
+	if pid, ok := bedProcs(k.env.Dir)["kube-apiserver"]; ok {
+		out = append(out, startPerf(pid, filepath.Join(k.outDir, "kwok-apiserver-"+tag+".perf.data"), "kube-apiserver, "+what))
+	}
+	return out
+}
+
+// within says whether the suite is still within share of its budget, and
+// notes the runs of a phase it skips when not.
+func (k *kwokSuite) within(share float64, phase string, done int) bool {
+	limit := time.Duration(share * float64(k.p.Budget))
+	if time.Since(k.start) < limit {
+		return true
+	}
+	k.note("%s: %d of %d runs, the rest skipped: the suite was past %.0f%% of its budget (-kwok-budget %s) when the next would start", phase, done, k.p.Repeats, 100*share, k.p.Budget)
+	return false
+}
+
+// teardown stops the controller and the test bed; the objects go with etcd's
+// data directory, so nothing is deleted one by one.
+func (k *kwokSuite) teardown() {
+	t0 := time.Now()
+	if k.tr != nil {
+		k.tr.stop()
+	}
+	k.ctrl.stop()
+	if k.env != nil {
+		k.env.Stop()
+	}
+	if k.env != nil || k.ctrl != nil {
+		k.timed("teardown (stop controller, kwok, kube-apiserver, etcd; remove data)", t0)
+	}
+}
+
+func podTemplate() corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "main", Image: "python:3.13-slim"}},
+	}}
+}
+
+func (k *kwokSuite) newClaim(name, tmpl string) *v1alpha1.SandboxClaim {
+	return &v1alpha1.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name},
+		Spec:       v1alpha1.SandboxClaimSpec{TemplateRef: v1alpha1.TemplateRef{Name: tmpl}},
+	}
+}
+
+func (k *kwokSuite) newSandbox(name string) *v1alpha1.Sandbox {
+	return &v1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name},
+		Spec:       v1alpha1.SandboxSpec{PodTemplate: podTemplate()},
+	}
+}
+
+// cpu snapshots the CPU of the test bed's processes, the controller and the
+// benchmark itself.
+func (k *kwokSuite) cpu() cpuSnap {
+	pids := bedProcs(k.env.Dir)
+	if k.ctrl != nil {
+		for name, pid := range pids {
+			if pid == k.ctrl.pid {
+				delete(pids, name)
+			}
+		}
+		pids["controller"] = k.ctrl.pid
+	}
+	pids["bench"] = os.Getpid()
+	return takeCPU(pids)
+}
+
+// addCPU records the CPU of a phase; ctrlFrom, when not nil, is the
+// controller's request count at its start.
+func (k *kwokSuite) addCPU(phase string, from cpuSnap, ctrlFrom *counters) {
+	u := cpuBetween(from, k.cpu())
+	pc := phaseCPU{Phase: phase, cpuUse: u}
+	if ctrlFrom != nil {
+		if ms, err := k.ctrl.scrape(); err == nil {
+			pc.ControllerRequests = clientRequests(ms) - ctrlFrom.all
+		}
+	}
+	k.CPU = append(k.CPU, pc)
+	k.log("kwok: %s", pc)
+}
+
+func (pc phaseCPU) String() string {
+	s := pc.Phase + ": " + pc.cpuUse.String()
+	if pc.ControllerRequests > 0 && pc.Seconds > 0 {
+		s += fmt.Sprintf("; the controller sent %.0f requests (%.0f/s)", pc.ControllerRequests, pc.ControllerRequests/pc.Seconds)
+	}
+	return s
+}
+
+// waitIdle waits until the pool is full (every member ready, none starting)
+// and the controller's work queues are empty, so what follows is measured
+// without a refill in the background.
+func (k *kwokSuite) waitIdle(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		pool := &v1alpha1.SandboxWarmPool{}
+		if err := k.cl.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: "pool"}, pool); err != nil {
+			return err
+		}
+		depth := -1.0
+		if ms, err := k.ctrl.scrape(); err == nil {
+			depth = ms.sum("workqueue_depth", nil)
+		}
+		want := pool.Spec.Replicas
+		if pool.Status.ReadyReplicas == want && pool.Status.Replicas == want && pool.Status.ObservedGeneration == pool.Generation && depth == 0 {
+			return nil
+		}
+		last = fmt.Sprintf("pool %d/%d ready (%d members), controller queue depth %.0f", pool.Status.ReadyReplicas, want, pool.Status.Replicas, depth)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not idle after %s: %s", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-k.ctrl.exited:
+			return fmt.Errorf("controller exited:\n%s", tailFile(k.ctrlLog, 30))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitQuiet waits until the controller's work queues are empty.
+func (k *kwokSuite) waitQuiet(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ms, err := k.ctrl.scrape()
+		if err == nil && ms.sum("workqueue_depth", nil) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("controller queues not empty after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// counters is what the API server and the controller had counted at one time.
+type counters struct {
+	api  map[string]float64
+	ctrl float64 // the controller's writes
+	all  float64 // every request of the controller
+}
+
+func (k *kwokSuite) counters(ctx context.Context) (counters, error) {
+	body, err := k.env.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return counters{}, fmt.Errorf("kube-apiserver /metrics: %w", err)
+	}
+	c := counters{api: apiWrites(parseProm(string(body), map[string]bool{"apiserver_request_total": true}))}
+	ms, err := k.ctrl.scrape()
+	if err != nil {
+		return c, err
+	}
+	c.ctrl, c.all = clientWrites(ms), clientRequests(ms)
+	return c, nil
+}
+
+// recordWrites stores the writes of n claims between two counter snapshots.
+func (k *kwokSuite) recordWrites(kind string, a, b counters, n int) {
+	per := map[string]float64{}
+	for key, d := range diffCounts(b.api, a.api) {
+		per[key] = d / float64(n)
+	}
+	k.writes[kind] = append(k.writes[kind], per)
+	k.ctrlWrites[kind] = append(k.ctrlWrites[kind], (b.ctrl-a.ctrl)/float64(n))
+}
+
+// warmRun issues claims on a fixed schedule (open loop: the i-th claim is
+// sent at start + i/rate whether or not earlier ones are Ready) against a
+// full pool that holds the whole run, and times each from its scheduled
+// send to Ready seen by the watch.
+func (k *kwokSuite) warmRun(ctx context.Context, r int) error {
+	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
+		return err
+	}
+	c0, err := k.counters(ctx)
+	if err != nil {
+		return err
+	}
+	cpu0 := k.cpu()
+	var perf []*perfCapture
+	if k.prof && r == 0 {
+		perf = k.startProfiles("warm", "first open-loop warm run")
+	}
+	n := int(k.p.WarmRate * k.p.WarmFor.Seconds())
+	interval := time.Duration(float64(time.Second) / k.p.WarmRate)
+	chans := make([]chan time.Time, n)
+	sched := make([]time.Time, n)
+	lags := make([]float64, n)
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now().Add(20 * time.Millisecond)
+	for i := 0; i < n; i++ {
+		at := start.Add(time.Duration(i) * interval)
+		time.Sleep(time.Until(at))
+		name := fmt.Sprintf("w%d-%04d", r, i)
+		chans[i], sched[i] = k.tr.expect("claim", name), at
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			lags[i] = float64(time.Since(at)) / float64(time.Millisecond)
+			if err := k.cl.Create(ctx, k.newClaim(name, "warm")); err != nil {
+				failed.Store(fmt.Errorf("create claim %s: %w", name, err))
+			}
+		}(i)
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return err
+	}
+	var lat []float64
+	deadline := time.Now().Add(k.p.ReadyWithin)
+	late := 0
+	for i, ch := range chans {
+		at, err := wait(ctx, ch, time.Until(deadline))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			// Not Ready in time: counted at the deadline, a lower bound.
+			late++
+			lat = append(lat, float64(deadline.Sub(sched[i]))/float64(time.Millisecond))
+			continue
+		}
+		if !k.tr.warm(fmt.Sprintf("w%d-%04d", r, i)) {
+			k.warmCold++
+			continue
+		}
+		lat = append(lat, float64(at.Sub(sched[i]))/float64(time.Millisecond))
+	}
+	if late > 0 {
+		k.warmLate += late
+		k.note("warm run %d: %d of %d claims were not Ready %s after the last send; each is counted at that deadline (a lower bound)", r+1, late, n, k.p.ReadyWithin)
+	}
+	for _, pc := range perf {
+		k.Profiles = append(k.Profiles, pc.stop())
+	}
+	k.warm.addRun(lat)
+	k.warmLag = append(k.warmLag, lags...)
+	k.addCPU(fmt.Sprintf("warm run %d: %d claims at %.0f/s, until the last is Ready", r+1, n, k.p.WarmRate), cpu0, &c0)
+	k.log("kwok: warm run %d: p50 %.2f ms, p99 %.2f ms over %d warm claims", r+1, percentile(lat, 50), percentile(lat, 99), len(lat))
+	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
+		return fmt.Errorf("refill: %w", err)
+	}
+	c1, err := k.counters(ctx)
+	if err != nil {
+		return err
+	}
+	k.recordWrites("warm", c0, c1, n)
+	return nil
+}
+
+// burstRun creates BurstClaims claims at once from BurstWriters goroutines
+// against a pool of as many ready members.
+func (k *kwokSuite) burstRun(ctx context.Context, r int) error {
+	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
+		return err
+	}
+	c0, err := k.counters(ctx)
+	if err != nil {
+		return err
+	}
+	cpu0 := k.cpu()
+	var perf []*perfCapture
+	if k.prof && r == 0 {
+		perf = k.startProfiles("burst", "first burst")
+	}
+	n := k.p.BurstClaims
+	chans := make([]chan time.Time, n)
+	names := make([]string, n)
+	starts := make([]time.Time, n)
+	for i := range chans {
+		names[i] = fmt.Sprintf("b%d-%04d", r, i)
+		chans[i] = k.tr.expect("claim", names[i])
+	}
+	next := make(chan int, n)
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for w := 0; w < k.p.BurstWriters; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				starts[i] = time.Now()
+				if err := k.cl.Create(ctx, k.newClaim(names[i], "warm")); err != nil {
+					failed.Store(fmt.Errorf("create claim %s: %w", names[i], err))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	created := time.Since(t0)
+	if err, _ := failed.Load().(error); err != nil {
+		return err
+	}
+	last := t0
+	var lat []float64
+	deadline := time.Now().Add(k.p.ReadyWithin)
+	late := 0
+	for i, ch := range chans {
+		at, err := wait(ctx, ch, time.Until(deadline))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			late++
+			at = deadline // a lower bound
+		}
+		if at.After(last) {
+			last = at
+		}
+		if !k.tr.warm(names[i]) {
+			k.burstCold++
+		}
+		lat = append(lat, float64(at.Sub(starts[i]))/float64(time.Millisecond))
+	}
+	for _, pc := range perf {
+		k.Profiles = append(k.Profiles, pc.stop())
+	}
+	if late > 0 {
+		k.burstLate += late
+		k.note("burst run %d: %d of %d claims were not Ready %s after the last create; each is counted at that deadline, so the rate is an upper bound", r+1, late, n, k.p.ReadyWithin)
+	}
+	rate := float64(n) / last.Sub(t0).Seconds()
+	k.burstRate.addRun([]float64{rate})
+	k.burstLat.addRun(lat)
+	k.addCPU(fmt.Sprintf("burst run %d: %d claims, until the last is Ready", r+1, n), cpu0, &c0)
+	k.log("kwok: burst run %d: %d claims created in %s, all Ready after %s: %.0f claims/s; p50 %.1f ms, p99 %.1f ms",
+		r+1, n, created.Round(time.Millisecond), last.Sub(t0).Round(time.Millisecond), rate, percentile(lat, 50), percentile(lat, 99))
+	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
+		return fmt.Errorf("refill: %w", err)
+	}
+	c1, err := k.counters(ctx)
+	if err != nil {
+		return err
+	}
+	k.recordWrites("burst", c0, c1, n)
+	return nil
+}
+
+// coldRun makes ColdPerRun claims on a template without a pool, then as
+// many Sandboxes directly, one after another, and times each to its pod's
+// creation (the controller's share) and to Ready/Running (kwok included).
+func (k *kwokSuite) coldRun(ctx context.Context, r int) error {
+	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
+		return err
+	}
+	c0, err := k.counters(ctx)
+	if err != nil {
+		return err
+	}
+	cpu0 := k.cpu()
+	var pod, ready []float64
+	for i := 0; i < k.p.ColdPerRun; i++ {
+		name := fmt.Sprintf("c%d-%03d", r, i)
+		chPod, chReady := k.tr.expect("pod", name), k.tr.expect("claim", name)
+		t0 := time.Now()
+		if err := k.cl.Create(ctx, k.newClaim(name, "cold")); err != nil {
+			return err
+		}
+		pAt, err := wait(ctx, chPod, time.Minute)
+		if err != nil {
+			return fmt.Errorf("pod of claim %s: %w", name, err)
+		}
+		rAt, err := wait(ctx, chReady, time.Minute)
+		if err != nil {
+			return fmt.Errorf("claim %s: %w", name, err)
+		}
+		pod = append(pod, float64(pAt.Sub(t0))/float64(time.Millisecond))
+		ready = append(ready, float64(rAt.Sub(t0))/float64(time.Millisecond))
+	}
+	if err := k.waitQuiet(ctx, time.Minute); err != nil {
+		return err
+	}
+	c1, err := k.counters(ctx)
+	if err != nil {
+		return err
+	}
+	k.recordWrites("cold", c0, c1, k.p.ColdPerRun)
+	k.coldPod.addRun(pod)
+	k.coldReady.addRun(ready)
+
+	var sbPod, sbRun []float64
+	for i := 0; i < k.p.ColdPerRun; i++ {
+		name := fmt.Sprintf("s%d-%03d", r, i)
+		chPod, chRun := k.tr.expect("pod", name), k.tr.expect("sandbox", name)
+		t0 := time.Now()
+		if err := k.cl.Create(ctx, k.newSandbox(name)); err != nil {
+			return err
+		}
+		pAt, err := wait(ctx, chPod, time.Minute)
+		if err != nil {
+			return fmt.Errorf("pod of sandbox %s: %w", name, err)
+		}
+		rAt, err := wait(ctx, chRun, time.Minute)
+		if err != nil {
+			return fmt.Errorf("sandbox %s: %w", name, err)
+		}
+		sbPod = append(sbPod, float64(pAt.Sub(t0))/float64(time.Millisecond))
+		sbRun = append(sbRun, float64(rAt.Sub(t0))/float64(time.Millisecond))
+	}
+	k.sbPod.addRun(sbPod)
+	k.sbRun.addRun(sbRun)
+	k.addCPU(fmt.Sprintf("cold run %d: %d claims + %d sandboxes, one at a time", r+1, k.p.ColdPerRun, k.p.ColdPerRun), cpu0, &c0)
+	k.log("kwok: cold run %d: claim→pod p50 %.1f ms, claim→Ready p50 %.1f ms, sandbox→pod p50 %.1f ms",
+		r+1, percentile(pod, 50), percentile(ready, 50), percentile(sbPod, 50))
+	return nil
+}
+
+// objectSizes records how big the objects the controller caches are, and
+// how much of that is managedFields.
+func (k *kwokSuite) objectSizes(ctx context.Context) {
+	k.Objects = map[string]objSize{}
+	size := func(kind string, obj client.Object, name string) {
+		if err := k.cl.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: name}, obj); err != nil {
+			return
+		}
+		all, _ := json.Marshal(obj)
+		mf, _ := json.Marshal(obj.GetManagedFields())
+		k.Objects[kind] = objSize{JSONBytes: len(all), ManagedFieldsBytes: len(mf)}
+	}
+	name := "s0-000"
+	size("sandbox", &v1alpha1.Sandbox{}, name)
+	size("pod", &corev1.Pod{}, name)
+	size("secret", &corev1.Secret{}, name+"-agent")
+	size("claim", &v1alpha1.SandboxClaim{}, "w0-0000")
+}
+
+// cacheSizes estimates what the controller's informer caches hold: it lists
+// each cached kind of the namespace into Go structs in this process and
+// reads the heap before and after, then again without managedFields.
+func (k *kwokSuite) cacheSizes(ctx context.Context) {
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for _, c := range []struct {
+		kind string
+		list client.ObjectList
+	}{
+		{"sandboxes", &v1alpha1.SandboxList{}},
+		{"pods", &corev1.PodList{}},
+		{"secrets", &corev1.SecretList{}},
+		{"claims", &v1alpha1.SandboxClaimList{}},
+	} {
+		h0 := heap()
+		if err := k.cl.List(ctx, c.list, client.InNamespace(k.ns)); err != nil {
+			k.log("kwok: cache size of %s: %v", c.kind, err)
+			continue
+		}
+		h1 := heap()
+		n := meta.LenList(c.list)
+		_ = meta.EachListItem(c.list, func(o apiruntime.Object) error {
+			if mo, ok := o.(metav1.Object); ok {
+				mo.SetManagedFields(nil)
+			}
+			return nil
+		})
+		h2 := heap()
+		runtime.KeepAlive(c.list)
+		if n == 0 {
+			continue
+		}
+		cs := cacheSize{Kind: c.kind, Objects: n, MiB: mibOf(int64(h1 - h0)), WithoutManagedFieldsMiB: mibOf(int64(h2 - h0))}
+		k.Caches = append(k.Caches, cs)
+		k.log("kwok: %d %s take %.1f MiB as Go structs (%.1f KiB each), %.1f MiB without managedFields", n, c.kind, cs.MiB, cs.MiB*1024/float64(n), cs.WithoutManagedFieldsMiB)
+	}
+}
+
+// scale grows the namespace to Sandboxes sandboxes with direct creates at a
+// bounded rate (and a bound on how many are not Running yet), reading the
+// controller's RSS and peak RSS at every thousand. When the suite's budget
+// runs out it stops creating, lets what it made start, and measures there.
+func (k *kwokSuite) scale(ctx context.Context) error {
+	if err := k.waitQuiet(ctx, 2*time.Minute); err != nil {
+		return err
+	}
+	k.rssPoint(ctx, "before scale-up")
+	total, running0 := k.tr.counts()
+	target := k.p.Sandboxes
+	var steps []int
+	for s := (total/1000 + 1) * 1000; s < target; s += 1000 {
+		steps = append(steps, s)
+	}
+	if target > total {
+		steps = append(steps, target)
+	}
+	// Kept for the restart with every sandbox, and the teardown.
+	stopAt := k.start.Add(k.p.Budget - scaleReserve)
+	cpu0 := k.cpu()
+	made := 0
+	for _, step := range steps {
+		if time.Now().After(stopAt) {
+			break
+		}
+		t0 := time.Now()
+		before := made
+		if err := k.createPaced(ctx, step-total, &made, running0, stopAt); err != nil {
+			return err
+		}
+		n := made - before
+		// Every sandbox Running and the controller idle, then read.
+		for {
+			tot, run := k.tr.counts()
+			if run >= tot && tot >= total+n {
+				break
+			}
+			if time.Since(t0) > 5*time.Minute {
+				return fmt.Errorf("%d of %d sandboxes running after 5m", run, tot)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if err := k.waitQuiet(ctx, 2*time.Minute); err != nil {
+			return err
+		}
+		total += n
+		k.log("kwok: %d sandboxes running (+%d in %s)", total, n, time.Since(t0).Round(100*time.Millisecond))
+		k.rssPoint(ctx, fmt.Sprintf("+%d in %.1fs", n, time.Since(t0).Seconds()))
+	}
+	if total < target {
+		k.note("memory: the cluster grew to %d of -kwok-sandboxes %d sandboxes within the suite's budget (-kwok-budget %s); a larger budget runs it in full",
+			total, target, k.p.Budget)
+	}
+	if made > 0 {
+		k.addCPU(fmt.Sprintf("scale-up: %d sandboxes created directly", made), cpu0, nil)
+	}
+	return nil
+}
+
+// scaleReserve is the part of the budget the scale-up leaves for the
+// controller restart with every sandbox and the teardown.
+const scaleReserve = 45 * time.Second
+
+// createPaced creates up to n sandboxes at CreateRate/s at most, with at
+// most MaxStarting created but not yet seen Running, and stops early at
+// stopAt. made counts the sandboxes created so far (it names them).
+func (k *kwokSuite) createPaced(ctx context.Context, n int, made *int, running0 int, stopAt time.Time) error {
+	jobs := make(chan string)
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range jobs {
+				if err := k.cl.Create(ctx, k.newSandbox(name)); err != nil {
+					failed.Store(fmt.Errorf("create sandbox %s: %w", name, err))
+				}
+			}
+		}()
+	}
+	defer func() { close(jobs); wg.Wait() }()
+	tick := time.NewTicker(time.Duration(float64(time.Second) / k.p.CreateRate))
+	defer tick.Stop()
+	for i := 0; i < n; i++ {
+		for {
+			_, run := k.tr.counts()
+			if *made-(run-running0) < k.p.MaxStarting {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		if time.Now().After(stopAt) {
+			return nil
+		}
+		if err, _ := failed.Load().(error); err != nil {
+			return err
+		}
+		jobs <- fmt.Sprintf("m-%05d", *made)
+		*made++
+	}
+	return nil
+}
+
+func (k *kwokSuite) rssPoint(ctx context.Context, at string) {
+	time.Sleep(time.Second)
+	total, _ := k.tr.counts()
+	rss, hwm := memStatus(k.ctrl.pid)
+	pt := rssPoint{Sandboxes: total, RSSMiB: mibOf(rss), HWMMiB: mibOf(hwm), At: at}
+	if ms, err := k.ctrl.scrape(); err == nil {
+		pt.HeapMiB = mibOf(int64(ms.sum("go_memstats_heap_inuse_bytes", nil)))
+	}
+	k.RSS = append(k.RSS, pt)
+	k.log("kwok: controller with %d sandboxes: RSS %.1f MiB, peak %.1f MiB, Go heap in use %.1f MiB", total, pt.RSSMiB, pt.HWMMiB, pt.HeapMiB)
+}
+
+func mibOf(b int64) float64 { return math.Round(float64(b)/(1<<20)*10) / 10 }
+
+// restart stops the controller and starts a fresh process with every
+// sandbox in place: its peak RSS covers the initial lists and one reconcile
+// of every object.
+func (k *kwokSuite) restart(ctx context.Context) error {
+	total, _ := k.tr.counts()
+	k.ctrl.stop()
+	t0 := time.Now()
+	var err error
+	if k.ctrl, err = startController(ctx, k.bin, k.env.Kubeconfig, k.ctrlLog, k.p.ControllerArgs); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		ms, err := k.ctrl.scrape()
+		if err == nil {
+			done := ms.sum("controller_runtime_reconcile_total", map[string]string{"controller": "sandbox"})
+			if done >= float64(total) && ms.sum("workqueue_depth", nil) == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("restarted controller did not reconcile %d sandboxes within 3m", total)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	synced := time.Since(t0)
+	time.Sleep(time.Second)
+	rss, hwm := memStatus(k.ctrl.pid)
+	pt := rssPoint{Sandboxes: total, RSSMiB: mibOf(rss), HWMMiB: mibOf(hwm), At: fmt.Sprintf("fresh process, every sandbox reconciled %.1fs after start", synced.Seconds())}
+	if ms, err := k.ctrl.scrape(); err == nil {
+		pt.HeapMiB = mibOf(int64(ms.sum("go_memstats_heap_inuse_bytes", nil)))
+	}
+	k.Restart = &pt
+	k.log("kwok: restarted controller with %d sandboxes: reconciled all in %s; RSS %.1f MiB, peak %.1f MiB", total, synced.Round(100*time.Millisecond), pt.RSSMiB, pt.HWMMiB)
+	return nil
+}
+
+// runKwokSuite runs the kwok suite when the test bed's binaries exist and
+// adds its rows and notes to rep (a note says why when it is skipped). It
+// returns false when the suite ran and failed; its finished rows are kept.
+func runKwokSuite(ctx context.Context, rep *Report, quick bool, repeats int, bin, out string, prof bool) (*kwokDetails, bool) {
+	p := kwokDefaults(quick, repeats)
+	dir, err := kubeBinDir(*kubeBinFlag)
+	if err != nil {
+		n := "kwok rows skipped: " + err.Error()
+		logf("%s", n)
+		rep.Notes = append(rep.Notes, n)
+		return &kwokDetails{Params: p, Skipped: err.Error()}, true
+	}
+	p.KubeBin = dir
+	logf("kwok suite: test bed from %s; controller %s %s", dir, bin, strings.Join(p.ControllerArgs, " "))
+	t0 := time.Now()
+	k, err := runKwok(ctx, p, bin, out, prof)
+	rep.Rows = append(rep.Rows, k.rows()...)
+	rep.Notes = append(rep.Notes, k.allNotes()...)
+	logf("kwok suite took %s (load %s)", time.Since(t0).Round(time.Second), loadavg())
+	if err != nil {
+		n := fmt.Sprintf("kwok suite stopped early: %v (its rows are from what finished; controller log: %s)", err, k.ctrlLog)
+		logf("%s", n)
+		if k.ctrlLog != "" {
+			logf("controller log tail:\n%s", tailFile(k.ctrlLog, 20))
+		}
+		rep.Notes = append(rep.Notes, n)
+		return k.details(), false
+	}
+	return k.details(), true
+}
+
+func (d *kwokDetails) printProfiles() {
+	for _, pc := range d.Profiles {
+		fmt.Printf("\n%s — perf record (%s), self time by symbol:\n```\n%s\n```\n", pc.What, pc.File, pc.Top)
+		if pc.Err != "" {
+			fmt.Printf("perf error: %s\n", pc.Err)
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// kwokDetails is the kwok suite's part of the JSON beyond its rows.
+type kwokDetails struct {
+	Params      kwokParams                      `json:"params"`
+	Timings     []timing                        `json:"timings"`
+	CPU         []phaseCPU                      `json:"cpu"`
+	RSS         []rssPoint                      `json:"rss"`
+	Restart     *rssPoint                       `json:"rss_after_restart,omitempty"`
+	StartRSS    *rssPoint                       `json:"rss_at_start,omitempty"`
+	Writes      map[string][]map[string]float64 `json:"api_writes_per_claim_by_run"`
+	CtrlWrites  map[string][]float64            `json:"controller_writes_per_claim_by_run"`
+	ObjectSizes map[string]objSize              `json:"object_sizes,omitempty"`
+	CacheSizes  []cacheSize                     `json:"cache_sizes,omitempty"`
+	Profiles    []*perfCapture                  `json:"profiles,omitempty"`
+	Skipped     string                          `json:"skipped,omitempty"`
+}
+
+func (k *kwokSuite) details() *kwokDetails {
+	return &kwokDetails{Params: k.p, Timings: k.Timings, CPU: k.CPU, RSS: k.RSS, Restart: k.Restart, StartRSS: k.StartRSS,
+		Writes: k.writes, CtrlWrites: k.ctrlWrites, ObjectSizes: k.Objects, CacheSizes: k.Caches, Profiles: k.Profiles}
+}
+
+// medianWrites is, per "resource verb", the median over runs of writes per
+// claim, and the median over runs of the total (background left out).
+func medianWrites(runs []map[string]float64) (map[string]float64, float64) {
+	keys := map[string]bool{}
+	for _, r := range runs {
+		for k := range r {
+			if !backgroundResource(k) {
+				keys[k] = true
+			}
+		}
+	}
+	out := map[string]float64{}
+	for k := range keys {
+		var xs []float64
+		for _, r := range runs {
+			xs = append(xs, r[k])
+		}
+		out[k] = median(xs)
+	}
+	var totals []float64
+	for _, r := range runs {
+		t := 0.0
+		for k, v := range r {
+			if !backgroundResource(k) {
+				t += v
+			}
+		}
+		totals = append(totals, t)
+	}
+	return out, median(totals)
+}
+
+func fmtWrites(m map[string]float64) string {
+	keys := sortedKeys(m)
+	sort.SliceStable(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
+	var parts []string
+	for _, k := range keys {
+		if m[k] < 0.005 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f (%s)", k, m[k], writer(k)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (k *kwokSuite) rows() []Row {
+	sec := "kwok"
+	lat := func(fig string, s *series, target string, check func(p50, p99 float64) bool, note string) Row {
+		p50, p99, runs := s.latencyStats()
+		r := Row{Section: sec, Figure: fig, Kind: "latency", Unit: "ms", P50: p50, P99: p99,
+			Samples: s.samples(), Runs: len(runs), PerRun: runs, Target: target, Note: note}
+		if check != nil && s.samples() > 0 {
+			r.Met = boolp(check(p50, p99))
+		}
+		return r
+	}
+	var rows []Row
+	if k.warm.samples() > 0 {
+		note := fmt.Sprintf("one claim every %.0f ms whatever the earlier ones do, %s per run, against a pool of %d ready members (more than a run takes, so it never runs dry; it refills during the run); latency from each claim's scheduled send to Ready seen by a watch; the generator was late by p99 %.2f ms",
+			1000/k.p.WarmRate, k.p.WarmFor, k.p.PoolSize, percentile(k.warmLag, 99))
+		if k.warmCold > 0 {
+			note += fmt.Sprintf("; %d claims were served cold and are left out", k.warmCold)
+		}
+		rows = append(rows, lat(fmt.Sprintf("warm claim at %.0f claims/s, open loop", k.p.WarmRate), &k.warm,
+			"p50 ≤ 10 ms, p99 ≤ 50 ms", func(p50, p99 float64) bool { return p50 <= 10 && p99 <= 50 }, note))
+	}
+	if k.burstRate.samples() > 0 {
+		var rates []float64
+		var runs []RunStat
+		for _, r := range k.burstRate.runs {
+			rates = append(rates, r[0])
+			runs = append(runs, RunStat{Samples: k.p.BurstClaims, Value: r[0]})
+		}
+		rate := median(rates)
+		note := fmt.Sprintf("%d claims created at once by %d writers against %d ready members; %d claims ÷ (last Ready − first create); median over runs",
+			k.p.BurstClaims, k.p.BurstWriters, k.p.PoolSize, k.p.BurstClaims)
+		if k.burstCold > 0 {
+			note += fmt.Sprintf("; %d claims were served cold", k.burstCold)
+		}
+		rows = append(rows, Row{Section: sec, Figure: fmt.Sprintf("burst of %d warm claims: claims per second", k.p.BurstClaims),
+			Kind: "rate", Unit: "claims/s", P50: rate, Samples: k.burstLat.samples(), Runs: len(runs), PerRun: runs,
+			Target: "≥ 500 claims/s", Met: boolp(rate >= 500), Note: note})
+		rows = append(rows, lat(fmt.Sprintf("burst of %d warm claims: each claim", k.p.BurstClaims), &k.burstLat, "", nil,
+			"each claim's create call → Ready seen by the watch, during the burst"))
+	}
+	if k.coldPod.samples() > 0 {
+		rows = append(rows,
+			lat("cold claim → pod created (controller's share)", &k.coldPod, "", nil,
+				"claim on a template with no pool, one at a time: create call → the controller's pod seen by a watch (claim reconcile, Sandbox create, agent Secret, pod create)"),
+			lat("cold claim → Ready (with kwok's pod start)", &k.coldReady, "", nil,
+				"the same claims to Ready: adds scheduling (the harness binds), kwok's Running/Ready status and the controller's status writes"),
+			lat("cold Sandbox → pod created (controller's share)", &k.sbPod, "", nil,
+				"Sandbox created directly, one at a time: create call → its pod seen by a watch"),
+			lat("cold Sandbox → Running (with kwok's pod start)", &k.sbRun, "", nil, "the same sandboxes to phase Running"))
+	}
+	for _, w := range []struct{ kind, fig string }{
+		{"warm", "API writes per warm claim (with the refill it causes)"},
+		{"cold", "API writes per cold claim"},
+	} {
+		runs := k.writes[w.kind]
+		if len(runs) == 0 {
+			continue
+		}
+		byRes, total := medianWrites(runs)
+		per := make([]RunStat, 0, len(runs))
+		for i := range runs {
+			_, t := medianWrites(runs[i : i+1])
+			per = append(per, RunStat{Samples: 1, Value: t})
+		}
+		n := 0
+		switch w.kind {
+		case "warm":
+			n = k.warm.samples() + k.warmCold
+		case "cold":
+			n = k.coldPod.samples()
+		}
+		rows = append(rows, Row{Section: sec, Figure: w.fig, Kind: "count", Unit: "writes", P50: total,
+			Samples: n, Runs: len(runs), PerRun: per,
+			Note: "kube-apiserver apiserver_request_total (POST/PUT/PATCH/DELETE) before and after, ÷ claims; by resource: " + fmtWrites(byRes)})
+		ctrl := median(k.ctrlWrites[w.kind])
+		rows = append(rows, Row{Section: sec, Figure: w.fig + ", controller only",
+			Kind: "count", Unit: "writes", P50: ctrl, Samples: n, Runs: len(runs),
+			Note: "the controller binary's rest_client_requests_total (POST/PUT/PATCH/DELETE) ÷ claims"})
+	}
+	if len(k.RSS) > 0 {
+		last := k.RSS[len(k.RSS)-1]
+		note := "VmHWM of the `sandpod controller` process from /proc; the same process served every figure above, so the peak covers them too; "
+		if st := k.StartRSS; st != nil {
+			note += fmt.Sprintf("RSS %.1f MiB just after start with no sandboxes; ", st.RSSMiB)
+		}
+		note += "RSS at each step: "
+		var parts []string
+		for _, p := range k.RSS {
+			parts = append(parts, fmt.Sprintf("%d → %.1f MiB (peak %.1f, Go heap %.1f)", p.Sandboxes, p.RSSMiB, p.HWMMiB, p.HeapMiB))
+		}
+		note += strings.Join(parts, "; ")
+		if slope, icept, ok := fitLine(k.RSS); ok {
+			note += fmt.Sprintf("; RSS ≈ %.1f MiB + %.1f MiB per 1,000 sandboxes (least squares), so ≈ %.0f MiB at 5,000", icept, slope*1000, icept+slope*5000)
+		}
+		rows = append(rows, Row{Section: sec, Figure: fmt.Sprintf("controller peak RSS, %d sandboxes", last.Sandboxes),
+			Kind: "memory", Unit: "MiB", P50: last.HWMMiB, Samples: 1, Runs: 1,
+			Target: "≤ 100 MB (95.4 MiB)", Met: boolp(last.HWMMiB*(1<<20) <= 100e6), Note: note})
+	}
+	if r := k.Restart; r != nil {
+		rows = append(rows, Row{Section: sec, Figure: fmt.Sprintf("controller peak RSS, fresh start with %d sandboxes", r.Sandboxes),
+			Kind: "memory", Unit: "MiB", P50: r.HWMMiB, Samples: 1, Runs: 1,
+			Target: "≤ 100 MB (95.4 MiB)", Met: boolp(r.HWMMiB*(1<<20) <= 100e6),
+			Note: fmt.Sprintf("a new controller process: initial lists and one reconcile of every object (%s); RSS after %.1f MiB, Go heap %.1f MiB", r.At, r.RSSMiB, r.HeapMiB)})
+	}
+	return rows
+}
+
+// fitLine fits RSS = a + b·N by least squares over the points.
+func fitLine(pts []rssPoint) (slope, icept float64, ok bool) {
+	if len(pts) < 2 {
+		return 0, 0, false
+	}
+	var sx, sy, sxx, sxy float64
+	for _, p := range pts {
+		x, y := float64(p.Sandboxes), p.RSSMiB
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	n := float64(len(pts))
+	d := n*sxx - sx*sx
+	if math.Abs(d) < 1e-9 {
+		return 0, 0, false
+	}
+	slope = (n*sxy - sx*sy) / d
+	return slope, (sy - slope*sx) / n, true
+}
+
+// notes are the lines under the table.
+func (k *kwokSuite) allNotes() []string {
+	out := append([]string(nil), k.notes...)
+	for _, kind := range []string{"warm", "burst", "cold"} {
+		if runs := k.writes[kind]; len(runs) > 0 {
+			byRes, total := medianWrites(runs)
+			out = append(out, fmt.Sprintf("kwok: API writes per %s claim, %.2f in all (median of %d runs; controller's own client: %.2f): %s",
+				kind, total, len(runs), median(k.ctrlWrites[kind]), fmtWrites(byRes)))
+		}
+	}
+	for _, c := range k.CPU {
+		out = append(out, "kwok: "+c.String())
+	}
+	if len(k.Objects) > 0 {
+		var parts []string
+		for _, name := range sortedKeys(k.Objects) {
+			o := k.Objects[name]
+			parts = append(parts, fmt.Sprintf("%s %d B (managedFields %d B)", name, o.JSONBytes, o.ManagedFieldsBytes))
+		}
+		out = append(out, "kwok: object sizes as JSON: "+strings.Join(parts, ", "))
+	}
+	if len(k.Caches) > 0 {
+		var parts []string
+		sum, sumNoMF := 0.0, 0.0
+		for _, c := range k.Caches {
+			parts = append(parts, fmt.Sprintf("%d %s %.1f MiB (%.1f KiB each; %.1f MiB without managedFields)",
+				c.Objects, c.Kind, c.MiB, c.MiB*1024/float64(c.Objects), c.WithoutManagedFieldsMiB))
+			sum, sumNoMF = sum+c.MiB, sumNoMF+c.WithoutManagedFieldsMiB
+		}
+		out = append(out, fmt.Sprintf("kwok: what the controller caches, decoded into Go structs in the benchmark process: %s; %.0f MiB in all, %.0f MiB without managedFields",
+			strings.Join(parts, ", "), sum, sumNoMF))
+	}
+	var ts []string
+	total := 0.0
+	for _, t := range k.Timings {
+		ts = append(ts, fmt.Sprintf("%s %.0fs", t.Phase, t.Seconds))
+		total += t.Seconds
+	}
+	if len(ts) > 0 {
+		out = append(out, fmt.Sprintf("kwok: timings (%.0fs in all): %s", total, strings.Join(ts, "; ")))
+	}
+	return out
+}
