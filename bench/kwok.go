@@ -31,15 +31,16 @@ import (
 // by kwok (tests/k8s/harness). Flags are registered here so that main only
 // has to pick the suites.
 var (
-	suitesFlag     = flag.String("suites", "local,kwok", "comma-separated suites to run: local (the local engine), kwok (the controller at scale on kube-apiserver + etcd + kwok)")
-	kubeBinFlag    = flag.String("kube-bin", "", "test bed binaries (etcd, kube-apiserver, kwok); default $"+harness.EnvBin+", else `hack/kube/build.sh --print`")
-	kwokSandboxes  = flag.Int("kwok-sandboxes", 0, "sandboxes in the cluster for the controller-memory figure (default 5000, 1000 with -quick)")
-	kwokRate       = flag.Float64("kwok-rate", 50, "open-loop warm claim rate, claims/s")
-	kwokWarmFor    = flag.Duration("kwok-warm-for", 0, "length of each open-loop warm claim run (default 4s, 2s with -quick)")
-	kwokBurst      = flag.Int("kwok-burst", 0, "claims per burst, against a pool of as many ready members (default 500, 200 with -quick)")
-	kwokBudget     = flag.Duration("kwok-budget", 0, "time after which the kwok suite stops growing the cluster for the memory figure and measures where it is (default 11m, 3m with -quick)")
-	kwokCtrlArgs   = flag.String("kwok-controller-args", "", "extra flags for `sandpod controller`, space-separated (e.g. \"--kube-api-qps=1000 --kube-api-burst=2000\")")
-	kwokKeepLogDir = flag.Bool("kwok-keep", false, "keep the test bed directory (logs of etcd, kube-apiserver, kwok) after the run")
+	suitesFlag        = flag.String("suites", "local,kwok,testbed", "comma-separated suites to run: local (the local engine), kwok (the controller at scale on kube-apiserver + etcd + kwok), testbed (real pods on the hack/testbed cluster, when it is up with sandpod installed)")
+	testbedKubeconfig = flag.String("testbed-kubeconfig", "_output/testbed/conf/admin.kubeconfig", "admin kubeconfig of the hack/testbed cluster (testbed suite)")
+	kubeBinFlag       = flag.String("kube-bin", "", "test bed binaries (etcd, kube-apiserver, kwok); default $"+harness.EnvBin+", else `hack/kube/build.sh --print`")
+	kwokSandboxes     = flag.Int("kwok-sandboxes", 0, "sandboxes in the cluster for the controller-memory figure (default 5000, 1000 with -quick)")
+	kwokRate          = flag.Float64("kwok-rate", 50, "open-loop warm claim rate, claims/s")
+	kwokWarmFor       = flag.Duration("kwok-warm-for", 0, "length of each open-loop warm claim run (default 4s, 2s with -quick)")
+	kwokBurst         = flag.Int("kwok-burst", 0, "claims per burst, against a pool of as many ready members (default 500, 200 with -quick)")
+	kwokBudget        = flag.Duration("kwok-budget", 0, "time after which the kwok suite stops growing the cluster for the memory figure and measures where it is (default 11m, 3m with -quick)")
+	kwokCtrlArgs      = flag.String("kwok-controller-args", "", "extra flags for `sandpod controller`, space-separated (e.g. \"--kube-api-qps=1000 --kube-api-burst=2000\")")
+	kwokKeepLogDir    = flag.Bool("kwok-keep", false, "keep the test bed directory (logs of etcd, kube-apiserver, kwok) after the run")
 )
 
 type suiteSet map[string]bool
@@ -50,10 +51,10 @@ func parseSuites(s string) (suiteSet, error) {
 		name = strings.TrimSpace(name)
 		switch name {
 		case "":
-		case "local", "kwok":
+		case "local", "kwok", "testbed":
 			out[name] = true
 		default:
-			return nil, fmt.Errorf("unknown suite %q (want local, kwok)", name)
+			return nil, fmt.Errorf("unknown suite %q (want local, kwok, testbed)", name)
 		}
 	}
 	if len(out) == 0 {

@@ -81,6 +81,9 @@ func run(ctx context.Context, out string, quick bool, repeats int, execFor time.
 	if suites["kwok"] {
 		kwok, kwokOK = runKwokSuite(ctx, rep, quick, repeats, binPath, out, withProfile)
 	}
+	if suites["testbed"] {
+		runTestbedSuite(ctx, rep, *testbedKubeconfig, ".venv/bin/python", quick)
+	}
 	rep.Finished = time.Now()
 	rep.Machine.LoadAfter = loadavg()
 	for i := range rep.Rows {

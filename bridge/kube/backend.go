@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller/warmpool"
 )
 
 // DefaultNamespace is used when a request names none (as in the local engine).
@@ -51,7 +51,7 @@ type Backend struct {
 	client   client.Client // writes, and reads through the cache
 	live     client.Reader // reads that must not come from a cache (secrets)
 	hub      *hub
-	taking   *reservations
+	taken    *warmpool.Taken
 	recent   *recentWrites
 	secrets  *secretCache
 	activity *activity
@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{
-		cache: c, client: cl, live: cl, hub: newHub(), taking: newReservations(), recent: newRecentWrites(),
+		cache: c, client: cl, live: cl, hub: newHub(), taken: warmpool.NewTaken(), recent: newRecentWrites(),
 		secrets: newSecretCache(), log: o.Logger, now: time.Now,
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
@@ -173,27 +173,3 @@ func nsOr(ns string) string {
 }
 
 func sandboxKey(ns, name string) string { return "sandbox/" + ns + "/" + name }
-
-// reservations are the pool members this process is taking right now.
-type reservations struct {
-	mu  sync.Mutex
-	set map[string]struct{}
-}
-
-func newReservations() *reservations { return &reservations{set: map[string]struct{}{}} }
-
-func (r *reservations) reserve(key string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, taken := r.set[key]; taken {
-		return false
-	}
-	r.set[key] = struct{}{}
-	return true
-}
-
-func (r *reservations) release(key string) {
-	r.mu.Lock()
-	delete(r.set, key)
-	r.mu.Unlock()
-}

@@ -92,9 +92,9 @@ func (b *Backend) byRequestID(ctx context.Context, ns, id string) (*v1alpha1.San
 }
 
 // adopt takes the best ready member of the template's pools, or returns nil
-// when none is ready. Members this process is already taking are skipped, so
-// concurrent claims spread over the pool instead of colliding on its first
-// member.
+// when none is ready. Members this process is taking or has just taken are
+// skipped (warmpool.Taken), so concurrent claims spread over the pool
+// instead of colliding on its first member while the cache catches up.
 func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h warmpool.Holder) (*v1alpha1.Sandbox, error) {
 	var list v1alpha1.SandboxList
 	if err := b.client.List(ctx, &list, client.InNamespace(tmpl.Namespace), client.MatchingLabels{v1alpha1.LabelTemplate: tmpl.Name}); err != nil {
@@ -109,15 +109,16 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h w
 		}
 	}
 	for _, name := range lifecycle.ClaimCandidates(views, lifecycle.TemplateHash(tmpl.Spec)) {
-		key := tmpl.Namespace + "/" + name
-		if !b.taking.reserve(key) {
+		if !b.taken.Reserve(tmpl.Namespace, name) {
 			continue
 		}
 		orig := byName[name]
 		sb := orig.DeepCopy()
 		warmpool.Take(sb, h)
 		err := b.client.Patch(ctx, sb, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		b.taking.release(key)
+		if err != nil {
+			b.taken.Release(tmpl.Namespace, name)
+		}
 		switch {
 		case err == nil:
 			b.recent.put(sb)

@@ -34,6 +34,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	Clock     clock.Clock
 	Recorder  events.EventRecorder
+	// Taken spreads concurrent claims over the pool (see warmpool.Taken).
+	Taken *warmpool.Taken
 
 	mu    sync.Mutex
 	state map[types.NamespacedName]*claimMemo
@@ -208,12 +210,18 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 		}
 	}
 	for _, name := range lifecycle.ClaimCandidates(views, lifecycle.TemplateHash(tmpl.Spec)) {
+		if r.Taken != nil && !r.Taken.Reserve(c.Namespace, name) {
+			continue // another worker of this process has it
+		}
 		orig := byName[name]
 		sb := orig.DeepCopy()
 		Bind(sb, c, tmpl, now)
 		// A merge patch carrying the member's resourceVersion: the same
 		// optimistic concurrency as an update, with a smaller request.
 		err := r.Client.Patch(ctx, sb, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		if err != nil && r.Taken != nil {
+			r.Taken.Release(c.Namespace, name)
+		}
 		switch {
 		case err == nil:
 			return sb, nil

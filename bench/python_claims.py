@@ -1,0 +1,45 @@
+"""Warm claims through the bridge from the Python client, for `make bench`.
+
+The caller fills the pool first; the claims go out 100 ms apart (the pool's
+refill waits for them to stop), each ``client.claim()`` timed alone; the
+sandboxes are deleted at the end. Prints ``{"warm_ms": [...]}`` (warm claims
+only) on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import sandpod
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--address", required=True)
+    ap.add_argument("--namespace", required=True)
+    ap.add_argument("--template", required=True)
+    ap.add_argument("--claims", type=int, default=20)
+    args = ap.parse_args()
+
+    warm: list[float] = []
+    claimed = []
+    with sandpod.Client(args.address, namespace=args.namespace, timeout=120) as client:
+        for _ in range(args.claims):
+            time.sleep(0.1)
+            t0 = time.perf_counter()
+            sb = client.claim(args.template, on_exit="delete")
+            elapsed = (time.perf_counter() - t0) * 1000
+            if sb.warm:
+                warm.append(elapsed)
+            claimed.append(sb)
+        for sb in claimed:
+            sb.delete()
+    json.dump({"warm_ms": warm}, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,416 @@
+package main
+
+// The Kubernetes path with real pods: the single-node test bed of
+// hack/testbed (containerd, runc, gVisor) with sandpod installed from
+// deploy/install.yaml, measured through the in-cluster bridge as a user
+// reaches it (its Service, a token from its Secret), with the Go client and
+// the Python client, and through the API (a SandboxClaim).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandpod "github.com/sandpod/sandpod/clients/go"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller"
+)
+
+// testbedParams size the real-pod suite: pod starts take seconds here, so
+// sample counts are small and say so.
+type testbedParams struct {
+	WarmClaims int `json:"warm_claims"` // per runtime, Go client
+	ColdClaims int `json:"cold_claims"` // per runtime
+	BarePods   int `json:"bare_pods"`   // per runtime
+	APIClaims  int `json:"api_claims"`  // SandboxClaim → Ready, runc
+	PyClaims   int `json:"python_claims"`
+	Execs      int `json:"execs"` // exec round trips per runtime
+}
+
+func testbedDefaults(quick bool) testbedParams {
+	if quick {
+		return testbedParams{WarmClaims: 5, ColdClaims: 2, BarePods: 2, APIClaims: 3, PyClaims: 5, Execs: 30}
+	}
+	return testbedParams{WarmClaims: 12, ColdClaims: 5, BarePods: 5, APIClaims: 8, PyClaims: 12, Execs: 200}
+}
+
+const (
+	tbPythonImage = "ghcr.io/sandpod/python:3.11"
+	tbGVisor      = "gvisor"
+)
+
+type testbedSuite struct {
+	p        testbedParams
+	kc       client.Client
+	ns       string
+	addr     string
+	token    string
+	python   string // the venv's python, for the Python client figure
+	sections map[string]*tbFigures
+	notes    []string
+}
+
+type tbFigures struct {
+	warm, cold, bare, exec, api, py series
+	coldOut                         int
+}
+
+// runTestbedSuite measures the real-pod path when the test bed is up with
+// sandpod installed; otherwise it adds a note saying how to bring it up.
+func runTestbedSuite(ctx context.Context, rep *Report, kubeconfig, python string, quick bool) {
+	p := testbedDefaults(quick)
+	s, err := newTestbedSuite(ctx, kubeconfig, python, p)
+	if err != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("real pods (test bed): skipped: %v (run `make testbed-up`, then install with `make e2e` or kubectl apply deploy/install.yaml)", err))
+		return
+	}
+	defer s.cleanup()
+	t0 := time.Now()
+	for _, rt := range []string{"runc", tbGVisor} {
+		if err := s.runtime(ctx, rt); err != nil {
+			s.notes = append(s.notes, fmt.Sprintf("real pods, %s: stopped early: %v", rt, err))
+		}
+	}
+	if err := s.apiClaims(ctx); err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("real pods, SandboxClaim path: %v", err))
+	}
+	if err := s.pythonClaims(ctx); err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("real pods, Python client: %v", err))
+	}
+	logf("real-pod suite took %s", time.Since(t0).Round(time.Second))
+	rep.Rows = append(rep.Rows, s.rows()...)
+	rep.Notes = append(rep.Notes, s.notes...)
+}
+
+func newTestbedSuite(ctx context.Context, kubeconfig, python string, p testbedParams) (*testbedSuite, error) {
+	if _, err := os.Stat(kubeconfig); err != nil {
+		return nil, fmt.Errorf("no test bed kubeconfig at %s", kubeconfig)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 30 * time.Second
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	kc, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	s := &testbedSuite{p: p, kc: kc, python: python, sections: map[string]*tbFigures{}}
+	svc := &corev1.Service{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: "sandpod-system", Name: "sandpod-bridge"}, svc); err != nil {
+		return nil, fmt.Errorf("bridge service: %w", err)
+	}
+	s.addr = fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+	sec := &corev1.Secret{}
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: "sandpod-system", Name: "sandpod-bridge-tokens"}, sec); err != nil {
+		return nil, fmt.Errorf("bridge tokens: %w", err)
+	}
+	if f := strings.Fields(string(sec.Data["tokens"])); len(f) > 0 {
+		s.token = f[0]
+	}
+	s.ns = fmt.Sprintf("bench-%d", time.Now().Unix())
+	if err := kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *testbedSuite) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_ = s.kc.DeleteAllOf(ctx, &v1alpha1.SandboxWarmPool{}, client.InNamespace(s.ns))
+	_ = s.kc.DeleteAllOf(ctx, &v1alpha1.SandboxClaim{}, client.InNamespace(s.ns))
+	_ = s.kc.DeleteAllOf(ctx, &v1alpha1.Sandbox{}, client.InNamespace(s.ns))
+	_ = s.kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})
+}
+
+func (s *testbedSuite) dial(ctx context.Context) (*sandpod.Client, error) {
+	return sandpod.Dial(ctx, s.addr, sandpod.WithInsecure(), sandpod.WithToken(s.token), sandpod.WithNamespace(s.ns))
+}
+
+func tbPodSpec(runtime string) corev1.PodSpec {
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: tbPythonImage, ImagePullPolicy: corev1.PullIfNotPresent}}}
+	if runtime != "runc" {
+		spec.RuntimeClassName = &runtime
+	}
+	return spec
+}
+
+func (s *testbedSuite) template(ctx context.Context, name, runtime string) error {
+	return s.kc.Create(ctx, &v1alpha1.SandboxTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
+		Spec:       v1alpha1.SandboxTemplateSpec{PodTemplate: corev1.PodTemplateSpec{Spec: tbPodSpec(runtime)}},
+	})
+}
+
+func (s *testbedSuite) scalePool(ctx context.Context, name, template string, n int32) error {
+	p := &v1alpha1.SandboxWarmPool{}
+	err := s.kc.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: name}, p)
+	if err != nil {
+		return s.kc.Create(ctx, &v1alpha1.SandboxWarmPool{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
+			Spec:       v1alpha1.SandboxWarmPoolSpec{TemplateRef: v1alpha1.TemplateRef{Name: template}, Replicas: n},
+		})
+	}
+	orig := p.DeepCopy()
+	p.Spec.Replicas = n
+	return s.kc.Patch(ctx, p, client.MergeFrom(orig)) // no resourceVersion: the controller writes status meanwhile
+}
+
+// waitFor polls (the benchmark's own pacing, not a measured path) until
+// cond holds.
+func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: timed out", what)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (s *testbedSuite) poolReady(ctx context.Context, name string, n int32) error {
+	return waitFor(ctx, 3*time.Minute, "pool "+name+" ready", func() bool {
+		p := &v1alpha1.SandboxWarmPool{}
+		return s.kc.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: name}, p) == nil && p.Status.ReadyReplicas >= n
+	})
+}
+
+// runtime measures one runtime: warm and cold claims and exec through the
+// bridge, and a bare pod's start for comparison.
+func (s *testbedSuite) runtime(ctx context.Context, rt string) error {
+	f := &tbFigures{}
+	s.sections[rt] = f
+	tmpl := "bench-" + rt
+	if err := s.template(ctx, tmpl, rt); err != nil {
+		return err
+	}
+	c, err := s.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	// Warm: a full pool of WarmClaims ready members, then one claim every
+	// 100 ms: the pool's refill waits for the claims to stop
+	// (--pool-refill-delay), so each claim meets an idle node, as a warm
+	// claim should.
+	if err := s.scalePool(ctx, tmpl, tmpl, int32(s.p.WarmClaims)); err != nil {
+		return err
+	}
+	if err := s.poolReady(ctx, tmpl, int32(s.p.WarmClaims)); err != nil {
+		return err
+	}
+	var warm []time.Duration
+	var claimed []*sandpod.Sandbox
+	for i := 0; i < s.p.WarmClaims; i++ {
+		time.Sleep(100 * time.Millisecond)
+		t0 := time.Now()
+		sb, err := c.Claim(ctx, tmpl)
+		d := time.Since(t0)
+		if err != nil {
+			return err
+		}
+		if sb.Warm() {
+			warm = append(warm, d)
+		}
+		claimed = append(claimed, sb)
+	}
+	f.warm.addRun(ms(warm))
+	keep := claimed[0]
+	for _, sb := range claimed[1:] {
+		_ = sb.Delete(ctx)
+	}
+
+	// Exec round trip of `true` through the bridge to the agent in the pod.
+	var execs []time.Duration
+	for i := 0; i < s.p.Execs; i++ {
+		t0 := time.Now()
+		if _, err := keep.Run(ctx, "true"); err != nil {
+			return err
+		}
+		execs = append(execs, time.Since(t0))
+	}
+	f.exec.addRun(ms(execs))
+	_ = keep.Delete(ctx)
+
+	// Cold: no pool; each claim starts a pod.
+	if err := s.scalePool(ctx, tmpl, tmpl, 0); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 2*time.Minute, "pool drained", func() bool {
+		var list v1alpha1.SandboxList
+		return s.kc.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{v1alpha1.LabelPool: tmpl}) == nil && len(list.Items) == 0
+	}); err != nil {
+		return err
+	}
+	var cold []time.Duration
+	for i := 0; i < s.p.ColdClaims; i++ {
+		t0 := time.Now()
+		sb, err := c.Claim(ctx, tmpl)
+		d := time.Since(t0)
+		if err != nil {
+			return err
+		}
+		if sb.Warm() {
+			f.coldOut++
+		} else {
+			cold = append(cold, d)
+		}
+		_ = sb.Delete(ctx)
+	}
+	f.cold.addRun(ms(cold))
+
+	// A bare pod of the same image and runtime: created → Ready.
+	var bare []time.Duration
+	for i := 0; i < s.p.BarePods; i++ {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: fmt.Sprintf("bare-%s-%d", rt, i)}, Spec: tbPodSpec(rt)}
+		pod.Spec.Containers[0].Command = []string{"sleep", "3600"}
+		pod.Spec.TerminationGracePeriodSeconds = new(int64)
+		t0 := time.Now()
+		if err := s.kc.Create(ctx, pod); err != nil {
+			return err
+		}
+		if err := waitFor(ctx, 2*time.Minute, "bare pod ready", func() bool {
+			got := &corev1.Pod{}
+			if s.kc.Get(ctx, client.ObjectKeyFromObject(pod), got) != nil {
+				return false
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					return true
+				}
+			}
+			return false
+		}); err != nil {
+			return err
+		}
+		bare = append(bare, time.Since(t0))
+		_ = s.kc.Delete(ctx, pod)
+	}
+	f.bare.addRun(ms(bare))
+	return nil
+}
+
+// apiClaims: the kubectl path, a SandboxClaim created → its Ready condition
+// (warm, runc).
+func (s *testbedSuite) apiClaims(ctx context.Context) error {
+	f := s.sections["runc"]
+	if f == nil {
+		return nil
+	}
+	if err := s.scalePool(ctx, "bench-runc", "bench-runc", int32(s.p.APIClaims)); err != nil {
+		return err
+	}
+	if err := s.poolReady(ctx, "bench-runc", int32(s.p.APIClaims)); err != nil {
+		return err
+	}
+	var lat []time.Duration
+	for i := 0; i < s.p.APIClaims; i++ {
+		c := &v1alpha1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: fmt.Sprintf("api-%d", i)},
+			Spec: v1alpha1.SandboxClaimSpec{TemplateRef: v1alpha1.TemplateRef{Name: "bench-runc"}}}
+		t0 := time.Now()
+		if err := s.kc.Create(ctx, c); err != nil {
+			return err
+		}
+		if err := waitFor(ctx, 2*time.Minute, "claim ready", func() bool {
+			got := &v1alpha1.SandboxClaim{}
+			return s.kc.Get(ctx, client.ObjectKeyFromObject(c), got) == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady)
+		}); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	_ = s.kc.DeleteAllOf(ctx, &v1alpha1.SandboxClaim{}, client.InNamespace(s.ns))
+	f.api.addRun(ms(lat))
+	s.notes = append(s.notes, "real pods: the SandboxClaim figure polls the claim every 100 ms, so it carries up to 100 ms of polling granularity")
+	return nil
+}
+
+// pythonClaims: warm claims through the bridge from the Python client, timed
+// inside the Python process (bench/python_claims.py).
+func (s *testbedSuite) pythonClaims(ctx context.Context) error {
+	f := s.sections["runc"]
+	if f == nil || s.python == "" {
+		return nil
+	}
+	if err := s.scalePool(ctx, "bench-runc", "bench-runc", int32(s.p.PyClaims)); err != nil {
+		return err
+	}
+	if err := s.poolReady(ctx, "bench-runc", int32(s.p.PyClaims)); err != nil {
+		return err
+	}
+	if _, err := os.Stat(s.python); err != nil {
+		return fmt.Errorf("no Python at %s (make venv)", s.python)
+	}
+	cmd := exec.CommandContext(ctx, s.python, "bench/python_claims.py", "--address", s.addr, "--namespace", s.ns,
+		"--template", "bench-runc", "--claims", fmt.Sprint(s.p.PyClaims))
+	cmd.Env = append(os.Environ(), "SANDPOD_TOKEN="+s.token, "PYTHONPATH=clients/python")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("python_claims.py: %w", err)
+	}
+	var res struct {
+		WarmMS []float64 `json:"warm_ms"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return fmt.Errorf("python_claims.py output: %w", err)
+	}
+	f.py.addRun(res.WarmMS)
+	return nil
+}
+
+func (s *testbedSuite) rows() []Row {
+	var out []Row
+	lat := func(section, fig string, sr *series, target string, check func(p50, p99 float64) bool, note string) {
+		if sr.samples() == 0 {
+			return
+		}
+		p50, p99, runs := sr.latencyStats()
+		r := Row{Section: section, Figure: fig, Kind: "latency", Unit: "ms", P50: p50, P99: p99,
+			Samples: sr.samples(), Runs: len(runs), PerRun: runs, Target: target, Note: note}
+		if check != nil {
+			r.Met = boolp(check(p50, p99))
+		}
+		out = append(out, r)
+	}
+	for _, rt := range []string{"runc", tbGVisor} {
+		f := s.sections[rt]
+		if f == nil {
+			continue
+		}
+		sec := "k8s-" + rt
+		lat(sec, "warm claim via the bridge (Go client)", &f.warm, "p50 ≤ 15 ms", func(p50, _ float64) bool { return p50 <= 15 },
+			"ClaimSandbox → running sandbox: one patch of a ready pool member")
+		bareP50, _, _ := f.bare.latencyStats()
+		lat(sec, "cold claim via the bridge (Go client)", &f.cold, fmt.Sprintf("≤ bare pod + 20 ms (%.0f ms)", bareP50+20),
+			func(p50, _ float64) bool { return p50 <= bareP50+20 }, "no pool: ClaimSandbox → pod Ready and agent serving")
+		lat(sec, "bare pod start (same image, no sandpod)", &f.bare, "", nil, "Pod created → Ready (polled every 100 ms)")
+		lat(sec, "exec round trip `true` via the bridge", &f.exec, "", nil, "Exec stream through the bridge to the agent in the pod")
+		lat(sec, "warm claim via the API (SandboxClaim → Ready)", &f.api, "", nil, "the kubectl path: claim reconciler adopts, then writes the claim's status")
+		lat(sec, "warm claim via the bridge (Python client)", &f.py, "p50 ≤ 15 ms", func(p50, _ float64) bool { return p50 <= 15 },
+			"sandpod.Client.claim() timed in Python (bench/python_claims.py)")
+		if f.coldOut > 0 {
+			s.notes = append(s.notes, fmt.Sprintf("real pods, %s: %d cold claims came back warm and were left out", rt, f.coldOut))
+		}
+	}
+	return out
+}
