@@ -190,6 +190,8 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 
 // waitRunning waits for a sandbox to be ready (or to fail).
 func (b *Backend) waitRunning(ctx context.Context, ns, name string, uid types.UID) (*sandpodv1.Sandbox, error) {
+	ctx, cancel := answerBeforeDeadline(ctx)
+	defer cancel()
 	woken, stop := b.hub.listen(sandboxKey(ns, name))
 	defer stop()
 	var last string
@@ -298,4 +300,16 @@ func describe(sb *v1alpha1.Sandbox) string {
 		}
 	}
 	return out
+}
+
+// answerMargin is how long before the caller's deadline a wait gives up, so
+// that its answer (what the sandbox is waiting for) reaches the caller
+// instead of the caller's bare "deadline exceeded".
+const answerMargin = 500 * time.Millisecond
+
+func answerBeforeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) > 2*answerMargin {
+		return context.WithDeadline(ctx, d.Add(-answerMargin))
+	}
+	return context.WithCancel(ctx)
 }

@@ -29,7 +29,9 @@ func (b *Backend) sandbox(ctx context.Context, ns, name string) (*v1alpha1.Sandb
 	if err != nil {
 		return nil, apiError(err, "read sandbox %q", name)
 	}
-	if sb = b.recent.fresher(ns, name, sb); sb == nil {
+	// A sandbox being deleted is gone for callers, as in the local engine
+	// (watchers see it go TERMINATING, then DELETED).
+	if sb = b.recent.fresher(ns, name, sb); sb == nil || sb.DeletionTimestamp != nil {
 		return nil, status.Errorf(codes.NotFound, "sandbox %q not found in namespace %q", name, ns)
 	}
 	return sb, nil
@@ -52,7 +54,7 @@ func (b *Backend) ListSandboxes(ctx context.Context, ns string, sel labels.Selec
 	}
 	out := make([]*sandpodv1.Sandbox, 0, len(list.Items))
 	for i := range list.Items {
-		if includePool || !isPoolMember(&list.Items[i]) {
+		if sb := &list.Items[i]; sb.DeletionTimestamp == nil && (includePool || !isPoolMember(sb)) {
 			out = append(out, sandboxToProto(&list.Items[i]))
 		}
 	}
@@ -163,6 +165,12 @@ func (b *Backend) DeleteSandbox(ctx context.Context, ns, name string) error {
 	if err := b.client.Delete(ctx, sb, client.Preconditions{UID: &sb.UID}, background); err != nil && !apierrors.IsNotFound(err) {
 		return apiError(err, "delete sandbox %q", name)
 	}
+	// Until the cache sees the deletion, calls must already find it gone.
+	gone := sb.DeepCopy()
+	now := metav1.Now()
+	gone.DeletionTimestamp = &now
+	gone.Generation++
+	b.recent.put(gone)
 	return nil
 }
 

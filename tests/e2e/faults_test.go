@@ -116,15 +116,19 @@ func TestClaimsSurviveBridgeAndControllerCrash(t *testing.T) {
 	}
 }
 
-// TestPoolOfBrokenImageDoesNotSpin: a pool whose image cannot be pulled
-// (there is no registry here) keeps its members pending instead of
+// TestPoolOfBrokenImageDoesNotSpin: a pool whose image is not on the node
+// (and may not be pulled) keeps its members pending instead of
 // creating and deleting them in a loop, and a claim that must start one
 // cold fails at its deadline with the pod's reason in the message.
 func TestPoolOfBrokenImageDoesNotSpin(t *testing.T) {
 	t.Parallel()
 	env := Setup(t)
 	ns := env.Namespace(t)
-	env.Apply(t, Template(ns, "broken", "ghcr.io/sandpod/no-such-image:1"), Pool(ns, "broken", "broken", 2))
+	// Never pull: the image is missing from the node, and the test must not
+	// reach for a registry.
+	broken := Template(ns, "broken", "ghcr.io/sandpod/no-such-image:1")
+	broken.Spec.PodTemplate.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	env.Apply(t, broken, Pool(ns, "broken", "broken", 2))
 	c := env.bridgeClient(t, ns)
 	ctx := Context(t)
 

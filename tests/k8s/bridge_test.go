@@ -219,9 +219,12 @@ func TestBridgeLifecycle(t *testing.T) {
 	if _, err := api.DeleteSandbox(ctx, &pb.DeleteSandboxRequest{Name: "box", Namespace: ns}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, &v1alpha1.Sandbox{}, ns, "box")
+	// Gone for callers at once, while the controller still cleans up.
 	_, err = api.GetSandbox(ctx, &pb.GetSandboxRequest{Name: "box", Namespace: ns})
-	wantCode(t, err, codes.NotFound, "get of a deleted sandbox")
+	wantCode(t, err, codes.NotFound, "get right after delete")
+	_, err = api.DeleteSandbox(ctx, &pb.DeleteSandboxRequest{Name: "box", Namespace: ns})
+	wantCode(t, err, codes.NotFound, "a second delete")
+	waitGone(t, &v1alpha1.Sandbox{}, ns, "box")
 }
 
 // TestBridgeTokenReview: a service account's token is accepted through
