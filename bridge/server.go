@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
@@ -156,6 +157,11 @@ func (s *Server) WatchSandboxes(req *sandpodv1.WatchSandboxesRequest, stream san
 	}
 	events, err := s.backend.WatchSandboxes(stream.Context(), req.GetNamespace(), sel, req.GetIncludePoolMembers(), req.GetSendInitialEvents())
 	if err != nil {
+		return err
+	}
+	// Headers go out once the watch is live: a caller that waits for them
+	// (the stream's Header()) misses no change made after that.
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err
 	}
 	for ev := range events {

@@ -20,6 +20,9 @@ func TestListPagesAndWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := watch.Header(); err != nil { // the watch is live from here on
+		t.Fatal(err)
+	}
 	want := map[string]bool{}
 	for i := 0; i < 3; i++ {
 		resp, err := c.ClaimSandbox(ctx(t), &sandpodv1.ClaimSandboxRequest{Template: "python", Labels: map[string]string{"team": "rl"}})

@@ -304,13 +304,15 @@ class Client:
     ) -> Watch:
         """Streams changes to sandboxes as they happen: an ADDED event for each existing
         one first (unless ``send_initial_events=False``), then ADDED, MODIFIED and
-        DELETED. The stream starts at once; iterate it, and ``close()`` it (or use it
-        as a context manager) to stop. It ends by itself after ``timeout`` seconds."""
+        DELETED. It returns once the watch is live, so a change made after it returns
+        is in the stream; iterate it, and ``close()`` it (or use it as a context
+        manager) to stop. It ends by itself after ``timeout`` seconds."""
         req = _base.watch_request(
             self._settings.ns(namespace), labels, include_pool_members, send_initial_events
         )
         deadline = None if timeout is None else _base.seconds_of(timeout)
         call = self._stub.WatchSandboxes(req, timeout=deadline, metadata=self._metadata)
+        call.initial_metadata()  # the server sends its headers once the watch is live
         return Watch(call, bounded=deadline is not None)
 
     def claim_many(
