@@ -41,9 +41,6 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 	if err != nil {
 		return nil, false, err
 	}
-	if err := checkUserLabels(req.GetLabels()); err != nil {
-		return nil, false, err
-	}
 	if id := req.GetRequestId(); id != "" {
 		if sb, err := b.byRequestID(ctx, ns, id); err != nil || sb != nil {
 			if err != nil {
@@ -138,9 +135,6 @@ func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbo
 	ns := nsOr(req.GetNamespace())
 	tmpl, err := b.template(ctx, ns, req.GetTemplate())
 	if err != nil {
-		return nil, err
-	}
-	if err := checkUserLabels(req.GetLabels()); err != nil {
 		return nil, err
 	}
 	now := b.now()
@@ -273,17 +267,6 @@ func envVars(m map[string]string) []corev1.EnvVar {
 	// A stable order keeps the object (and its diffs) deterministic.
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-// checkUserLabels keeps callers out of the labels sandpod itself uses to
-// find pool members and claims.
-func checkUserLabels(m map[string]string) error {
-	for k := range m {
-		if strings.HasPrefix(k, "sandpod.dev/") {
-			return status.Errorf(codes.InvalidArgument, "labels: key %q: the sandpod.dev/ prefix is reserved", k)
-		}
-	}
-	return nil
 }
 
 // describe is a sandbox's phase and why it is not ready, as the controller
