@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
@@ -437,11 +439,23 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 		t.Fatalf("agent secret of %s: %v", sb.Name, err)
 	}
 	target := net.JoinHostPort(sb.Status.PodIPs[0], fmt.Sprint(v1alpha1.AgentPort))
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}}))
 	if err != nil {
 		t.Fatalf("dial agent %s: %v", target, err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
+	// A sandbox is Ready once its container has started (there is no
+	// readiness probe); its agent listens a few milliseconds later. The
+	// bridge waits for it the same way.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn.Connect()
+	for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
+		if !conn.WaitForStateChange(ctx, s) {
+			t.Fatalf("agent %s of %s not reachable: %s", target, sb.Name, s)
+		}
+	}
 	return &Agent{Client: sandpodv1.NewAgentServiceClient(conn), conn: conn, secret: strings.TrimSpace(string(sec.Data[v1alpha1.SecretKeyAgent]))}
 }
 
