@@ -15,14 +15,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller"
 	"github.com/sandpod/sandpod/core/controller/warmpool"
 )
 
@@ -59,18 +58,6 @@ type Backend struct {
 	now      func() time.Time
 }
 
-// Scheme holds the types the bridge reads and writes.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // New starts the backend's informers and returns once they have synced. The
 // informers stop with ctx.
 func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
@@ -83,7 +70,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	scheme, err := Scheme()
+	scheme, err := controller.NewScheme()
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandpod "github.com/sandpod/sandpod/clients/go"
@@ -101,17 +99,9 @@ func TestBridgeSuspendResumeKeepsStorageAndName(t *testing.T) {
 	t.Parallel()
 	env := Setup(t)
 	ns := env.Namespace(t)
-	tmpl := Template(ns, "python-pvc", PythonImage)
+	tmpl := withWorkspaceVolume(Template(ns, "python-pvc", PythonImage))
 	tmpl.Spec.Service = true
 	tmpl.Spec.AutoResume = true
-	tmpl.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "workspace"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}}
-	tmpl.Spec.PodTemplate.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "workspace", MountPath: "/workspace"}}
 	env.Apply(t, tmpl)
 	c := env.bridgeClient(t, ns)
 	ctx := Context(t)
