@@ -99,7 +99,7 @@ func TestBridgeSuspendResumeKeepsStorageAndName(t *testing.T) {
 	t.Parallel()
 	env := Setup(t)
 	ns := env.Namespace(t)
-	tmpl := withWorkspaceVolume(Template(ns, "python-pvc", PythonImage))
+	tmpl := WithVolume(Template(ns, "python-pvc", PythonImage), "workspace", "/workspace")
 	tmpl.Spec.Service = true
 	tmpl.Spec.AutoResume = true
 	env.Apply(t, tmpl)

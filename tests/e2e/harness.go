@@ -41,6 +41,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -270,6 +271,20 @@ func Template(ns, name, image string) *v1alpha1.SandboxTemplate {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       v1alpha1.SandboxTemplateSpec{PodTemplate: PodTemplate(image)},
 	}
+}
+
+// WithVolume gives tmpl a 1Gi PVC (one of the test bed's hostPath PVs per
+// sandbox) named name, mounted at mountPath in the sandbox container.
+func WithVolume(tmpl *v1alpha1.SandboxTemplate, name, mountPath string) *v1alpha1.SandboxTemplate {
+	tmpl.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}}
+	tmpl.Spec.PodTemplate.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: name, MountPath: mountPath}}
+	return tmpl
 }
 
 // Pool is a SandboxWarmPool of template.

@@ -10,8 +10,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/agent"
@@ -19,26 +17,13 @@ import (
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// withWorkspaceVolume gives tmpl a PVC mounted at the agent's root.
-func withWorkspaceVolume(tmpl *v1alpha1.SandboxTemplate) *v1alpha1.SandboxTemplate {
-	tmpl.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "workspace"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}}
-	tmpl.Spec.PodTemplate.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "workspace", MountPath: "/workspace"}}
-	return tmpl
-}
-
 // TestPodDeletedByHandComesBack: a sandbox's pod deleted behind sandpod's
 // back is made again with the same name, hostname and storage.
 func TestPodDeletedByHandComesBack(t *testing.T) {
 	t.Parallel()
 	env := Setup(t)
 	ns := env.Namespace(t)
-	env.Apply(t, withWorkspaceVolume(Template(ns, "python-pvc", PythonImage)))
+	env.Apply(t, WithVolume(Template(ns, "python-pvc", PythonImage), "workspace", "/workspace"))
 	c := env.bridgeClient(t, ns)
 	ctx := Context(t)
 

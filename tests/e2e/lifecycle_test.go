@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,16 +38,7 @@ func TestVolumeSurvivesSuspendAndResume(t *testing.T) {
 	t.Parallel()
 	env := Setup(t)
 	ns := env.Namespace(t)
-	tmpl := Template(ns, "python-data", PythonImage)
-	tmpl.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}}
-	tmpl.Spec.PodTemplate.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	env.Apply(t, tmpl)
+	env.Apply(t, WithVolume(Template(ns, "python-data", PythonImage), "data", "/data"))
 	_, sb := env.Claim(t, ns, "job", "python-data")
 	ctx := Context(t)
 
