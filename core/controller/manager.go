@@ -109,7 +109,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	metrics.Register(mgr.GetCache())
 	c := mgr.GetClient()
 
-	sbr := &sandbox.Reconciler{Client: c, Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-sandbox"),
+	sbr := &sandbox.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-sandbox"),
 		Pod: sandbox.PodConfig{AgentImage: o.AgentImage, RuntimeClass: o.RuntimeClass}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
 		For(&v1alpha1.Sandbox{}).

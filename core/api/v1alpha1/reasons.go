@@ -14,12 +14,15 @@ const (
 	ReasonShutdownTimeReached = "ShutdownTimeReached"
 	ReasonRuntimeClassMissing = "RuntimeClassRequired"
 	ReasonInvalidSpec         = "InvalidSpec"
-	ReasonWarmAdopted         = "WarmAdopted"
-	ReasonColdCreated         = "ColdCreated"
-	ReasonSandboxReady        = "SandboxReady"
-	ReasonSandboxNotReady     = "SandboxNotReady"
-	ReasonSandboxGone         = "SandboxGone"
-	ReasonTemplateNotFound    = "TemplateNotFound"
-	ReasonReconciled          = "Reconciled"
-	ReasonPoolFilling         = "Filling"
+	// ReasonNameConflict: a child's name is taken by an object the sandbox
+	// does not own; the controller leaves that object alone.
+	ReasonNameConflict     = "NameConflict"
+	ReasonWarmAdopted      = "WarmAdopted"
+	ReasonColdCreated      = "ColdCreated"
+	ReasonSandboxReady     = "SandboxReady"
+	ReasonSandboxNotReady  = "SandboxNotReady"
+	ReasonSandboxGone      = "SandboxGone"
+	ReasonTemplateNotFound = "TemplateNotFound"
+	ReasonReconciled       = "Reconciled"
+	ReasonPoolFilling      = "Filling"
 )

@@ -94,6 +94,11 @@ type SandboxStatus struct {
 	// LastActivityTime is the last exec or file call seen by the bridge.
 	// +optional
 	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty"`
+	// AgentRestarts counts restarts of the agent's container in the current
+	// pod: after it died, or after its liveness probe found it hung. The
+	// Ready condition's message names the last exit.
+	// +optional
+	AgentRestarts int32 `json:"agentRestarts,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -109,6 +114,7 @@ type SandboxStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.operatingMode`
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`
+// +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.agentRestarts`
 // +kubebuilder:printcolumn:name="Shutdown",type=date,JSONPath=`.spec.lifecycle.shutdownTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Sandbox struct {

@@ -24,10 +24,13 @@ import (
 // Reconciler keeps each Sandbox's pod, storage, service and secret in line
 // with its spec and reports what it sees in one status write per pass.
 type Reconciler struct {
-	Client   client.Client
-	Clock    clock.Clock
-	Recorder events.EventRecorder
-	Pod      PodConfig
+	Client client.Client
+	// APIReader reads past the cache (which holds only labelled children) to
+	// tell whose object a taken name is.
+	APIReader client.Reader
+	Clock     clock.Clock
+	Recorder  events.EventRecorder
+	Pod       PodConfig
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes,verbs=get;list;watch;create;update;patch;delete
@@ -68,14 +71,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	// 3. Children that outlive the pod. One the API server refuses (e.g. an
-	// invalid volume claim template) is reported, not retried forever.
+	// invalid volume claim template) or whose name is taken by someone
+	// else's object is reported, not retried in a tight loop.
 	childErr := r.ensureChildren(ctx, sb)
-	if childErr != nil && !apierrors.IsInvalid(childErr) && !apierrors.IsForbidden(childErr) {
+	if childErr != nil && !isReported(childErr) {
 		return reconcile.Result{}, childErr
 	}
 
 	// 4. The pod.
 	pod, err := r.getPod(ctx, sb)
+	if IsNameConflict(err) && childErr == nil {
+		childErr, pod, err = err, nil, nil
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -87,6 +94,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended}
 	if childErr != nil {
 		in.Refused, in.RefusedReason = childErr.Error(), v1alpha1.ReasonInvalidSpec
+		if IsNameConflict(childErr) {
+			in.RefusedReason = v1alpha1.ReasonNameConflict
+		}
 		ev.add(sb, corev1.EventTypeWarning, in.RefusedReason, childErr.Error())
 	} else if pod, err = r.reconcilePod(ctx, sb, pod, obs, &in, &ev); err != nil {
 		return reconcile.Result{}, err
@@ -98,7 +108,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	ev.emit(r.Recorder)
-	return reconcile.Result{RequeueAfter: lifecycle.NextWakeup(expiryWait, idleWait)}, nil
+	wake := lifecycle.NextWakeup(expiryWait, idleWait)
+	if in.RefusedReason == v1alpha1.ReasonNameConflict {
+		// The cache does not see the foreign object go away: look again.
+		wake = lifecycle.NextWakeup(wake, conflictRecheck)
+	}
+	return reconcile.Result{RequeueAfter: wake}, nil
+}
+
+// conflictRecheck is how often a sandbox blocked by a foreign object looks
+// whether the name is free again.
+const conflictRecheck = 30 * time.Second
+
+// isReported says whether a child error is the sandbox's to fix (reported in
+// its status) rather than a transient one to retry.
+func isReported(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || IsNameConflict(err)
 }
 
 func mode(sb *v1alpha1.Sandbox) v1alpha1.OperatingMode {
@@ -159,16 +184,8 @@ func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox) e
 		want = append(want, BuildService(sb))
 	}
 	for _, obj := range want {
-		existing := obj.DeepCopyObject().(client.Object)
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-		if err == nil {
-			continue
-		}
-		if !apierrors.IsNotFound(err) {
+		if err := r.ensureChild(ctx, sb, obj); err != nil {
 			return err
-		}
-		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
 	return nil
@@ -184,7 +201,7 @@ func (r *Reconciler) getPod(ctx context.Context, sb *v1alpha1.Sandbox) (*corev1.
 		return nil, err
 	}
 	if !isOwnedBy(pod.OwnerReferences, sb) {
-		return nil, fmt.Errorf("pod %s exists and is not owned by sandbox %s", pod.Name, sb.Name)
+		return nil, conflictOf(pod)
 	}
 	return pod, nil
 }
@@ -220,7 +237,13 @@ func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod
 		}
 		if err := r.Client.Create(ctx, newPod); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return nil, nil // the old pod is still going away; its deletion requeues us
+				err = r.podNameTaken(ctx, sb, newPod)
+				if IsNameConflict(err) {
+					in.Refused, in.RefusedReason = err.Error(), v1alpha1.ReasonNameConflict
+					ev.add(sb, corev1.EventTypeWarning, in.RefusedReason, err.Error())
+					return nil, nil
+				}
+				return nil, err
 			}
 			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 				in.Refused, in.RefusedReason = err.Error(), v1alpha1.ReasonInvalidSpec
@@ -233,6 +256,21 @@ func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod
 		return newPod, nil
 	}
 	return pod, nil
+}
+
+// podNameTaken explains a create refused because the name exists. The
+// sandbox's previous pod still going away is fine (its deletion requeues
+// us); a pod the cache does not hold (it caches only labelled pods) that
+// another owner controls is a name conflict.
+func (r *Reconciler) podNameTaken(ctx context.Context, sb *v1alpha1.Sandbox, pod *corev1.Pod) error {
+	existing := &corev1.Pod{}
+	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(pod), existing); err != nil {
+		return ignoreNotFound(err)
+	}
+	if ownedBySandboxNamed(existing.OwnerReferences, sb.Name) {
+		return nil
+	}
+	return conflictOf(pod)
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v1alpha1.SandboxStatus) error {

@@ -1,0 +1,73 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+// NameConflictError says a child's name (pod, PVC, Secret or Service) is
+// taken by an object this sandbox does not control. The controller never
+// adopts, mounts or changes such an object: someone who may create sandboxes
+// (or claims, whose cold sandboxes have predictable names) must not be able
+// to make it mount another user's PVC or hand out a Secret it did not make.
+type NameConflictError struct {
+	Kind, Name string
+}
+
+func (e *NameConflictError) Error() string {
+	return fmt.Sprintf("%s %q already exists and is not owned by this sandbox; the controller leaves it alone: delete or rename it, or give the sandbox another name", e.Kind, e.Name)
+}
+
+// IsNameConflict reports whether err is (or wraps) a NameConflictError.
+func IsNameConflict(err error) bool {
+	var c *NameConflictError
+	return errors.As(err, &c)
+}
+
+func conflictOf(obj client.Object) *NameConflictError {
+	return &NameConflictError{Kind: reflect.TypeOf(obj).Elem().Name(), Name: obj.GetName()}
+}
+
+// ensureChild creates obj unless it exists, and refuses an existing object
+// the sandbox does not control. The cache holds only labelled children, so
+// an object it does not show may still exist: when a create says so, the
+// API server (not the cache) tells whether it is ours and the cache lags, or
+// someone else's.
+func (r *Reconciler) ensureChild(ctx context.Context, sb *v1alpha1.Sandbox, obj client.Object) error {
+	key := client.ObjectKeyFromObject(obj)
+	existing := obj.DeepCopyObject().(client.Object)
+	err := r.Client.Get(ctx, key, existing)
+	if apierrors.IsNotFound(err) {
+		err = r.Client.Create(ctx, obj)
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s %s: %w", conflictOf(obj).Kind, obj.GetName(), err)
+		}
+		err = r.reader().Get(ctx, key, existing)
+	}
+	if err != nil {
+		return err
+	}
+	if !isOwnedBy(existing.GetOwnerReferences(), sb) {
+		return conflictOf(obj)
+	}
+	return nil
+}
+
+// reader reads past the cache; tests that build a Reconciler by hand may
+// leave APIReader unset and read through the client.
+func (r *Reconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}

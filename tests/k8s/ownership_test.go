@@ -1,0 +1,91 @@
+package k8s_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller/sandbox"
+	"github.com/sandpod/sandpod/tests/k8s/harness"
+)
+
+// Someone who may create sandboxes (or claims: a cold claim's sandbox has a
+// predictable name) must not be able to make the controller mount, hand out
+// or change objects it did not make. Each foreign object takes the name of a
+// child of a sandbox created after it: the sandbox fails with NameConflict
+// naming the object, the object is untouched, no pod mounts it, and once the
+// object is gone the sandbox starts.
+func TestSandboxLeavesForeignObjectsAlone(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	meta0 := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{"owner": "someone-else"}}
+	}
+	foreignPVC := &corev1.PersistentVolumeClaim{ObjectMeta: meta0("data-victim"), Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}
+	foreignSecret := &corev1.Secret{ObjectMeta: meta0(sandbox.SecretName("known")),
+		Data: map[string][]byte{v1alpha1.SecretKeyAgent: []byte(strings.Repeat("a", 64))}}
+	// Labelled as if it were a sandbox's pod, so the controller's cache holds it.
+	foreignPod := &corev1.Pod{ObjectMeta: meta0("squatted"), Spec: podTemplate().Spec}
+	foreignPod.Labels = map[string]string{v1alpha1.LabelSandbox: "squatted"}
+	create(t, foreignPVC, foreignSecret, foreignPod)
+	create(t, withStorage(makeSandbox(ns, "victim")), makeSandbox(ns, "known"), makeSandbox(ns, "squatted"))
+
+	for _, c := range []struct {
+		sandbox, kind, name string
+		obj                 clientObject
+	}{
+		{"victim", "PersistentVolumeClaim", "data-victim", foreignPVC},
+		{"known", "Secret", "known-agent", foreignSecret},
+		{"squatted", "Pod", "squatted", foreignPod},
+	} {
+		sb := waitSandbox(t, ns, c.sandbox, "refused with NameConflict", func(sb *v1alpha1.Sandbox) bool {
+			cond := meta.FindStatusCondition(sb.Status.Conditions, v1alpha1.ConditionReady)
+			return sb.Status.Phase == v1alpha1.SandboxFailed && cond != nil && cond.Reason == v1alpha1.ReasonNameConflict
+		})
+		if want := c.kind + ` "` + c.name + `" already exists and is not owned by this sandbox`; !strings.Contains(sb.Status.Message, want) {
+			t.Errorf("%s: message %q does not say %q", c.sandbox, sb.Status.Message, want)
+		}
+		now := c.obj.DeepCopyObject().(clientObject)
+		if err := env.Get(now, ns, c.name); err != nil {
+			t.Fatalf("%s %s: %v", c.kind, c.name, err)
+		}
+		// kwok runs the pod (its status changes); nothing else may.
+		changed := c.kind != "Pod" && now.GetResourceVersion() != c.obj.GetResourceVersion()
+		if changed || len(now.GetOwnerReferences()) != 0 || now.GetDeletionTimestamp() != nil ||
+			!reflect.DeepEqual(now.GetAnnotations(), c.obj.GetAnnotations()) || !reflect.DeepEqual(now.GetLabels(), c.obj.GetLabels()) {
+			t.Errorf("%s %s was changed: resourceVersion %s → %s, owners %v, deleted %v, labels %v, annotations %v", c.kind, c.name,
+				c.obj.GetResourceVersion(), now.GetResourceVersion(), now.GetOwnerReferences(), now.GetDeletionTimestamp(), now.GetLabels(), now.GetAnnotations())
+		}
+	}
+	for _, name := range []string{"victim", "known"} {
+		if err := env.Get(&corev1.Pod{}, ns, name); !isNotFound(err) {
+			t.Errorf("sandbox %s has a pod although a child's name is taken (get: %v)", name, err)
+		}
+	}
+
+	// The name freed, the sandbox starts with a PVC of its own. (No
+	// controller-manager here removes the pvc-protection finalizer.)
+	if err := env.Client.Delete(ctx, foreignPVC); err != nil {
+		t.Fatal(err)
+	}
+	unprotect := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+	if err := env.Client.Patch(ctx, foreignPVC, unprotect); err != nil && !isNotFound(err) {
+		t.Fatal(err)
+	}
+	waitGone(t, &corev1.PersistentVolumeClaim{}, ns, "data-victim")
+	sb := waitSandbox(t, ns, "victim", "running once the name is free", phaseIs(v1alpha1.SandboxRunning))
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := env.Get(pvc, ns, "data-victim"); err != nil || !metav1.IsControlledBy(pvc, sb) {
+		t.Errorf("pvc data-victim after the conflict: err=%v owners=%v", err, pvc.OwnerReferences)
+	}
+}
