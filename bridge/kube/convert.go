@@ -44,6 +44,7 @@ func sandboxToProto(sb *v1alpha1.Sandbox) *sandpodv1.Sandbox {
 		ShutdownPolicy: protoconv.Policy(lifecycle.EffectivePolicy(sb.Spec.Lifecycle.ShutdownPolicy, "")),
 		Claimed:        !isPoolMember(sb),
 		ServiceFqdn:    sb.Status.ServiceFQDN,
+		AgentRestarts:  sb.Status.AgentRestarts,
 	}
 	if sb.Spec.TemplateRef != nil {
 		out.Template = sb.Spec.TemplateRef.Name

@@ -9,11 +9,14 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -67,7 +70,10 @@ func New(cfg Config) (*Server, error) {
 // Close releases the root directory handle.
 func (s *Server) Close() error { return s.root.Close() }
 
-// GRPCServer returns a gRPC server with the agent service and secret check.
+// GRPCServer returns a gRPC server with the agent service and secret check,
+// and the standard health service, which needs no secret (it tells nothing
+// but "this process answers"): a kubelet's gRPC liveness probe calls it, so
+// a hung agent is restarted.
 func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append(opts,
 		grpc.ChainUnaryInterceptor(s.authUnary),
@@ -76,8 +82,12 @@ func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	)
 	g := grpc.NewServer(opts...)
 	sandpodv1.RegisterAgentServiceServer(g, s)
+	healthpb.RegisterHealthServer(g, health.NewServer())
 	return g
 }
+
+// healthPrefix is the method prefix of the standard health service.
+const healthPrefix = "/grpc.health.v1.Health/"
 
 func (s *Server) touch() { s.lastActivity.Store(time.Now().UnixNano()) }
 
@@ -91,7 +101,10 @@ func (s *Server) authorize(ctx context.Context) error {
 	return status.Error(codes.Unauthenticated, "agent: missing or wrong sandbox secret")
 }
 
-func (s *Server) authUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if strings.HasPrefix(info.FullMethod, healthPrefix) {
+		return h(ctx, req) // not activity either: probes must not keep a sandbox awake
+	}
 	if err := s.authorize(ctx); err != nil {
 		return nil, err
 	}
@@ -99,7 +112,10 @@ func (s *Server) authUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo
 	return h(ctx, req)
 }
 
-func (s *Server) authStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if strings.HasPrefix(info.FullMethod, healthPrefix) {
+		return h(srv, ss)
+	}
 	if err := s.authorize(ss.Context()); err != nil {
 		return err
 	}

@@ -243,7 +243,9 @@ func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox) {
 
 // injectAgent adds the init container that copies the agent binary and makes
 // the agent the main process of the first container, supervising the
-// template's command when there is one. It adds no readiness probe: a probe
+// template's command when there is one, with a liveness probe on the agent
+// (agentLivenessProbe) unless the template has one. It adds no readiness
+// probe: a probe
 // runs at most once a second, so it would hold a cold sandbox back by up to
 // a second after its container started, while the agent listens within
 // milliseconds of it (the bridge waits briefly for a just-started agent).
@@ -273,6 +275,9 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, image string) {
 		cmd = append(append(cmd, "--"), user...)
 	}
 	main.Command, main.Args = cmd, nil
+	if main.LivenessProbe == nil {
+		main.LivenessProbe = agentLivenessProbe()
+	}
 	main.VolumeMounts = append(main.VolumeMounts,
 		corev1.VolumeMount{Name: agentVolume, MountPath: agentDir, ReadOnly: true},
 		corev1.VolumeMount{Name: secretVolume, MountPath: secretDir, ReadOnly: true},

@@ -57,6 +57,8 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	st.Phase = lifecycle.Phase(in.Observed)
 	st.Message = ""
 	st.PodName, st.PodIPs = "", nil
+	restarts, restartNote := agentRestarts(in.Pod)
+	st.AgentRestarts = restarts
 	if in.Pod != nil {
 		st.PodName = in.Pod.Name
 		for _, ip := range in.Pod.Status.PodIPs {
@@ -88,7 +90,7 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	case in.Refused != "":
 		readyReason, readyMsg = in.RefusedReason, in.Refused
 	case st.Phase == v1alpha1.SandboxRunning:
-		readyReason = v1alpha1.ReasonPodReady
+		readyReason, readyMsg = v1alpha1.ReasonPodReady, restartNote
 	case st.Phase == v1alpha1.SandboxSuspended:
 		readyReason = v1alpha1.ReasonSuspended
 	case st.Phase == v1alpha1.SandboxExpired:
@@ -99,7 +101,7 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	case in.Pod == nil:
 		readyReason = v1alpha1.ReasonPodAbsent
 	default:
-		readyMsg = podWaiting(in.Pod)
+		readyMsg = joinNonEmpty("; ", podWaiting(in.Pod), restartNote)
 	}
 	set(v1alpha1.ConditionReady, st.Phase == v1alpha1.SandboxRunning, readyReason, readyMsg)
 
@@ -145,6 +147,20 @@ func podFailure(pod *corev1.Pod) string {
 		msg += ": " + pod.Status.Message
 	}
 	return msg
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	out := ""
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if out != "" {
+			out += sep
+		}
+		out += p
+	}
+	return out
 }
 
 func podWaiting(pod *corev1.Pod) string {

@@ -1,0 +1,55 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// The health service answers anyone (a kubelet's liveness probe has no
+// secret); everything else needs the sandbox's secret.
+func TestHealthNeedsNoSecretAgentCallsDo(t *testing.T) {
+	srv, err := New(Config{Sandbox: "sb", Root: t.TempDir(), Secret: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	lis := bufconn.Listen(1 << 20)
+	g := srv.GRPCServer()
+	go func() { _ = g.Serve(lis) }()
+	defer g.Stop()
+	conn, err := grpc.NewClient("passthrough:///agent", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+
+	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || h.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health without a secret: %v %v, want SERVING", h, err)
+	}
+	before := srv.lastActivity.Load()
+	agent := sandpodv1.NewAgentServiceClient(conn)
+	if _, err := agent.GetAgentInfo(ctx, &sandpodv1.GetAgentInfoRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("GetAgentInfo without a secret: %v, want Unauthenticated", err)
+	}
+	if srv.lastActivity.Load() != before {
+		t.Error("a health check or refused call counted as activity (it would keep an idle sandbox awake)")
+	}
+	withSecret := metadata.AppendToOutgoingContext(ctx, SecretMetadataKey, "s3cret")
+	if info, err := agent.GetAgentInfo(withSecret, &sandpodv1.GetAgentInfoRequest{}); err != nil || info.Sandbox != "sb" {
+		t.Errorf("GetAgentInfo with the secret: %v %v", info, err)
+	}
+}
