@@ -105,6 +105,9 @@ type Info struct {
 	// EnvKeys names the environment variables every exec receives.
 	EnvKeys     []string
 	ServiceFQDN string
+	// AgentRestarts counts restarts of the sandbox's agent after it died or
+	// stopped answering health checks; the Ready condition says why.
+	AgentRestarts int32
 }
 
 // Ready reports whether the sandbox accepts exec and file calls.
@@ -141,6 +144,7 @@ func infoFromProto(s *pb.Sandbox) Info {
 		Claimed:          s.GetClaimed(),
 		EnvKeys:          s.GetEnvKeys(),
 		ServiceFQDN:      s.GetServiceFqdn(),
+		AgentRestarts:    s.GetAgentRestarts(),
 	}
 	for _, c := range s.GetConditions() {
 		info.Conditions = append(info.Conditions, Condition{

@@ -19,6 +19,9 @@ const (
 	livenessPeriodSeconds    = 5
 	livenessTimeoutSeconds   = 3
 	livenessFailureThreshold = 3
+	// A hung agent does not act on SIGTERM: kill it soon, not after the
+	// pod's grace period (30 s by default).
+	livenessGraceSeconds = 2
 )
 
 // agentLivenessProbe is the probe set on the agent's container unless the
@@ -29,6 +32,8 @@ func agentLivenessProbe() *corev1.Probe {
 		PeriodSeconds:    livenessPeriodSeconds,
 		TimeoutSeconds:   livenessTimeoutSeconds,
 		FailureThreshold: livenessFailureThreshold,
+
+		TerminationGracePeriodSeconds: ptrTo(int64(livenessGraceSeconds)),
 	}
 }
 
