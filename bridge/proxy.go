@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -24,11 +25,14 @@ func (s *Server) agentFor(ctx context.Context, ns, name string) (sandpodv1.Agent
 	if err := firstError(checkName("sandbox", name, true), checkNamespace(ns)); err != nil {
 		return nil, nil, agent.Endpoint{}, nil, err
 	}
+	ctx, cancel := beforeDeadline(ctx)
 	ep, err := s.backend.Agent(ctx, ns, name)
 	if err != nil {
+		cancel()
 		return nil, nil, agent.Endpoint{}, nil, err
 	}
 	release := func() {
+		cancel()
 		if ep.Done != nil {
 			ep.Done()
 		}
@@ -41,8 +45,30 @@ func (s *Server) agentFor(ctx context.Context, ns, name string) (sandpodv1.Agent
 	return client, actx, ep, release, nil
 }
 
-// agentError keeps the agent's status, and explains a lost connection.
-func agentError(name string, err error) error {
+// beforeDeadline ends the call to the agent a little before the caller's
+// deadline (a quarter of the time left, at most a second), so that an agent
+// that does not answer (hung, stopped) gets the caller a status that names
+// the sandbox rather than the caller's own bare "deadline exceeded".
+func beforeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	margin := min(time.Until(dl)/4, time.Second)
+	if margin <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, dl.Add(-margin))
+}
+
+// agentError keeps the agent's status, and explains a lost connection or an
+// agent that did not answer in time.
+func agentError(name string, err error) error { return agentErrorAfter(name, err, false) }
+
+// agentErrorAfter is agentError for a stream that may already have had
+// answers from the agent (then a deadline is the command's time, not a
+// silent agent).
+func agentErrorAfter(name string, err error, answered bool) error {
 	if err == nil {
 		return nil
 	}
@@ -50,8 +76,13 @@ func agentError(name string, err error) error {
 	if !ok {
 		return status.Errorf(codes.Unavailable, "sandbox %q: %v", name, err)
 	}
-	if st.Code() == codes.Unavailable {
+	switch {
+	case st.Code() == codes.Unavailable:
 		return status.Errorf(codes.Unavailable, "sandbox %q: its agent is unreachable (%s); the call was not retried", name, st.Message())
+	case st.Code() == codes.DeadlineExceeded && answered:
+		return status.Errorf(codes.DeadlineExceeded, "sandbox %q: the call's deadline passed before the agent finished", name)
+	case st.Code() == codes.DeadlineExceeded:
+		return status.Errorf(codes.DeadlineExceeded, "sandbox %q: its agent is not answering (no reply before the call's deadline); it may be hung, and is restarted if it stays so", name)
 	}
 	return err
 }
@@ -143,6 +174,7 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 		return agentError(st.GetSandbox(), rerr)
 	}
 	var secondStart atomic.Bool
+	answered := false
 	go func() {
 		for {
 			msg, err := stream.Recv()
@@ -173,8 +205,9 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 			if secondStart.Load() {
 				return invalid("start", "only the first message of an exec may be start; the command was killed")
 			}
-			return agentError(st.GetSandbox(), err)
+			return agentErrorAfter(st.GetSandbox(), err, answered)
 		}
+		answered = true
 		if err := stream.Send(msg); err != nil {
 			return err
 		}
@@ -201,13 +234,13 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Sandb
 	if err != nil {
 		return agentError(req.GetSandbox(), err)
 	}
-	for {
+	for answered := false; ; answered = true {
 		msg, err := down.Recv()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return agentError(req.GetSandbox(), err)
+			return agentErrorAfter(req.GetSandbox(), err, answered)
 		}
 		if err := stream.Send(msg); err != nil {
 			return err

@@ -349,6 +349,8 @@ func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) 
 	next.Mode = v1alpha1.OperatingModeRunning
 	next.Message = ""
 	next.LastActivity = time.Now()
+	next.RestartDue = time.Time{} // started now, by request
+	next.RestartStreak, next.StartFailures = 0, 0
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
 		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
@@ -427,7 +429,8 @@ func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, er
 	e.mu.Lock()
 	phase := sb.phase()
 	autoResume := sb.rec.Spec.AutoResume
-	msg := sb.rec.Message
+	msg := sb.rec.message()
+	restartDue := sb.rec.RestartDue
 	e.mu.Unlock()
 	switch phase {
 	case v1alpha1.SandboxSuspended:
@@ -442,7 +445,20 @@ func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, er
 	case v1alpha1.SandboxFailed:
 		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s (resume restarts it)", name, msg)
 	case v1alpha1.SandboxPending:
+		if dl, ok := ctx.Deadline(); ok && !restartDue.IsZero() && restartDue.After(dl) {
+			// Its agent is down and backing off past this call: say so now
+			// rather than at the deadline.
+			return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q: its agent is not running (%s); the engine restarts it at %s, after this call's deadline: retry then",
+				name, msg, restartDue.UTC().Format(time.RFC3339))
+		}
 		if _, err := e.waitReady(ctx, sb); err != nil {
+			if status.Code(err) == codes.DeadlineExceeded {
+				msg := e.snapshot(sb).GetMessage()
+				if msg == "" {
+					msg = "starting"
+				}
+				return agent.Endpoint{}, status.Errorf(codes.DeadlineExceeded, "sandbox %q was not running by the call's deadline (%s)", name, msg)
+			}
 			return agent.Endpoint{}, err
 		}
 	}

@@ -23,6 +23,22 @@ import (
 type Definitions struct {
 	Templates []v1alpha1.SandboxTemplate
 	Pools     []v1alpha1.SandboxWarmPool
+	// Engine holds the settings of a LocalEngineConfig document, if any.
+	Engine *LocalEngineConfig
+}
+
+// LocalEngineConfig is an optional document of the engine's own settings
+// (at most one):
+//
+//	apiVersion: sandpod.dev/v1alpha1
+//	kind: LocalEngineConfig
+//	agentHealthCheck: {period: 5s, timeout: 2s, failureThreshold: 3}
+//	agentRestart: {policy: Always, initialBackoff: 1s, maxBackoff: 5m, resetAfter: 10m, maxStartFailures: 5}
+type LocalEngineConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	AgentHealthCheck  HealthCheck   `json:"agentHealthCheck,omitempty"`
+	AgentRestart      RestartPolicy `json:"agentRestart,omitempty"`
 }
 
 // LoadDefinitions reads YAML files (or every *.yaml/*.yml in a directory).
@@ -103,8 +119,20 @@ func (d *Definitions) add(file string, b []byte) error {
 				return fmt.Errorf("config %s, SandboxWarmPool: %w", file, err)
 			}
 			d.Pools = append(d.Pools, p)
+		case "LocalEngineConfig":
+			var c LocalEngineConfig
+			if err := yaml.UnmarshalStrict(j, &c); err != nil {
+				return fmt.Errorf("config %s, LocalEngineConfig: %w", file, err)
+			}
+			if d.Engine != nil {
+				return fmt.Errorf("config %s, document %d: LocalEngineConfig given twice", file, i)
+			}
+			if err := firstErr(c.AgentHealthCheck.check(), c.AgentRestart.check()); err != nil {
+				return fmt.Errorf("config %s, LocalEngineConfig: %w", file, err)
+			}
+			d.Engine = &c
 		default:
-			return fmt.Errorf("config %s, document %d: kind %q is not served by the local engine (want SandboxTemplate or SandboxWarmPool)", file, i, tm.Kind)
+			return fmt.Errorf("config %s, document %d: kind %q is not served by the local engine (want SandboxTemplate, SandboxWarmPool or LocalEngineConfig)", file, i, tm.Kind)
 		}
 	}
 }
@@ -140,6 +168,15 @@ func (d *Definitions) check() error {
 		}
 		if p.Spec.Replicas < 0 || p.Spec.Replicas > MaxPoolReplicas {
 			return fmt.Errorf("config: SandboxWarmPool %s/%s: replicas %d out of range 0..%d", p.Namespace, p.Name, p.Spec.Replicas, MaxPoolReplicas)
+		}
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -38,7 +38,12 @@ type Config struct {
 	PoolRefillDelay time.Duration
 	// StartTimeout bounds a sandbox start (default 30s).
 	StartTimeout time.Duration
-	Logger       *slog.Logger
+	// AgentHealthCheck and AgentRestart: liveness checks of running agents
+	// and what happens when one dies or hangs (health.go). Zero fields come
+	// from the definitions' LocalEngineConfig, then the defaults.
+	AgentHealthCheck HealthCheck
+	AgentRestart     RestartPolicy
+	Logger           *slog.Logger
 }
 
 // Engine is the local backend.
@@ -81,6 +86,15 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 30 * time.Second
 	}
+	var fromDefs LocalEngineConfig
+	if cfg.Definitions.Engine != nil {
+		fromDefs = *cfg.Definitions.Engine
+	}
+	if err := firstErr(cfg.AgentHealthCheck.check(), cfg.AgentRestart.check()); err != nil {
+		return nil, err
+	}
+	cfg.AgentHealthCheck = cfg.AgentHealthCheck.withDefaults(fromDefs.AgentHealthCheck)
+	cfg.AgentRestart = cfg.AgentRestart.withDefaults(fromDefs.AgentRestart)
 	if cfg.Executable == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -141,19 +155,26 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.pools[key] = &pool{namespace: p.Namespace, name: p.Name, template: p.Spec.TemplateRef.Name, replicas: n}
 	}
 	e.log.Info("local engine", "state", abs, "limits", e.cgroups.String(),
+		"agentHealthCheck", fmt.Sprintf("every %s, timeout %s, %d failures kill", cfg.AgentHealthCheck.Period.Duration, cfg.AgentHealthCheck.Timeout.Duration, cfg.AgentHealthCheck.FailureThreshold),
+		"agentRestart", fmt.Sprintf("%s, back-off %s..%s, reset after %s", cfg.AgentRestart.Policy, cfg.AgentRestart.InitialBackoff.Duration, cfg.AgentRestart.MaxBackoff.Duration, cfg.AgentRestart.ResetAfter.Duration),
 		"isolation", "user,pid,mount,uts,ipc namespaces (+net when the template's egress is None); read-only host file system")
 	e.recover(ctx, recs)
 	return e, nil
 }
 
-// Start runs the background loops (pools, expiry, idle suspend) until Close.
+// Start runs the background loops (pools, expiry, idle suspend, agent
+// restarts; agent health checks) until Close.
 func (e *Engine) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	e.wg.Add(1)
+	e.wg.Add(2)
 	go func() {
 		defer e.wg.Done()
 		e.loop(ctx)
+	}()
+	go func() {
+		defer e.wg.Done()
+		e.livenessLoop(ctx)
 	}()
 	e.poke()
 }
@@ -201,12 +222,12 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 		if err := e.awaitAgent(ctx, sb, sb.proc); err != nil {
 			e.log.Warn("running sandbox did not answer after restart; restarting it", "sandbox", sb.rec.key(), "err", err)
 			_ = sb.proc.kill(10 * time.Second)
-			sb.proc = nil
-			_ = e.run(ctx, sb)
+			e.agentDown(sb, "did not answer when the engine started")
 			return
 		}
 		e.mu.Lock()
 		sb.workload = lifecycle.WorkloadReady
+		sb.lastAnswer = time.Now()
 		e.mu.Unlock()
 		e.watchExit(sb, sb.proc)
 	case sb.proc != nil:
@@ -215,6 +236,11 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 		_ = sb.proc.kill(10 * time.Second)
 		sb.proc = nil
 		_ = e.cgroups.removeAll(cgroupID(&sb.rec)) // nothing else runs it yet
+	case lifecycle.ShouldRunWorkload(sb.observed()) && sb.rec.PID != 0:
+		// Its agent died while no engine watched (a reboot, a kill).
+		e.agentDown(sb, "found dead when the engine started")
+	case lifecycle.ShouldRunWorkload(sb.observed()) && !sb.rec.RestartDue.IsZero():
+		// A restart waiting out its back-off: the loop starts it when due.
 	case lifecycle.ShouldRunWorkload(sb.observed()):
 		_ = e.run(ctx, sb)
 	}

@@ -41,7 +41,7 @@ func (e *Engine) loop(ctx context.Context) {
 
 // action is one side effect the reconcile pass decided on.
 type action struct {
-	kind string // "create", "delete", "suspend", "retain"
+	kind string // "create", "delete", "restart", "suspend", "retain"
 	sb   *sandbox
 	pool *pool
 }
@@ -56,6 +56,13 @@ func (e *Engine) reconcile(ctx context.Context) time.Duration {
 		r := &sb.rec
 		if r.Deleting || sb.busy {
 			continue
+		}
+		if !r.RestartDue.IsZero() && sb.proc == nil && lifecycle.ShouldRunWorkload(sb.observed()) {
+			if wait := r.RestartDue.Sub(now); wait > 0 {
+				waits = append(waits, wait)
+			} else {
+				actions = append(actions, action{kind: "restart", sb: sb})
+			}
 		}
 		switch act, wait := lifecycle.DecideExpiry(now, r.ShutdownTime, r.ShutdownPolicy); {
 		case act == lifecycle.ExpiryDelete:
@@ -144,6 +151,8 @@ func (e *Engine) act(ctx context.Context, a action) {
 			e.stop(a.sb)
 			e.publish(a.sb)
 		}
+	case "restart":
+		e.restartAgent(a.sb)
 	case "suspend":
 		e.log.Info("idle timeout: suspending", "sandbox", a.sb.rec.key())
 		_, _ = e.SuspendSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name)

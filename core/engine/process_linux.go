@@ -165,7 +165,7 @@ func adoptProcess(pid int, start uint64) *process {
 			}
 			break
 		}
-		p.exit = "exited"
+		p.exit = "exited (exit status unknown: it started before the engine restarted)"
 		close(p.done)
 	}()
 	return p

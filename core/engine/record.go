@@ -46,9 +46,28 @@ type record struct {
 	// engine finds it again and never mistakes a reused PID for it.
 	PID      int    `json:"pid,omitempty"`
 	PIDStart uint64 `json:"pidStart,omitempty"`
+
+	// The agent's restarts (health.go): how many, the last end, when the
+	// current agent started answering (a long run resets the back-off),
+	// the back-off counts, and when a restart waiting out its back-off is due.
+	AgentRestarts int32      `json:"agentRestarts,omitempty"`
+	LastAgentExit *agentExit `json:"lastAgentExit,omitempty"`
+	ReadySince    time.Time  `json:"readySince,omitempty"`
+	RestartStreak int        `json:"restartStreak,omitempty"`
+	StartFailures int        `json:"startFailures,omitempty"`
+	RestartDue    time.Time  `json:"restartDue,omitempty"`
 }
 
 func (r *record) key() string { return r.Namespace + "/" + r.Name }
+
+// message is the sandbox's message: what happened last, else when and why
+// its agent last restarted.
+func (r *record) message() string {
+	if r.Message != "" {
+		return r.Message
+	}
+	return restartSummary(r.AgentRestarts, r.LastAgentExit)
+}
 
 // sandbox is a record plus what the engine observes at run time.
 type sandbox struct {
@@ -59,6 +78,12 @@ type sandbox struct {
 	busy bool
 	// active counts exec and file calls in progress (no idle suspend then).
 	active int
+
+	// Liveness of proc (liveness.go): failed health checks in a row, the
+	// last answer, and why the engine killed proc, if it did.
+	healthFails int
+	lastAnswer  time.Time
+	killedFor   string
 }
 
 func (s *sandbox) observed() lifecycle.Observed {
@@ -79,12 +104,13 @@ func (s *sandbox) toProto() *sandpodv1.Sandbox {
 		Pool:             r.Pool,
 		Labels:           copyMap(r.Labels),
 		Phase:            protoconv.Phase(phase),
-		Message:          r.Message,
+		Message:          r.message(),
 		CreateTime:       timestamppb.New(r.Created),
 		ShutdownPolicy:   protoconv.Policy(lifecycle.EffectivePolicy(r.ShutdownPolicy, "")),
 		LastActivityTime: timestamppb.New(r.LastActivity),
 		Claimed:          r.Claimed,
 		Conditions:       conditions(phase, r),
+		AgentRestarts:    r.AgentRestarts,
 	}
 	if r.ShutdownTime != nil {
 		out.ShutdownTime = timestamppb.New(*r.ShutdownTime)
@@ -107,8 +133,10 @@ func conditions(phase v1alpha1.SandboxPhase, r *record) []*sandpodv1.Condition {
 		}
 		return &sandpodv1.Condition{Type: t, Status: st, Reason: reason}
 	}
+	ready := cond(v1alpha1.ConditionReady, phase == v1alpha1.SandboxRunning, string(phase))
+	ready.Message = r.message()
 	return []*sandpodv1.Condition{
-		cond(v1alpha1.ConditionReady, phase == v1alpha1.SandboxRunning, string(phase)),
+		ready,
 		cond(v1alpha1.ConditionSuspended, phase == v1alpha1.SandboxSuspended, string(phase)),
 		cond(v1alpha1.ConditionExpired, r.Expired, string(phase)),
 		cond(v1alpha1.ConditionFinished, r.Expired || phase == v1alpha1.SandboxFailed, string(phase)),

@@ -18,7 +18,12 @@ import (
 
 // run starts a sandbox's process tree and waits until its agent answers.
 // The caller must not hold e.mu.
-func (e *Engine) run(ctx context.Context, sb *sandbox) error {
+func (e *Engine) run(ctx context.Context, sb *sandbox) error { return e.start(ctx, sb, false) }
+
+// start is run; restart marks a restart of an agent that had died or hung,
+// whose failure goes back to the restart policy instead of failing the
+// sandbox at once.
+func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 	e.mu.Lock()
 	if sb.busy || sb.proc != nil {
 		e.mu.Unlock()
@@ -26,7 +31,9 @@ func (e *Engine) run(ctx context.Context, sb *sandbox) error {
 	}
 	sb.busy = true
 	sb.workload = lifecycle.WorkloadStarting
-	sb.rec.Message = ""
+	if !restart {
+		sb.rec.Message = ""
+	}
 	rec := sb.rec
 	e.mu.Unlock()
 	e.publish(sb)
@@ -42,21 +49,41 @@ func (e *Engine) run(ctx context.Context, sb *sandbox) error {
 	e.mu.Lock()
 	sb.busy = false
 	if err != nil {
-		sb.workload = lifecycle.WorkloadFailed
-		sb.rec.Message = "start failed: " + err.Error() + " (see " + e.logPath(&rec) + ")"
+		if restart && err != errGone {
+			e.agentDownLocked(sb, time.Now(), "restart failed: "+err.Error(), true)
+		} else {
+			sb.workload = lifecycle.WorkloadFailed
+			sb.rec.Message = "start failed: " + err.Error() + " (see " + e.logPath(&rec) + ")"
+		}
 		e.mu.Unlock()
-		e.log.Error("sandbox start failed", "sandbox", rec.key(), "err", err)
+		e.log.Error("sandbox start failed", "sandbox", rec.key(), "restart", restart, "err", err)
 		e.publish(sb)
+		e.poke()
 		return err
 	}
+	now := time.Now()
 	sb.proc = p
 	sb.workload = lifecycle.WorkloadReady
+	sb.healthFails, sb.lastAnswer, sb.killedFor = 0, now, ""
+	sb.rec.ReadySince = now
+	sb.rec.RestartDue = time.Time{}
+	if restart {
+		sb.rec.Message = "" // the restart summary shows instead
+	}
 	gone := sb.rec.Deleting || !lifecycle.ShouldRunWorkload(sb.observed())
+	if !gone {
+		if err := e.store.put(&sb.rec, "", nil); err != nil {
+			e.log.Warn("save sandbox", "sandbox", rec.key(), "err", err)
+		}
+	}
 	e.mu.Unlock()
 	if gone {
 		// Suspended or deleted while starting: stop what was just started.
 		e.stop(sb)
 		return errGone
+	}
+	if restart {
+		e.log.Info("agent restarted", "sandbox", rec.key(), "restarts", rec.AgentRestarts)
 	}
 	e.watchExit(sb, p)
 	e.publish(sb)
@@ -135,8 +162,9 @@ func (e *Engine) awaitAgent(ctx context.Context, sb *sandbox, p *process) error 
 	return nil
 }
 
-// watchExit marks the sandbox failed if its process tree dies while it
-// should be running (a crash, the OOM killer, someone's kill -9).
+// watchExit hands the sandbox to the restart policy if its process tree
+// dies while it should be running (a crash, the OOM killer, someone's kill
+// -9, or the engine's own kill of a hung agent).
 func (e *Engine) watchExit(sb *sandbox, p *process) {
 	go func() {
 		<-p.done
@@ -145,17 +173,93 @@ func (e *Engine) watchExit(sb *sandbox, p *process) {
 			e.mu.Unlock()
 			return // stopped on purpose
 		}
-		sb.proc = nil
-		sb.workload = lifecycle.WorkloadFailed
-		sb.rec.Message = "sandbox process tree " + p.exit + " (see " + e.logPath(&sb.rec) + ")"
-		sb.rec.PID, sb.rec.PIDStart = 0, 0
-		rec := sb.rec
+		how := p.exit
+		if sb.killedFor != "" {
+			how = sb.killedFor
+		}
 		e.mu.Unlock()
-		_ = e.store.put(&rec, "", nil)
 		p.releaseCgroup()
-		e.log.Warn("sandbox process tree ended", "sandbox", rec.key(), "how", p.exit)
-		e.publish(sb)
-		e.poke()
+		e.log.Warn("sandbox process tree ended", "sandbox", sb.rec.key(), "how", how)
+		e.agentDown(sb, how)
+	}()
+}
+
+// agentDown records that sb's agent ended (how says why) and applies the
+// restart policy: a restart after a back-off (the loop starts it when due),
+// or Failed.
+func (e *Engine) agentDown(sb *sandbox, how string) {
+	e.mu.Lock()
+	sb.proc = nil
+	e.agentDownLocked(sb, time.Now(), how, false)
+	e.mu.Unlock()
+	e.publish(sb)
+	e.poke()
+}
+
+// agentDownLocked is agentDown for a caller holding e.mu; it saves the record.
+func (e *Engine) agentDownLocked(sb *sandbox, now time.Time, how string, failedStart bool) {
+	r := &sb.rec
+	var ranFor time.Duration
+	if !failedStart && !r.ReadySince.IsZero() {
+		ranFor = now.Sub(r.ReadySince)
+	}
+	plan := planRestart(e.cfg.AgentRestart, agentDown{
+		Wanted: lifecycle.ShouldRunWorkload(sb.observed()), Unclaimed: !r.Claimed, FailedStart: failedStart,
+		RanFor: ranFor, Streak: r.RestartStreak, StartFailures: r.StartFailures,
+	})
+	sb.healthFails, sb.killedFor = 0, ""
+	r.PID, r.PIDStart = 0, 0
+	r.RestartStreak, r.StartFailures = plan.Streak, plan.StartFailures
+	r.LastAgentExit = &agentExit{Time: now, Reason: how}
+	r.RestartDue = time.Time{}
+	at := now.UTC().Format(time.RFC3339)
+	switch {
+	case plan.Restart:
+		sb.workload = lifecycle.WorkloadAbsent // PENDING until the new agent answers
+		r.RestartDue = now.Add(plan.Delay)
+		r.Message = fmt.Sprintf("agent %s at %s; restarting it in %s (restart %d; see %s)", how, at, plan.Delay, r.AgentRestarts+1, e.logPath(r))
+	case plan.GaveUp:
+		sb.workload = lifecycle.WorkloadFailed
+		r.Message = fmt.Sprintf("agent could not be restarted (%d restarts in a row failed); last: %s at %s (resume retries; see %s)", plan.StartFailures, how, at, e.logPath(r))
+	default:
+		sb.workload = lifecycle.WorkloadFailed
+		r.Message = "sandbox process tree " + how + " (see " + e.logPath(r) + ")"
+	}
+	if err := e.store.put(r, "", nil); err != nil {
+		e.log.Warn("save sandbox", "sandbox", r.key(), "err", err)
+	}
+	if plan.Restart {
+		e.log.Info("agent restart scheduled", "sandbox", r.key(), "in", plan.Delay, "streak", plan.Streak)
+	}
+}
+
+// restartAgent starts a new process tree for a sandbox whose restart is
+// due, counting the restart.
+func (e *Engine) restartAgent(sb *sandbox) {
+	e.mu.Lock()
+	r := &sb.rec
+	if sb.busy || sb.proc != nil || r.RestartDue.IsZero() || !lifecycle.ShouldRunWorkload(sb.observed()) {
+		e.mu.Unlock()
+		return
+	}
+	next := sb.rec
+	next.RestartDue = time.Time{}
+	next.AgentRestarts++
+	next.Message = fmt.Sprintf("restarting the agent (restart %d)", next.AgentRestarts)
+	if last := next.LastAgentExit; last != nil {
+		next.Message += fmt.Sprintf("; last: %s at %s", last.Reason, last.Time.UTC().Format(time.RFC3339))
+	}
+	if err := e.store.put(&next, "", nil); err != nil {
+		e.mu.Unlock()
+		e.log.Warn("save sandbox", "sandbox", next.key(), "err", err)
+		return // the loop tries again
+	}
+	sb.rec = next
+	e.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.StartTimeout+10*time.Second)
+		defer cancel()
+		_ = e.start(ctx, sb, true)
 	}()
 }
 

@@ -35,8 +35,15 @@ func initPID(t *testing.T, name string) int {
 	return 0
 }
 
+// neverRestartConfig turns automatic agent restarts off.
+const neverRestartConfig = defaultConfig + `---
+apiVersion: sandpod.dev/v1alpha1
+kind: LocalEngineConfig
+agentRestart: {policy: Never}
+`
+
 func TestDeadSandboxIsReportedAndRecovers(t *testing.T) {
-	srv := startServer(t, "")
+	srv := startServer(t, neverRestartConfig)
 	c := srv.Client()
 	sb, _ := claim(t, c, "python")
 	sh(t, c, sb.Name, "echo kept > f.txt")

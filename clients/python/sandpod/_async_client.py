@@ -637,6 +637,11 @@ class AsyncSandbox:
     def shutdown_time(self) -> _dt.datetime | None:
         return self.info.shutdown_time
 
+    @property
+    def agent_restarts(self) -> int:
+        """Restarts of the agent after it died or hung, as last reported (no call)."""
+        return self.info.agent_restarts
+
     def __repr__(self) -> str:
         return (
             f"AsyncSandbox(name={self.name!r}, template={self.info.template!r}, "

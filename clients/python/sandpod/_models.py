@@ -165,6 +165,9 @@ class SandboxInfo:
     claimed: bool = False
     env_keys: tuple[str, ...] = ()
     service_fqdn: str = ""
+    #: How many times the sandbox's agent was restarted after it died or stopped
+    #: answering health checks; the Ready condition's message says when and why.
+    agent_restarts: int = 0
 
     @classmethod
     def from_pb(cls, pb: sandbox_pb2.Sandbox) -> SandboxInfo:
@@ -199,6 +202,7 @@ class SandboxInfo:
             claimed=pb.claimed,
             env_keys=tuple(pb.env_keys),
             service_fqdn=pb.service_fqdn,
+            agent_restarts=pb.agent_restarts,
         )
 
     def condition(self, type_: str) -> Condition | None:
