@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +43,36 @@ func (e *Env) killPods(t testing.TB, component string) {
 // is handed out twice and nothing is left behind.
 func TestClaimsSurviveBridgeAndControllerCrash(t *testing.T) {
 	// Not parallel: it kills the shared bridge and controller.
+	claimsSurvive(t, "crash-claim-", func(env *Env) {
+		env.killPods(t, "bridge")
+		env.killPods(t, "controller")
+	})
+}
+
+// TestClaimsSurviveAPIServerRestart: kube-apiserver is killed (SIGKILL) in
+// the middle of a burst of claims and started again by the test bed's
+// up.sh. The bridge's and the controller's watches resume, and every claim
+// ends as in the crash test above.
+func TestClaimsSurviveAPIServerRestart(t *testing.T) {
+	// Not parallel: every component loses the API server for a while.
+	bed := testbedDir(t)
+	claimsSurvive(t, "apiserver-claim-", func(*Env) {
+		killComponent(t, bed, "apiserver")
+		time.Sleep(2 * time.Second) // down for a moment, as in a crash
+		up := exec.Command("../../hack/testbed/up.sh")
+		up.Env = append(os.Environ(), "SANDPOD_TESTBED_DIR="+bed)
+		if out, err := up.CombinedOutput(); err != nil {
+			t.Fatalf("restart the API server with up.sh: %v\n%s", err, out)
+		}
+	})
+}
+
+// claimsSurvive claims 8 sandboxes with request ids from a pool of 3,
+// disrupts the cluster 300 ms into the burst, and checks that every claim
+// (retried by the client, and by the caller with the same id past the
+// client's retries) ends with exactly one running sandbox, none shared,
+// and that the pool refills.
+func claimsSurvive(t *testing.T, idPrefix string, disrupt func(*Env)) {
 	env := Setup(t)
 	ns := env.Namespace(t)
 	env.Apply(t, Template(ns, "python", PythonImage), Pool(ns, "python", "python", 3))
@@ -58,7 +93,7 @@ func TestClaimsSurviveBridgeAndControllerCrash(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			time.Sleep(time.Duration(i) * 150 * time.Millisecond)
-			id := fmt.Sprintf("crash-claim-%d", i)
+			id := fmt.Sprintf("%s%d", idPrefix, i)
 			sb, err := c.Claim(ctx, "python", sandpod.WithRequestID(id))
 			for attempt := 0; err != nil && attempt < 20 && ctx.Err() == nil; attempt++ {
 				// Past the client's own retries: the caller retries with the same id.
@@ -72,8 +107,7 @@ func TestClaimsSurviveBridgeAndControllerCrash(t *testing.T) {
 		})
 	}
 	time.Sleep(300 * time.Millisecond)
-	env.killPods(t, "bridge")
-	env.killPods(t, "controller")
+	disrupt(env)
 	wg.Wait()
 
 	seen := map[string]int{}
@@ -105,14 +139,51 @@ func TestClaimsSurviveBridgeAndControllerCrash(t *testing.T) {
 		}
 		ok := len(byID) == n
 		for id, sbs := range byID {
-			ok = ok && strings.HasPrefix(id, "crash-claim-") && len(sbs) == 1 && strings.HasSuffix(sbs[0], "/Running")
+			ok = ok && strings.HasPrefix(id, idPrefix) && len(sbs) == 1 && strings.HasSuffix(sbs[0], "/Running")
 		}
 		return ok, fmt.Sprintf("%v", byID)
 	})
-	// The pool recovers with the restarted controller.
+	// The pool recovers, and a claimed sandbox still runs code.
 	env.WaitPoolReady(t, ns, "python", 3)
+	if names[0] != "" {
+		sb, err := c.Claim(ctx, "python", sandpod.WithRequestID(idPrefix+"0"))
+		if err != nil || sb.Name() != names[0] {
+			t.Errorf("a retry of claim 0 after the disruption: %v, %v; want sandbox %s", sb, err, names[0])
+		} else if res, err := sb.Run(ctx, "echo ok"); err != nil || string(res.Stdout) != "ok\n" {
+			t.Errorf("exec after the disruption: %+v, %v", res, err)
+		}
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatal("ran out of time")
+	}
+}
+
+// testbedDir is the state directory of the hack/testbed cluster under test
+// (the kubeconfig is its conf/admin.kubeconfig); tests that restart its
+// components skip on another cluster.
+func testbedDir(t *testing.T) string {
+	t.Helper()
+	env := Setup(t)
+	dir := filepath.Dir(filepath.Dir(env.Kubeconfig))
+	if _, err := os.Stat(filepath.Join(dir, "run", "apiserver.pid")); err != nil {
+		t.Skipf("not a hack/testbed cluster (no %s/run/apiserver.pid): cannot restart its API server", dir)
+	}
+	return dir
+}
+
+// killComponent SIGKILLs a test bed component by its pid file.
+func killComponent(t *testing.T, bed, name string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(bed, "run", name+".pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file of %s: %v", name, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s (pid %d): %v", name, pid, err)
 	}
 }
 
