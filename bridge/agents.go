@@ -2,12 +2,14 @@ package bridge
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
@@ -15,11 +17,14 @@ import (
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// agentConns keeps one gRPC connection per agent, reused by every call.
+// agentConns keeps one gRPC connection per agent, reused by every call. A
+// connection belongs to one sandbox at one address: with TLS its
+// credentials pin that sandbox's certificate, so a pod IP that another
+// sandbox reuses gets a connection of its own.
 type agentConns struct {
 	mu     sync.Mutex
-	conns  map[string]*grpc.ClientConn // target -> conn
-	target map[string]string           // ns/name -> target
+	conns  map[string]*grpc.ClientConn // ns/name@target -> conn
+	target map[string]string           // ns/name -> its conn's key
 }
 
 func newAgentConns() *agentConns {
@@ -71,22 +76,33 @@ func (a *agentConns) conn(ns, name string, ep agent.Endpoint) (*grpc.ClientConn,
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := nsKey(ns, name)
-	if old, ok := a.target[key]; ok && old != ep.Target {
+	connKey := key + "@" + ep.Target
+	if ep.TLS != nil {
+		// The config is made once per sandbox incarnation (the backend caches
+		// it by UID), so its address tells a recreated sandbox of the same
+		// name, with a new certificate, from the old one.
+		connKey += fmt.Sprintf("#%p", ep.TLS)
+	}
+	if old, ok := a.target[key]; ok && old != connKey {
 		a.closeLocked(old)
 	}
-	conn, ok := a.conns[ep.Target]
+	conn, ok := a.conns[connKey]
 	if !ok {
+		creds := insecure.NewCredentials()
+		if ep.TLS != nil {
+			creds = credentials.NewTLS(ep.TLS)
+		}
 		var err error
 		conn, err = grpc.NewClient(ep.Target,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithTransportCredentials(creds),
 			grpc.WithConnectParams(agentBackoff),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(8<<20)))
 		if err != nil {
 			return nil, err
 		}
-		a.conns[ep.Target] = conn
+		a.conns[connKey] = conn
 	}
-	a.target[key] = ep.Target
+	a.target[key] = connKey
 	return conn, nil
 }
 
@@ -101,10 +117,10 @@ func (a *agentConns) forget(ns, name string) {
 	}
 }
 
-func (a *agentConns) closeLocked(target string) {
-	if c, ok := a.conns[target]; ok {
+func (a *agentConns) closeLocked(connKey string) {
+	if c, ok := a.conns[connKey]; ok {
 		_ = c.Close()
-		delete(a.conns, target)
+		delete(a.conns, connKey)
 	}
 }
 

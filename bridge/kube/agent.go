@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -57,7 +58,7 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, e
 	if len(sb.Status.PodIPs) == 0 || phaseOf(sb) != v1alpha1.SandboxRunning {
 		return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))
 	}
-	secret, err := b.secrets.get(ctx, b.live, sb)
+	creds, err := b.secrets.get(ctx, b.live, sb)
 	if err != nil {
 		return agent.Endpoint{}, err
 	}
@@ -70,22 +71,32 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, e
 	b.activity.touch(sb)
 	return agent.Endpoint{
 		Target: net.JoinHostPort(sb.Status.PodIPs[0], strconv.Itoa(v1alpha1.AgentPort)),
-		Secret: secret,
+		Secret: creds.secret,
+		TLS:    creds.tls,
 		Env:    env,
 		Done:   func() { b.activity.touch(sb) },
 	}, nil
 }
 
-// secretCache keeps each sandbox's agent secret after its first read: the
-// bridge reads Secrets one by one (it may not list or watch them).
-type secretCache struct {
-	mu    sync.Mutex
-	byUID map[types.UID]string
+// agentCreds are what the bridge needs to reach one sandbox's agent.
+type agentCreds struct {
+	secret string
+	// tls pins the agent's own certificate; nil for a Secret made before
+	// agents had certificates (that agent serves plaintext too).
+	tls *tls.Config
 }
 
-func newSecretCache() *secretCache { return &secretCache{byUID: map[types.UID]string{}} }
+// secretCache keeps each sandbox's agent credentials after their first read:
+// the bridge reads Secrets one by one (it may not list or watch them), and
+// they never change (the Secret is immutable).
+type secretCache struct {
+	mu    sync.Mutex
+	byUID map[types.UID]agentCreds
+}
 
-func (s *secretCache) get(ctx context.Context, r client.Reader, sb *v1alpha1.Sandbox) (string, error) {
+func newSecretCache() *secretCache { return &secretCache{byUID: map[types.UID]agentCreds{}} }
+
+func (s *secretCache) get(ctx context.Context, r client.Reader, sb *v1alpha1.Sandbox) (agentCreds, error) {
 	s.mu.Lock()
 	v, ok := s.byUID[sb.UID]
 	s.mu.Unlock()
@@ -95,16 +106,22 @@ func (s *secretCache) get(ctx context.Context, r client.Reader, sb *v1alpha1.San
 	sec := &corev1.Secret{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sbctl.SecretName(sb.Name)}, sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", status.Errorf(codes.Unavailable, "sandbox %q: its agent secret does not exist yet; retry", sb.Name)
+			return v, status.Errorf(codes.Unavailable, "sandbox %q: its agent secret does not exist yet; retry", sb.Name)
 		}
-		return "", apiError(err, "read the agent secret of sandbox %q", sb.Name)
+		return v, apiError(err, "read the agent secret of sandbox %q", sb.Name)
 	}
 	if !metav1.IsControlledBy(sec, sb) {
-		return "", status.Errorf(codes.FailedPrecondition, "sandbox %q: secret %q is not owned by the sandbox; refusing to use it", sb.Name, sec.Name)
+		return v, status.Errorf(codes.FailedPrecondition, "sandbox %q: secret %q is not owned by the sandbox; refusing to use it", sb.Name, sec.Name)
 	}
-	v = string(sec.Data[v1alpha1.SecretKeyAgent])
-	if v == "" {
-		return "", status.Errorf(codes.Unavailable, "sandbox %q: its agent secret is empty; retry", sb.Name)
+	v.secret = string(sec.Data[v1alpha1.SecretKeyAgent])
+	if v.secret == "" {
+		return v, status.Errorf(codes.Unavailable, "sandbox %q: its agent secret is empty; retry", sb.Name)
+	}
+	if cert := sec.Data[v1alpha1.SecretKeyTLSCert]; len(cert) > 0 {
+		var err error
+		if v.tls, err = agent.ClientTLS(cert, sb.Name); err != nil {
+			return v, status.Errorf(codes.FailedPrecondition, "sandbox %q: secret %q: %v", sb.Name, sec.Name, err)
+		}
 	}
 	s.mu.Lock()
 	s.byUID[sb.UID] = v

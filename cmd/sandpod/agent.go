@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"os"
 
 	"github.com/sandpod/sandpod/core/agent"
 )
@@ -18,6 +20,9 @@ func runAgent(ctx context.Context, args []string) int {
 	fs.StringVar(&o.Root, "root", "/workspace", "sandbox root: file paths are relative to it, commands start in it")
 	fs.StringVar(&o.Listen, "listen", "tcp://0.0.0.0:7070", "tcp://HOST:PORT, unix:///PATH or fd://N")
 	fs.StringVar(&o.SecretFile, "secret-file", "", "file holding the sandbox secret")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "serve TLS with this certificate (PEM)")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "the private key (PEM) of --tls-cert")
+	fs.StringVar(&o.HealthListen, "health-listen", "", "also serve only gRPC health, without TLS, here (tcp://HOST:PORT): for a kubelet probe")
 	fs.IntVar(&o.GateFD, "gate-fd", 0, "pipe delivering the secret once the engine is ready (local engine)")
 	fs.BoolVar(&o.Isolate, "isolate", false, "read-only host file system around the root (local engine)")
 	fs.StringVar(&o.Hide, "hide", "", "directory covered by an empty tmpfs inside the sandbox (local engine)")
@@ -26,5 +31,9 @@ func runAgent(ctx context.Context, args []string) int {
 		return 2
 	}
 	o.Command = fs.Args()
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		fmt.Fprintln(os.Stderr, "sandpod agent: give both --tls-cert and --tls-key")
+		return 2
+	}
 	return agent.Main(ctx, o)
 }

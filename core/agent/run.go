@@ -13,6 +13,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // Options are the agent's command-line settings.
@@ -24,6 +29,12 @@ type Options struct {
 	Listen string
 	// SecretFile holds the sandbox secret (Kubernetes: a mounted Secret).
 	SecretFile string
+	// TLSCert and TLSKey, when set, make the agent serve TLS (Kubernetes:
+	// the sandbox's own certificate from its Secret).
+	TLSCert, TLSKey string
+	// HealthListen, when set, serves only the standard health service,
+	// without TLS, there: a kubelet's gRPC probe speaks no TLS.
+	HealthListen string
 	// GateFD, when set, is a pipe the local engine writes the secret to once
 	// the sandbox's cgroups are in place; init waits on it before starting
 	// anything.
@@ -111,7 +122,31 @@ func serve(ctx context.Context, o Options, log *slog.Logger) error {
 		return err
 	}
 	defer srv.Close()
-	g := srv.GRPCServer()
+	var opts []grpc.ServerOption
+	if _, err := os.Stat(o.TLSCert); o.TLSCert != "" && errors.Is(err, os.ErrNotExist) {
+		// A Secret made before agents had certificates: the bridge, reading
+		// the same Secret, finds no certificate and speaks plaintext too.
+		log.Warn("no TLS certificate in the sandbox's secret; serving plaintext", "tls-cert", o.TLSCert)
+		o.TLSCert = ""
+	}
+	if o.TLSCert != "" {
+		cfg, err := ServerTLS(o.TLSCert, o.TLSKey)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
+	}
+	g := srv.GRPCServer(opts...)
+	if o.HealthListen != "" {
+		hlis, err := Listen(o.HealthListen)
+		if err != nil {
+			return err
+		}
+		h := grpc.NewServer()
+		healthpb.RegisterHealthServer(h, health.NewServer())
+		go func() { _ = h.Serve(hlis) }()
+		defer h.Stop()
+	}
 	if len(o.Command) > 0 {
 		go supervise(ctx, o.Command, o.Root, commandEnv(), log)
 	}
@@ -119,7 +154,7 @@ func serve(ctx context.Context, o Options, log *slog.Logger) error {
 		<-ctx.Done()
 		g.GracefulStop()
 	}()
-	log.Info("agent serving", "listen", o.Listen, "root", o.Root)
+	log.Info("agent serving", "listen", o.Listen, "tls", o.TLSCert != "", "health", o.HealthListen, "root", o.Root)
 	return g.Serve(lis)
 }
 

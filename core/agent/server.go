@@ -7,6 +7,7 @@ package agent
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"strings"
@@ -140,6 +141,9 @@ type Endpoint struct {
 	// Target is a gRPC target: "unix:///path" or "host:port".
 	Target string
 	Secret string
+	// TLS, when set, is how to reach the agent over TLS (Kubernetes: its
+	// pinned certificate); nil means plaintext (a local unix socket).
+	TLS *tls.Config
 	// Env is added to every exec (a claim's env); the request's env wins.
 	Env map[string]string
 	// Done, if set, is called when the call that asked for the endpoint

@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -36,7 +37,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -441,6 +442,8 @@ type Agent struct {
 	Client sandpodv1.AgentServiceClient
 	conn   *grpc.ClientConn
 	secret string
+	// tls pins the agent's own certificate, as the bridge does.
+	tls *tls.Config
 }
 
 // Agent connects to sb's agent; the connection closes when t ends.
@@ -453,8 +456,12 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: sb.Namespace, Name: sandbox.SecretName(sb.Name)}, sec); err != nil {
 		t.Fatalf("agent secret of %s: %v", sb.Name, err)
 	}
+	pinned, err := agent.ClientTLS(sec.Data[v1alpha1.SecretKeyTLSCert], sb.Name)
+	if err != nil {
+		t.Fatalf("agent certificate of %s: %v", sb.Name, err)
+	}
 	target := net.JoinHostPort(sb.Status.PodIPs[0], fmt.Sprint(v1alpha1.AgentPort))
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(credentials.NewTLS(pinned)),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}}))
 	if err != nil {
 		t.Fatalf("dial agent %s: %v", target, err)
@@ -471,7 +478,7 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 			t.Fatalf("agent %s of %s not reachable: %s", target, sb.Name, s)
 		}
 	}
-	return &Agent{Client: sandpodv1.NewAgentServiceClient(conn), conn: conn, secret: strings.TrimSpace(string(sec.Data[v1alpha1.SecretKeyAgent]))}
+	return &Agent{Client: sandpodv1.NewAgentServiceClient(conn), conn: conn, secret: strings.TrimSpace(string(sec.Data[v1alpha1.SecretKeyAgent])), tls: pinned}
 }
 
 // Context adds the sandbox secret to ctx's outgoing metadata.

@@ -3,10 +3,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +61,10 @@ func TestPodDeletedByHandComesBack(t *testing.T) {
 // TestAgentRefusesCallsWithoutItsSecret: the agent in a pod answers only
 // callers with its own sandbox's secret, so a pod that reaches port 7070 of
 // another sandbox (this test bed enforces no NetworkPolicy) still cannot run
-// anything there, not even with its own sandbox's secret.
+// anything there, not even with its own sandbox's secret. The agent speaks
+// TLS with its sandbox's own certificate: a plaintext caller gets nowhere,
+// and a caller that pins another sandbox's certificate (as the bridge would
+// after that sandbox's pod IP was reused) sends nothing.
 func TestAgentRefusesCallsWithoutItsSecret(t *testing.T) {
 	t.Parallel()
 	env := Setup(t)
@@ -81,6 +89,23 @@ func TestAgentRefusesCallsWithoutItsSecret(t *testing.T) {
 	withA := metadata.AppendToOutgoingContext(ctx, agent.SecretMetadataKey, agentA.secret)
 	if err := list(withA, agentB); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("b's agent with a's secret: %v, want Unauthenticated", err)
+	}
+	target := net.JoinHostPort(b.Status.PodIPs[0], fmt.Sprint(v1alpha1.AgentPort))
+	for what, creds := range map[string]credentials.TransportCredentials{
+		"plaintext":              insecure.NewCredentials(),
+		"a's certificate pinned": credentials.NewTLS(agentA.tls),
+	} {
+		conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		callCtx, cancel := context.WithTimeout(agentB.Context(ctx), 10*time.Second)
+		_, err = sandpodv1.NewAgentServiceClient(conn).ListFiles(callCtx, &sandpodv1.ListFilesRequest{Path: "."})
+		cancel()
+		_ = conn.Close()
+		if err == nil {
+			t.Errorf("b's agent answered a %s caller (with b's secret)", what)
+		}
 	}
 	// Inside a, only a's own secret is visible.
 	res, err := agentA.Shell(ctx, "cat /sandpod/secret/agent-secret")

@@ -34,8 +34,15 @@ const (
 	AgentPort = 7070
 	// AgentPortName names the agent's container port.
 	AgentPortName = "sandpod-agent"
+	// AgentHealthPort serves only the standard gRPC health service, without
+	// TLS, for the kubelet's liveness probe (which speaks no TLS).
+	AgentHealthPort = 7071
 	// SecretKeyAgent is the key of the per-sandbox Secret holding the agent secret.
 	SecretKeyAgent = "agent-secret"
+	// SecretKeyTLSCert and SecretKeyTLSKey hold the agent's own self-signed
+	// certificate and key (PEM); the bridge pins the certificate.
+	SecretKeyTLSCert = "tls.crt"
+	SecretKeyTLSKey  = "tls.key"
 	// LabelComponent / ComponentBridge select bridge pods in network policies.
 	LabelAppName    = "app.kubernetes.io/name"
 	LabelComponent  = "app.kubernetes.io/component"

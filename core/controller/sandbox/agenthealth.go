@@ -10,7 +10,8 @@ import (
 )
 
 // The agent's liveness probe: the kubelet calls the agent's standard gRPC
-// health service (no secret needed) and restarts the container when it does
+// health service (no secret needed; on a port of its own without TLS, which
+// a kubelet's gRPC probe does not speak) and restarts the container when it does
 // not answer three times in a row, so a hung agent is replaced within about
 // 15-25 s. The timeout is generous so that a loaded node does not restart a
 // healthy agent; the probe does not gate readiness (there is no readiness
@@ -28,7 +29,7 @@ const (
 // template brings its own liveness probe for that container.
 func agentLivenessProbe() *corev1.Probe {
 	return &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: v1alpha1.AgentPort}},
+		ProbeHandler:     corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: v1alpha1.AgentHealthPort}},
 		PeriodSeconds:    livenessPeriodSeconds,
 		TimeoutSeconds:   livenessTimeoutSeconds,
 		FailureThreshold: livenessFailureThreshold,

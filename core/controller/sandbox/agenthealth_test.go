@@ -96,7 +96,7 @@ func TestBuildPodAgentLivenessProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := pod.Spec.Containers[0].LivenessProbe
-	if p == nil || p.GRPC == nil || p.GRPC.Port != v1alpha1.AgentPort || p.TimeoutSeconds < 2 || p.FailureThreshold < 2 {
+	if p == nil || p.GRPC == nil || p.GRPC.Port != v1alpha1.AgentHealthPort || p.TimeoutSeconds < 2 || p.FailureThreshold < 2 {
 		t.Errorf("agent liveness probe = %+v, want gRPC health on the agent port with a tolerant timeout", p)
 	}
 	if pod.Spec.Containers[0].ReadinessProbe != nil {

@@ -3,11 +3,13 @@ package sandbox
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/sandpod/sandpod/core/agent"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -51,11 +53,16 @@ func BuildPVCs(sb *v1alpha1.Sandbox) []*corev1.PersistentVolumeClaim {
 	return out
 }
 
-// BuildSecret is the per-sandbox agent secret: 32 random bytes, hex-encoded.
-// The bridge reads it to authenticate to the agent.
-func BuildSecret(sb *v1alpha1.Sandbox) (*corev1.Secret, error) {
+// BuildSecret is the per-sandbox agent Secret: the agent secret (32 random
+// bytes, hex-encoded), which the bridge presents to the agent, and the
+// agent's own self-signed TLS certificate and key, which the bridge pins.
+func BuildSecret(sb *v1alpha1.Sandbox, now time.Time) (*corev1.Secret, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	cert, key, err := agent.NewServingCert(sb.Name, now)
+	if err != nil {
 		return nil, err
 	}
 	return &corev1.Secret{
@@ -65,7 +72,11 @@ func BuildSecret(sb *v1alpha1.Sandbox) (*corev1.Secret, error) {
 		},
 		Type:      corev1.SecretTypeOpaque,
 		Immutable: ptrTo(true),
-		Data:      map[string][]byte{v1alpha1.SecretKeyAgent: []byte(hex.EncodeToString(b))},
+		Data: map[string][]byte{
+			v1alpha1.SecretKeyAgent:   []byte(hex.EncodeToString(b)),
+			v1alpha1.SecretKeyTLSCert: cert,
+			v1alpha1.SecretKeyTLSKey:  key,
+		},
 	}, nil
 }
 

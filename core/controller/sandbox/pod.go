@@ -270,6 +270,9 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, image string) {
 		"--root", WorkspaceDir,
 		"--sandbox", sb.Name,
 		"--secret-file", secretDir + "/" + v1alpha1.SecretKeyAgent,
+		"--tls-cert", secretDir + "/" + v1alpha1.SecretKeyTLSCert,
+		"--tls-key", secretDir + "/" + v1alpha1.SecretKeyTLSKey,
+		"--health-listen", fmt.Sprintf("tcp://0.0.0.0:%d", v1alpha1.AgentHealthPort),
 	}
 	if user := append(append([]string{}, main.Command...), main.Args...); len(user) > 0 {
 		cmd = append(append(cmd, "--"), user...)

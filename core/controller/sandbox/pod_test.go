@@ -48,7 +48,8 @@ func (w *sandboxWrapper) resources(r corev1.ResourceRequirements) *sandboxWrappe
 func (w *sandboxWrapper) obj() *v1alpha1.Sandbox { return &w.Sandbox }
 
 func TestBuildPodAgentCommand(t *testing.T) {
-	base := []string{AgentBinary, "agent", "--listen", "tcp://0.0.0.0:7070", "--root", "/workspace", "--sandbox", "sb", "--secret-file", "/sandpod/secret/agent-secret"}
+	base := []string{AgentBinary, "agent", "--listen", "tcp://0.0.0.0:7070", "--root", "/workspace", "--sandbox", "sb", "--secret-file", "/sandpod/secret/agent-secret",
+		"--tls-cert", "/sandpod/secret/tls.crt", "--tls-key", "/sandpod/secret/tls.key", "--health-listen", "tcp://0.0.0.0:7071"}
 	cases := map[string]struct {
 		sb   *v1alpha1.Sandbox
 		want []string

@@ -73,7 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// 3. Children that outlive the pod. One the API server refuses (e.g. an
 	// invalid volume claim template) or whose name is taken by someone
 	// else's object is reported, not retried in a tight loop.
-	childErr := r.ensureChildren(ctx, sb)
+	childErr := r.ensureChildren(ctx, sb, now)
 	if childErr != nil && !isReported(childErr) {
 		return reconcile.Result{}, childErr
 	}
@@ -170,9 +170,9 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 // ensureChildren creates the agent secret, PVCs and service when missing.
 // Existing children are left as they are: PVC specs are immutable and the
 // secret must stay stable for the bridge.
-func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox) error {
+func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, now time.Time) error {
 	var want []client.Object
-	secret, err := BuildSecret(sb)
+	secret, err := BuildSecret(sb, now)
 	if err != nil {
 		return err
 	}

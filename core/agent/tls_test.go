@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// The bridge reaches an agent over TLS only with that sandbox's own
+// certificate: another sandbox's certificate, or plaintext, get nowhere.
+func TestAgentTLSIsPinnedPerSandbox(t *testing.T) {
+	dir := t.TempDir()
+	cert, key, err := NewServingCert("sb-a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serverTLS, err := ServerTLS(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Sandbox: "sb-a", Root: t.TempDir(), Secret: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := srv.GRPCServer(grpc.Creds(credentials.NewTLS(serverTLS)))
+	go func() { _ = g.Serve(lis) }()
+	defer g.Stop()
+
+	call := func(creds credentials.TransportCredentials) error {
+		conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(creds))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), SecretMetadataKey, "s"), 5*time.Second)
+		defer cancel()
+		_, err = sandpodv1.NewAgentServiceClient(conn).GetAgentInfo(ctx, &sandpodv1.GetAgentInfoRequest{})
+		return err
+	}
+	pinned, err := ClientTLS(cert, "sb-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := call(credentials.NewTLS(pinned)); err != nil {
+		t.Fatalf("with its own certificate pinned: %v", err)
+	}
+	otherCert, _, err := NewServingCert("sb-b", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := ClientTLS(otherCert, "sb-b")
+	if err := call(credentials.NewTLS(other)); err == nil {
+		t.Error("another sandbox's certificate reached this agent")
+	}
+	wrongName, _ := ClientTLS(cert, "sb-b")
+	if err := call(credentials.NewTLS(wrongName)); err == nil {
+		t.Error("the certificate was accepted for another sandbox's name")
+	}
+	if err := call(insecure.NewCredentials()); err == nil {
+		t.Error("a plaintext call reached a TLS agent")
+	}
+	if _, err := ClientTLS([]byte("not a certificate"), "sb-a"); err == nil {
+		t.Error("ClientTLS accepted garbage")
+	}
+}
