@@ -66,17 +66,24 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // CacheOptions narrow the informers of children to sandpod's own objects, so
-// the controller never caches every pod or secret of the cluster.
+// the controller never caches every pod of the cluster.
 func CacheOptions() cache.Options {
 	own, _ := labels.NewRequirement(v1alpha1.LabelSandbox, selection.Exists, nil)
 	children := cache.ByObject{Label: labels.NewSelector().Add(*own)}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   children,
 		&corev1.Service{}:               children,
-		&corev1.Secret{}:                children,
 		&corev1.PersistentVolumeClaim{}: children,
 		&networkingv1.NetworkPolicy{}:   {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelAppName: v1alpha1.AppName})},
 	}}
+}
+
+// ClientOptions make the manager's client read Secrets from the API server,
+// one by one, and never through an informer: the controller may create, get
+// and delete Secrets but not list or watch them, so it can never enumerate
+// (or hold in memory) the cluster's Secrets.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }
 
 // Setup registers indexes, metrics and the four controllers with mgr.
@@ -113,7 +120,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Pod: sandbox.PodConfig{AgentImage: o.AgentImage, RuntimeClass: o.RuntimeClass}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
 		For(&v1alpha1.Sandbox{}).
-		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.Secret{}).Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.PersistentVolumeClaim{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(counted("sandbox", sbr)); err != nil {
 		return err

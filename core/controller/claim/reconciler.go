@@ -54,7 +54,7 @@ type claimMemo struct {
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxclaims,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxclaims/status,verbs=get;patch
 
 // Reconcile runs one pass: fetch (or release), bind, status, TTL.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

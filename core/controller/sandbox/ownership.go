@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -70,4 +73,40 @@ func (r *Reconciler) reader() client.Reader {
 		return r.APIReader
 	}
 	return r.Client
+}
+
+// seenSecrets remembers the sandboxes whose agent Secret this process saw
+// in the API server (by name and UID), so that a pass over a sandbox with a
+// running pod needs no Secret read: Secrets are not watched.
+type seenSecrets struct{ m sync.Map } // types.NamespacedName -> types.UID
+
+func (s *seenSecrets) has(sb *v1alpha1.Sandbox) bool {
+	uid, ok := s.m.Load(client.ObjectKeyFromObject(sb))
+	return ok && uid == sb.UID
+}
+
+func (s *seenSecrets) add(sb *v1alpha1.Sandbox) { s.m.Store(client.ObjectKeyFromObject(sb), sb.UID) }
+
+func (s *seenSecrets) forget(key types.NamespacedName) { s.m.Delete(key) }
+
+// deleteOrphanSecret deletes the agent Secret of a sandbox that is gone, if
+// a sandbox of that name controls it. It reads the Secret by name: the
+// controller may not list Secrets.
+func (r *Reconciler) deleteOrphanSecret(ctx context.Context, key types.NamespacedName) error {
+	sec := &corev1.Secret{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: SecretName(key.Name)}, sec)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !ownedBySandboxNamed(sec.OwnerReferences, key.Name) {
+		return nil
+	}
+	err = r.Client.Delete(ctx, sec, client.Preconditions{UID: &sec.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }

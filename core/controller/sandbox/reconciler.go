@@ -24,6 +24,8 @@ import (
 // Reconciler keeps each Sandbox's pod, storage, service and secret in line
 // with its spec and reports what it sees in one status write per pass.
 type Reconciler struct {
+	// Client reads Secrets from the API server, everything else from the
+	// cache (see controller.ClientOptions).
 	Client client.Client
 	// APIReader reads past the cache (which holds only labelled children) to
 	// tell whose object a taken name is.
@@ -31,11 +33,15 @@ type Reconciler struct {
 	Clock     clock.Clock
 	Recorder  events.EventRecorder
 	Pod       PodConfig
+
+	secrets seenSecrets
 }
 
-// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=pods;services;secrets;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods;services;persistentvolumeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -70,22 +76,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		ev.add(sb, corev1.EventTypeNormal, v1alpha1.ReasonIdle, "suspended after idle timeout")
 	}
 
-	// 3. Children that outlive the pod. One the API server refuses (e.g. an
-	// invalid volume claim template) or whose name is taken by someone
-	// else's object is reported, not retried in a tight loop.
-	childErr := r.ensureChildren(ctx, sb, now)
+	// 3. The pod as it stands, then the children that outlive it. A child
+	// the API server refuses (e.g. an invalid volume claim template) or
+	// whose name is taken by someone else's object is reported, not
+	// retried in a tight loop.
+	pod, podErr := r.getPod(ctx, sb)
+	if podErr != nil && !IsNameConflict(podErr) {
+		return reconcile.Result{}, podErr
+	}
+	childErr := r.ensureChildren(ctx, sb, now, pod != nil)
 	if childErr != nil && !isReported(childErr) {
 		return reconcile.Result{}, childErr
 	}
+	if childErr == nil {
+		childErr = podErr
+	}
 
 	// 4. The pod.
-	pod, err := r.getPod(ctx, sb)
-	if IsNameConflict(err) && childErr == nil {
-		childErr, pod, err = err, nil, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	obs := lifecycle.Observed{
 		Mode:     mode(sb),
 		Expired:  expiry == lifecycle.ExpiryRetain,
@@ -169,14 +176,18 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 
 // ensureChildren creates the agent secret, PVCs and service when missing.
 // Existing children are left as they are: PVC specs are immutable and the
-// secret must stay stable for the bridge.
-func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, now time.Time) error {
+// secret must stay stable for the bridge. The secret is read from the API
+// server (the controller does not watch Secrets), so it is checked only
+// when a pod is about to be made or it was not seen yet.
+func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, now time.Time, podExists bool) error {
 	var want []client.Object
-	secret, err := BuildSecret(sb, now)
-	if err != nil {
-		return err
+	if !podExists || !r.secrets.has(sb) {
+		secret, err := BuildSecret(sb, now)
+		if err != nil {
+			return err
+		}
+		want = append(want, secret)
 	}
-	want = append(want, secret)
 	for _, pvc := range BuildPVCs(sb) {
 		want = append(want, pvc)
 	}
@@ -186,6 +197,9 @@ func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, n
 	for _, obj := range want {
 		if err := r.ensureChild(ctx, sb, obj); err != nil {
 			return err
+		}
+		if _, ok := obj.(*corev1.Secret); ok {
+			r.secrets.add(sb)
 		}
 	}
 	return nil
@@ -289,7 +303,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v
 // collector does the same on a full cluster; doing it here makes release
 // prompt and works where no garbage collector runs.
 func (r *Reconciler) cleanupOrphans(ctx context.Context, key types.NamespacedName) error {
-	lists := []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &corev1.SecretList{}, &corev1.PersistentVolumeClaimList{}}
+	r.secrets.forget(key)
+	if err := r.deleteOrphanSecret(ctx, key); err != nil {
+		return err
+	}
+	lists := []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &corev1.PersistentVolumeClaimList{}}
 	for _, list := range lists {
 		if err := r.Client.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{v1alpha1.LabelSandbox: key.Name}); err != nil {
 			return err

@@ -26,8 +26,8 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxtemplates,verbs=get;list;watch
-// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxtemplates/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxtemplates/status,verbs=get;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 
 // Reconcile runs one pass: fetch, network policy, status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

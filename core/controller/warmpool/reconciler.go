@@ -33,7 +33,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxwarmpools,verbs=get;list;watch
-// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxwarmpools/status;sandboxwarmpools/scale,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxwarmpools/status,verbs=get;patch
 
 // Reconcile runs one pass: fetch pool and template, observe members, plan,
 // delete and create, status.

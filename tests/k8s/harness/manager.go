@@ -40,6 +40,9 @@ type ManagerOptions struct {
 	controller.Options
 	// MetricsAddr serves metrics there ("" disables them).
 	MetricsAddr string
+	// Impersonate runs the manager as this user (its RBAC is the test's to
+	// grant) instead of the test bed's admin.
+	Impersonate string
 }
 
 // StartManager runs sandpod's manager in-process, watching only the given
@@ -62,9 +65,11 @@ func (e *Env) StartManager(t testing.TB, o ManagerOptions, namespaces ...string)
 	}
 	skip := true
 	cfg := restCopy(e)
+	cfg.Impersonate.UserName = o.Impersonate
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  co,
+		Client:                 controller.ClientOptions(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
