@@ -227,7 +227,7 @@ func crdCases() map[string]crdCase {
 		}), "spec.podTemplate.spec.containers"},
 		"template: no podTemplate": {createRaw("SandboxTemplate", "no-pod", map[string]any{}), "spec.podTemplate"},
 		"template: uppercase name": {template("Python", func(*v1alpha1.SandboxTemplate) {}), "metadata.name"},
-		// Gaps closed by CEL rules on the types (were TestCRDValidationGaps).
+		// Gaps closed by CEL rules on the types.
 		"sandbox: volumeClaimTemplates removed": {updateSandbox("vct-removed", func(sb *v1alpha1.Sandbox) { withStorage(sb) },
 			func(sb *v1alpha1.Sandbox) { sb.Spec.VolumeClaimTemplates = nil }), "volumeClaimTemplates"},
 		"sandbox: volumeClaimTemplates added": {updateSandbox("vct-added", noop,
@@ -244,13 +244,14 @@ func crdCases() map[string]crdCase {
 		"template: empty container list": {template("empty-containers", func(tp *v1alpha1.SandboxTemplate) {
 			tp.Spec.PodTemplate.Spec.Containers = []corev1.Container{}
 		}), "containers"},
+		"claim: label key not a label key": {claim("bad-label-key", func(c *v1alpha1.SandboxClaim) { c.Spec.Labels = map[string]string{"bad key": "spaces are bad"} }), "label keys"},
+		"claim: label name too long":       {claim("long-label-key", func(c *v1alpha1.SandboxClaim) { c.Spec.Labels = map[string]string{long(64): "v"} }), "label keys"},
 	}
 }
 
 // TestCRDValidationGaps records bad objects the CRDs accept today: each is
-// refused later (by the controller, the pod API or a decoder) instead of
-// when it is written. A gap that closes is reported so that its case moves
-// to crdCases.
+// refused later (when the claim is served) instead of when it is written. A
+// gap that closes is reported so that its case moves to crdCases.
 func TestCRDValidationGaps(t *testing.T) {
 	harness.Skip(t, env)
 	ns := env.Namespace(t)
@@ -258,11 +259,11 @@ func TestCRDValidationGaps(t *testing.T) {
 		op  func(*testing.T, string) error
 		why string
 	}{
-		"claim: label key not a label key": {func(_ *testing.T, ns string) error {
-			c := makeClaim(ns, "bad-label-key", "py")
-			c.Spec.Labels = map[string]string{"bad key": "spaces are bad"}
+		"claim: label value not a label value": {func(_ *testing.T, ns string) error {
+			c := makeClaim(ns, "bad-label-value", "py")
+			c.Spec.Labels = map[string]string{"team": "a/b"}
 			return env.Client.Create(ctx, c)
-		}, "only the sandpod.dev/ prefix and the count are checked; the sandbox update fails when the claim is served"},
+		}, "a CEL rule on the values of an unbounded map exceeds the API server's cost budget; the sandbox update fails when the claim is served"},
 	}
 	for _, name := range slices.Sorted(maps.Keys(gaps)) {
 		g := gaps[name]

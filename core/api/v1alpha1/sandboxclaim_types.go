@@ -30,10 +30,13 @@ type SandboxClaimSpec struct {
 	// +listMapKey=name
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
-	// Labels are added to the claimed sandbox.
+	// Labels are added to the claimed sandbox. Keys are checked here; values
+	// when they are set on the sandbox (a CEL rule on the values would
+	// exceed the API server's cost budget for an unbounded map).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('sandpod.dev/'))",message="labels under sandpod.dev/ are reserved"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="label keys must be Kubernetes label keys: [prefix/]name, the name at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric"
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
