@@ -38,6 +38,8 @@ const DefaultAgentImage = "ghcr.io/sandpod/sandpod:latest"
 type Options struct {
 	// AgentImage holds the sandpod binary injected into every sandbox pod.
 	AgentImage string
+	// AgentDelivery is how (default: an init container copies it).
+	AgentDelivery sandbox.AgentDelivery
 	// RuntimeClass is the controller-wide RuntimeClass policy.
 	RuntimeClass sandbox.RuntimeClassPolicy
 	// Clock is the time source (default: the real clock).
@@ -117,7 +119,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	c := mgr.GetClient()
 
 	sbr := &sandbox.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-sandbox"),
-		Pod: sandbox.PodConfig{AgentImage: o.AgentImage, RuntimeClass: o.RuntimeClass}}
+		Pod: sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
 		For(&v1alpha1.Sandbox{}).
 		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.PersistentVolumeClaim{}).

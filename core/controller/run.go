@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -30,6 +31,7 @@ func Run(ctx context.Context, args []string) error {
 	rcPolicy := fs.String("runtime-class-policy", sandbox.RuntimeClassNone, "none | require (refuse sandboxes whose pod names no RuntimeClass) | default (give them --default-runtime-class)")
 	rcDefault := fs.String("default-runtime-class", "", "RuntimeClass given to sandbox pods that name none, with --runtime-class-policy=default")
 	agentImage := fs.String("agent-image", DefaultAgentImage, "image holding the sandpod binary that is injected into every sandbox pod")
+	delivery := fs.String("agent-delivery", string(sandbox.AgentDeliveryAuto), "how the agent binary gets into sandbox pods: image-volume (no init container; Kubernetes 1.35+ with containerd 2.1+ or CRI-O), init-container (any cluster), or auto (image-volume when the API server is 1.35 or newer)")
 	workers := fs.Int("workers", 8, "concurrent reconciles per kind (claims get four times as many)")
 	poolBatch := fs.Int("pool-batch", 16, "members a warm pool creates per pass at most")
 	refillDelay := fs.Duration("pool-refill-delay", time.Second, "how long a pool's deficit lasts before it refills (batches refills behind bursts of claims; 0 refills at once)")
@@ -72,11 +74,17 @@ func Run(ctx context.Context, args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	agentDelivery, err := resolveAgentDelivery(cfg, *delivery)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.Info("agent delivery", "mode", agentDelivery, "image", *agentImage)
 	if err := Setup(ctx, mgr, Options{
-		AgentImage:   *agentImage,
-		RuntimeClass: sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
-		Workers:      *workers,
-		PoolBatch:    *poolBatch,
+		AgentImage:    *agentImage,
+		AgentDelivery: agentDelivery,
+		RuntimeClass:  sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
+		Workers:       *workers,
+		PoolBatch:     *poolBatch,
 		PoolRefillDelay: func() time.Duration {
 			if *refillDelay == 0 {
 				return -1
@@ -87,6 +95,23 @@ func Run(ctx context.Context, args []string) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// resolveAgentDelivery asks the API server its version only for "auto".
+func resolveAgentDelivery(cfg *rest.Config, flag string) (sandbox.AgentDelivery, error) {
+	server := ""
+	if flag == string(sandbox.AgentDeliveryAuto) || flag == "" {
+		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return "", err
+		}
+		v, err := dc.ServerVersion()
+		if err != nil {
+			return "", fmt.Errorf("--agent-delivery=auto: API server version: %w", err)
+		}
+		server = v.GitVersion
+	}
+	return sandbox.ResolveAgentDelivery(flag, server)
 }
 
 // LoadConfig is the client config of a sandpod process: the kubeconfig at

@@ -38,6 +38,8 @@ var (
 type PodConfig struct {
 	// AgentImage holds the sandpod binary copied into the pod.
 	AgentImage string
+	// AgentDelivery is how the binary gets there (default: init container).
+	AgentDelivery AgentDelivery
 	// RuntimeClass is the controller-wide RuntimeClass policy.
 	RuntimeClass RuntimeClassPolicy
 }
@@ -104,8 +106,8 @@ func BuildPod(sb *v1alpha1.Sandbox, cfg PodConfig) (*corev1.Pod, error) {
 		spec.Subdomain = sb.Name
 	}
 	applySecureDefaults(spec)
-	addVolumes(spec, sb)
-	injectAgent(spec, sb, cfg.AgentImage)
+	addVolumes(spec, sb, cfg)
+	injectAgent(spec, sb, cfg)
 
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -207,7 +209,7 @@ func hasVolume(spec *corev1.PodSpec, name string) bool {
 // addVolumes adds the PVC of each volume claim template (replacing a volume
 // of the same name), the agent's binary and secret volumes, and a workspace
 // when nothing is mounted at /workspace.
-func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox) {
+func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 	for _, vct := range sb.Spec.VolumeClaimTemplates {
 		src := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(vct.Name, sb.Name)}}
 		replaced := false
@@ -222,8 +224,12 @@ func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox) {
 		}
 	}
 	mode := int32(0o440)
+	agentSource := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	if cfg.AgentDelivery == AgentImageVolume {
+		agentSource = corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: cfg.AgentImage, PullPolicy: corev1.PullIfNotPresent}}
+	}
 	spec.Volumes = append(spec.Volumes,
-		corev1.Volume{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: agentVolume, VolumeSource: agentSource},
 		corev1.Volume{Name: secretVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: SecretName(sb.Name), DefaultMode: &mode,
 		}}},
@@ -241,28 +247,34 @@ func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox) {
 	}
 }
 
-// injectAgent adds the init container that copies the agent binary and makes
-// the agent the main process of the first container, supervising the
+// injectAgent mounts the agent binary (an image volume, or an emptyDir an
+// init container copies it into: cfg.AgentDelivery) and makes the agent
+// the main process of the first container, supervising the
 // template's command when there is one, with a liveness probe on the agent
 // (agentLivenessProbe) unless the template has one. It adds no readiness
 // probe: a probe
 // runs at most once a second, so it would hold a cold sandbox back by up to
 // a second after its container started, while the agent listens within
 // milliseconds of it (the bridge waits briefly for a just-started agent).
-func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, image string) {
-	install := corev1.Container{
-		Name:            installContainer,
-		Image:           image,
-		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{AgentImageBinary, "install-agent", AgentBinary},
-		VolumeMounts:    []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}},
+func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
+	binMount := corev1.VolumeMount{Name: agentVolume, MountPath: agentDir, ReadOnly: true}
+	if cfg.AgentDelivery == AgentImageVolume {
+		binMount.SubPath = agentImageDir()
+	} else {
+		install := corev1.Container{
+			Name:            installContainer,
+			Image:           cfg.AgentImage,
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Command:         []string{AgentImageBinary, "install-agent", AgentBinary},
+			VolumeMounts:    []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}},
+		}
+		secureContainer(&install)
+		install.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("100m")
+		install.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("64Mi")
+		install.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10m")
+		install.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("16Mi")
+		spec.InitContainers = append([]corev1.Container{install}, spec.InitContainers...)
 	}
-	secureContainer(&install)
-	install.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("100m")
-	install.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("64Mi")
-	install.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10m")
-	install.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("16Mi")
-	spec.InitContainers = append([]corev1.Container{install}, spec.InitContainers...)
 
 	main := &spec.Containers[0]
 	cmd := []string{AgentBinary, "agent",
@@ -282,7 +294,7 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, image string) {
 		main.LivenessProbe = agentLivenessProbe()
 	}
 	main.VolumeMounts = append(main.VolumeMounts,
-		corev1.VolumeMount{Name: agentVolume, MountPath: agentDir, ReadOnly: true},
+		binMount,
 		corev1.VolumeMount{Name: secretVolume, MountPath: secretDir, ReadOnly: true},
 	)
 	hasPort := false
