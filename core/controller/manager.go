@@ -16,6 +16,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -66,12 +67,16 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // CacheOptions narrow the informers of children to sandpod's own objects, so
-// the controller never caches every pod or secret of the cluster.
+// the controller never caches every pod or secret of the cluster, and trim
+// what is cached to what the reconcilers read (cachetrim.go). Agent Secrets
+// are watched as metadata only (see Setup).
 func CacheOptions() cache.Options {
 	own, _ := labels.NewRequirement(v1alpha1.LabelSandbox, selection.Exists, nil)
 	children := cache.ByObject{Label: labels.NewSelector().Add(*own)}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   children,
+	pods := children
+	pods.Transform = trimPodTransform
+	return cache.Options{DefaultTransform: stripManagedFields, ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   pods,
 		&corev1.Service{}:               children,
 		&corev1.Secret{}:                children,
 		&corev1.PersistentVolumeClaim{}: children,
@@ -113,7 +118,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Pod: sandbox.PodConfig{AgentImage: o.AgentImage, RuntimeClass: o.RuntimeClass}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
 		For(&v1alpha1.Sandbox{}).
-		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.Secret{}).Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.PersistentVolumeClaim{}).
+		// The controller only needs an agent Secret's existence and owner
+		// (it writes the data once and the bridge reads it), so it caches
+		// Secrets as metadata: no key material in its memory either.
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(counted("sandbox", sbr)); err != nil {
 		return err

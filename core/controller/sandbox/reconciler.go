@@ -147,11 +147,19 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 // secret must stay stable for the bridge.
 func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox) error {
 	var want []client.Object
-	secret, err := BuildSecret(sb)
+	// The cache holds Secrets as metadata only (controller.Setup), so the
+	// existence check reads metadata; the secret is only made when missing.
+	exists, err := r.exists(ctx, secretMeta(sb.Namespace, SecretName(sb.Name)))
 	if err != nil {
 		return err
 	}
-	want = append(want, secret)
+	if !exists {
+		secret, err := BuildSecret(sb)
+		if err != nil {
+			return err
+		}
+		want = append(want, secret)
+	}
 	for _, pvc := range BuildPVCs(sb) {
 		want = append(want, pvc)
 	}
@@ -159,19 +167,29 @@ func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox) e
 		want = append(want, BuildService(sb))
 	}
 	for _, obj := range want {
-		existing := obj.DeepCopyObject().(client.Object)
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-		if err == nil {
-			continue
-		}
-		if !apierrors.IsNotFound(err) {
-			return err
+		if _, isSecret := obj.(*corev1.Secret); !isSecret {
+			exists, err := r.exists(ctx, obj.DeepCopyObject().(client.Object))
+			if err != nil {
+				return err
+			}
+			if exists {
+				continue
+			}
 		}
 		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// exists reads obj (by its name) from the cache.
+func (r *Reconciler) exists(ctx context.Context, obj client.Object) (bool, error) {
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func (r *Reconciler) getPod(ctx context.Context, sb *v1alpha1.Sandbox) (*corev1.Pod, error) {
@@ -251,7 +269,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v
 // collector does the same on a full cluster; doing it here makes release
 // prompt and works where no garbage collector runs.
 func (r *Reconciler) cleanupOrphans(ctx context.Context, key types.NamespacedName) error {
-	lists := []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &corev1.SecretList{}, &corev1.PersistentVolumeClaimList{}}
+	lists := []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, secretMetaList(), &corev1.PersistentVolumeClaimList{}}
 	for _, list := range lists {
 		if err := r.Client.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{v1alpha1.LabelSandbox: key.Name}); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,4 +63,18 @@ func (q eventQueue) emit(rec events.EventRecorder) {
 	for _, e := range q {
 		rec.Eventf(e.obj, nil, e.kind, e.reason, e.action, "%s", e.note)
 	}
+}
+
+// secretMeta is the metadata of a Secret, as the controller caches Secrets.
+func secretMeta(ns, name string) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return m
+}
+
+// secretMetaList lists Secrets as metadata, as the controller caches them.
+func secretMetaList() *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	return l
 }
