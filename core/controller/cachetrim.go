@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The informer cache holds every sandbox, pod, secret and claim sandpod owns,
@@ -71,5 +72,22 @@ func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
 		}
 	}
+	return out
+}
+
+// CachedForm is obj as the controller's cache holds it: pods trimmed,
+// Secrets as metadata only, everything without managedFields. The kwok
+// benchmark sizes the cache with it.
+func CachedForm(obj client.Object) client.Object {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return TrimPod(o)
+	case *corev1.Secret:
+		m := &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: *o.ObjectMeta.DeepCopy()}
+		m.ManagedFields = nil
+		return m
+	}
+	out := obj.DeepCopyObject().(client.Object)
+	out.SetManagedFields(nil)
 	return out
 }

@@ -95,3 +95,17 @@ func TestTrimPodTransform(t *testing.T) {
 		t.Errorf("other objects keep managedFields: %v %+v", err, out)
 	}
 }
+
+func TestCachedForm(t *testing.T) {
+	if got, ok := CachedForm(fullPod()).(*corev1.Pod); !ok || got.Spec.NodeName != "" {
+		t.Errorf("pod not trimmed: %+v", got)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}},
+		Data: map[string][]byte{"agent": []byte("key")}}
+	if got, ok := CachedForm(sec).(*metav1.PartialObjectMetadata); !ok || got.Name != "s" || got.ManagedFields != nil {
+		t.Errorf("secret not metadata only: %+v", got)
+	}
+	if sec.ManagedFields == nil {
+		t.Errorf("CachedForm modified its argument")
+	}
+}
