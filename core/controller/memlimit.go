@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -20,7 +21,8 @@ var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/me
 // MemoryLimit is the Go soft memory limit (debug.SetMemoryLimit) the
 // controller sets, in bytes; 0 means leave the runtime as it is.
 //
-//   - flag "off" (or "0"): none;
+//   - flag "off" (or "0"): none, even over $GOMEMLIMIT (math.MaxInt64, the
+//     runtime's "no limit");
 //   - flag a quantity ("96Mi", "200M"): that;
 //   - flag "" (the default): none when $GOMEMLIMIT is set (the runtime
 //     already applied it), else 90% of the container's cgroup memory limit,
@@ -32,7 +34,7 @@ var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/me
 func MemoryLimit(flag string, envSet bool, cgroupLimit int64) (int64, error) {
 	switch flag {
 	case "off", "0":
-		return 0, nil
+		return math.MaxInt64, nil
 	case "":
 		if envSet || cgroupLimit <= 0 {
 			return 0, nil

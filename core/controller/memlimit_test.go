@@ -1,6 +1,9 @@
 package controller
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestMemoryLimit(t *testing.T) {
 	const gi = 1 << 30
@@ -15,8 +18,8 @@ func TestMemoryLimit(t *testing.T) {
 		"no flag, cgroup limit":            {cgroup: gi, want: gi * 9 / 10},
 		"GOMEMLIMIT wins over the cgroup":  {env: true, cgroup: gi, want: 0},
 		"explicit quantity":                {flag: "96Mi", cgroup: gi, env: true, want: 96 << 20},
-		"off":                              {flag: "off", cgroup: gi, want: 0},
-		"zero":                             {flag: "0", cgroup: gi, want: 0},
+		"off, even over GOMEMLIMIT":        {flag: "off", env: true, cgroup: gi, want: math.MaxInt64},
+		"zero":                             {flag: "0", cgroup: gi, want: math.MaxInt64},
 		"garbage":                          {flag: "lots", wantErr: true},
 		"negative":                         {flag: "-1Mi", wantErr: true},
 	}
