@@ -181,6 +181,8 @@ type cacheSize struct {
 	Objects                 int     `json:"objects"`
 	MiB                     float64 `json:"mib"`
 	WithoutManagedFieldsMiB float64 `json:"without_managed_fields_mib"`
+	// AsCachedMiB: as the controller's cache holds them (controller.CachedForm).
+	AsCachedMiB float64 `json:"as_cached_mib"`
 }
 
 type timing struct {

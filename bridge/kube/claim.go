@@ -94,7 +94,9 @@ func (b *Backend) byRequestID(ctx context.Context, ns, id string) (*v1alpha1.San
 // instead of colliding on its first member while the cache catches up.
 func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h warmpool.Holder) (*v1alpha1.Sandbox, error) {
 	var list v1alpha1.SandboxList
-	if err := b.client.List(ctx, &list, client.InNamespace(tmpl.Namespace), client.MatchingLabels{v1alpha1.LabelTemplate: tmpl.Name}); err != nil {
+	// Read-only views of the cache's sandboxes (no deep copy of every one
+	// per claim); TakeWrite copies what it changes.
+	if err := b.client.List(ctx, &list, client.InNamespace(tmpl.Namespace), client.MatchingLabels{v1alpha1.LabelTemplate: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, apiError(err, "list the warm members of %q", tmpl.Name)
 	}
 	byName := map[string]*v1alpha1.Sandbox{}
@@ -109,10 +111,10 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h w
 		if !b.taken.Reserve(tmpl.Namespace, name) {
 			continue
 		}
-		orig := byName[name]
-		sb := orig.DeepCopy()
-		warmpool.Take(sb, h)
-		err := b.client.Patch(ctx, sb, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		sb, p, err := warmpool.TakeWrite(byName[name], func(sb *v1alpha1.Sandbox) { warmpool.Take(sb, h) })
+		if err == nil {
+			err = b.client.Patch(ctx, sb, p)
+		}
 		if err != nil {
 			b.taken.Release(tmpl.Namespace, name)
 		}

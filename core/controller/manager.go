@@ -68,12 +68,16 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // CacheOptions narrow the informers of children to sandpod's own objects, so
-// the controller never caches every pod of the cluster.
+// the controller never caches every pod of the cluster, and trim what is
+// cached to what the reconcilers read (cachetrim.go). Secrets are never
+// cached (ClientOptions).
 func CacheOptions() cache.Options {
 	own, _ := labels.NewRequirement(v1alpha1.LabelSandbox, selection.Exists, nil)
 	children := cache.ByObject{Label: labels.NewSelector().Add(*own)}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   children,
+	pods := children
+	pods.Transform = trimPodTransform
+	return cache.Options{DefaultTransform: stripManagedFields, ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   pods,
 		&corev1.Service{}:               children,
 		&corev1.PersistentVolumeClaim{}: children,
 		&networkingv1.NetworkPolicy{}:   {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelAppName: v1alpha1.AppName})},

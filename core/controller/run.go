@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -37,6 +38,7 @@ func Run(ctx context.Context, args []string) error {
 	refillDelay := fs.Duration("pool-refill-delay", time.Second, "how long a pool's deficit lasts before it refills (batches refills behind bursts of claims; 0 refills at once)")
 	qps := fs.Float64("kube-api-qps", 200, "client QPS to the API server")
 	burst := fs.Int("kube-api-burst", 400, "client burst to the API server")
+	memLimit := fs.String("memory-limit", "", "Go soft memory limit, e.g. 96Mi, or off (default: $GOMEMLIMIT if set, else 90% of the container's memory limit)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -44,6 +46,15 @@ func Run(ctx context.Context, args []string) error {
 		return err
 	}
 	ctrl.SetLogger(klog.NewKlogr())
+	_, envSet := os.LookupEnv("GOMEMLIMIT")
+	limit, err := MemoryLimit(*memLimit, envSet, cgroupMemoryLimit())
+	if err != nil {
+		return err
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+		klog.InfoS("soft memory limit", "bytes", limit)
+	}
 
 	cfg, err := LoadConfig(*kubeconfig)
 	if err != nil {

@@ -96,7 +96,13 @@ func ComputeStatus(c *v1alpha1.SandboxClaim, v claimView) v1alpha1.SandboxClaimS
 		ready := meta.IsStatusConditionTrue(v.Sandbox.Status.Conditions, v1alpha1.ConditionReady)
 		reason, msg := v1alpha1.ReasonSandboxReady, ""
 		if !ready {
-			reason, msg = v1alpha1.ReasonSandboxNotReady, "sandbox phase "+string(v.Sandbox.Status.Phase)
+			// A sandbox with no status yet is Pending: the claim's message
+			// does not change (a write) when its first status says so.
+			phase := v.Sandbox.Status.Phase
+			if phase == "" {
+				phase = v1alpha1.SandboxPending
+			}
+			reason, msg = v1alpha1.ReasonSandboxNotReady, "sandbox phase "+string(phase)
 			if v.Sandbox.Status.Message != "" {
 				msg += ": " + v.Sandbox.Status.Message
 			}

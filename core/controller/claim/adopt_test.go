@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -99,6 +100,31 @@ func TestComputeStatusAndTTL(t *testing.T) {
 				if due, _ := TTLDue(c, st, now.Add(31*time.Second)); !due {
 					t.Errorf("TTL not due after it passed")
 				}
+			}
+		})
+	}
+}
+
+// TestNotReadyMessage: a cold sandbox without a status yet and one whose
+// first status says Pending give the claim the same message, so that first
+// status costs the claim no write.
+func TestNotReadyMessage(t *testing.T) {
+	c := &v1alpha1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	cases := map[string]struct {
+		phase v1alpha1.SandboxPhase
+		msg   string
+		want  string
+	}{
+		"no status yet": {want: "sandbox phase Pending"},
+		"pending":       {phase: v1alpha1.SandboxPending, want: "sandbox phase Pending"},
+		"failed":        {phase: v1alpha1.SandboxFailed, msg: "Failed: Evicted", want: "sandbox phase Failed: Failed: Evicted"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sb := &v1alpha1.Sandbox{Status: v1alpha1.SandboxStatus{Phase: tc.phase, Message: tc.msg}}
+			st := ComputeStatus(c, claimView{Name: "sb", Sandbox: sb})
+			if got := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady).Message; got != tc.want {
+				t.Errorf("message %q, want %q", got, tc.want)
 			}
 		})
 	}

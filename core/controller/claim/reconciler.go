@@ -22,6 +22,7 @@ import (
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/index"
 	"github.com/sandpod/sandpod/core/controller/metrics"
+	"github.com/sandpod/sandpod/core/controller/patch"
 	"github.com/sandpod/sandpod/core/controller/warmpool"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
@@ -199,7 +200,9 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 	for i := range pools.Items {
 		pool := &pools.Items[i]
 		var list v1alpha1.SandboxList
-		if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{index.SandboxPool: pool.Name}); err != nil {
+		// Read-only views of the cache's members (no deep copy of a whole
+		// pool per claim); TakeWrite copies what it changes.
+		if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{index.SandboxPool: pool.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for j := range list.Items {
@@ -213,12 +216,12 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 		if r.Taken != nil && !r.Taken.Reserve(c.Namespace, name) {
 			continue // another worker of this process has it
 		}
-		orig := byName[name]
-		sb := orig.DeepCopy()
-		Bind(sb, c, tmpl, now)
 		// A merge patch carrying the member's resourceVersion: the same
 		// optimistic concurrency as an update, with a smaller request.
-		err := r.Client.Patch(ctx, sb, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		sb, p, err := warmpool.TakeWrite(byName[name], func(sb *v1alpha1.Sandbox) { Bind(sb, c, tmpl, now) })
+		if err == nil {
+			err = r.Client.Patch(ctx, sb, p)
+		}
 		if err != nil && r.Taken != nil {
 			r.Taken.Release(c.Namespace, name)
 		}
@@ -306,9 +309,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.SandboxClaim, 
 	if written {
 		return nil
 	}
-	orig := c.DeepCopy()
+	p, err := patch.Status(c.Status, st)
+	if err != nil {
+		return err
+	}
 	c.Status = st
-	if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(orig)); err != nil {
+	if err := r.Client.Status().Patch(ctx, c, p); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	r.mu.Lock()

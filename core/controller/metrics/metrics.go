@@ -59,7 +59,8 @@ func (c *sandboxesByPhase) Collect(ch chan<- prometheus.Metric) {
 	reader := c.reader
 	c.mu.Unlock()
 	var list v1alpha1.SandboxList
-	if err := reader.List(context.Background(), &list); err != nil {
+	// Read-only, so no deep copy of every cached sandbox per scrape.
+	if err := reader.List(context.Background(), &list, client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
 	counts := map[v1alpha1.SandboxPhase]int{

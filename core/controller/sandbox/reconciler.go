@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller/patch"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -35,6 +36,7 @@ type Reconciler struct {
 	Pod       PodConfig
 
 	secrets seenSecrets
+	written writtenStatuses
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes,verbs=get;list;watch;create;patch;delete
@@ -50,10 +52,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	sb := &v1alpha1.Sandbox{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
 			return reconcile.Result{}, r.cleanupOrphans(ctx, req.NamespacedName)
 		}
 		return reconcile.Result{}, err
 	}
+	r.written.catchUp(sb)
 	if sb.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil // children go with it (owner references)
 	}
@@ -266,7 +270,9 @@ func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod
 			}
 			return nil, fmt.Errorf("create pod: %w", err)
 		}
-		ev.add(sb, corev1.EventTypeNormal, "Created", "created pod "+newPod.Name)
+		if podCreatedIsNews(sb) {
+			ev.add(sb, corev1.EventTypeNormal, "Created", "created pod "+newPod.Name)
+		}
 		return newPod, nil
 	}
 	return pod, nil
@@ -291,11 +297,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v
 	if equality.Semantic.DeepEqual(sb.Status, st) {
 		return nil
 	}
-	orig := sb.DeepCopy()
-	sb.Status = st
-	if err := r.Client.Status().Patch(ctx, sb, client.MergeFrom(orig)); err != nil {
+	p, err := patch.Status(sb.Status, st)
+	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
+	key, uid, baseRV := client.ObjectKeyFromObject(sb), sb.UID, sb.ResourceVersion // the patch rewrites sb
+	sb.Status = st
+	if err := r.Client.Status().Patch(ctx, sb, p); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	r.written.record(key, uid, baseRV, st)
 	return nil
 }
 

@@ -187,3 +187,11 @@ func LastActivity(sb *v1alpha1.Sandbox) time.Time {
 	}
 	return t
 }
+
+// podCreatedIsNews says whether creating a sandbox's pod is worth an event:
+// not for its first pod (every sandbox, and every warm pool refill, makes
+// one; the status says Pending), but for a pod made again after a suspend,
+// a restart or a refused attempt, whose status the controller wrote before.
+func podCreatedIsNews(sb *v1alpha1.Sandbox) bool {
+	return len(sb.Status.Conditions) > 0
+}

@@ -120,3 +120,21 @@ func TestLastActivity(t *testing.T) {
 		t.Errorf("activity: %v", got)
 	}
 }
+
+func TestPodCreatedIsNews(t *testing.T) {
+	cases := map[string]struct {
+		status v1alpha1.SandboxStatus
+		want   bool
+	}{
+		"first pod of a new sandbox (or pool member)": {want: false},
+		"pod made again after suspend or restart": {status: v1alpha1.SandboxStatus{Phase: v1alpha1.SandboxSuspended,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse}}}, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := podCreatedIsNews(&v1alpha1.Sandbox{Status: tc.status}); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/index"
 	"github.com/sandpod/sandpod/core/controller/metrics"
+	"github.com/sandpod/sandpod/core/controller/patch"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -120,7 +121,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 func (r *Reconciler) members(ctx context.Context, pool *v1alpha1.SandboxWarmPool) ([]*v1alpha1.Sandbox, error) {
 	var list v1alpha1.SandboxList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), client.MatchingFields{index.SandboxPool: pool.Name}); err != nil {
+	// Read-only views of the cache's members, no deep copy of the whole pool
+	// per pass: a pass only reads them (and deletes by UID and version).
+	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), client.MatchingFields{index.SandboxPool: pool.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make([]*v1alpha1.Sandbox, 0, len(list.Items))
@@ -163,9 +166,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, pool *v1alpha1.SandboxWarm
 	if equality.Semantic.DeepEqual(st, pool.Status) {
 		return nil
 	}
-	orig := pool.DeepCopy()
+	p, err := patch.Status(pool.Status, st)
+	if err != nil {
+		return err
+	}
 	pool.Status = st
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pool, client.MergeFrom(orig)))
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pool, p))
 }
 
 func forgetMetrics(ns, name string) {
