@@ -85,7 +85,7 @@ func (b *Backend) byRequestID(ctx context.Context, ns, id string) (*v1alpha1.San
 			return &list.Items[i], nil
 		}
 	}
-	return nil, nil
+	return b.recent.byRequestID(ns, id), nil
 }
 
 // adopt takes the best ready member of the template's pools, or returns nil

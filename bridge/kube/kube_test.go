@@ -115,3 +115,28 @@ func TestRecentWritesUntilTheCacheCatchesUp(t *testing.T) {
 		t.Errorf("entry kept after the cache saw the write: %v", got)
 	}
 }
+
+// A claim retried before the cache shows the first attempt's take must find
+// that sandbox by its request id, not take another member.
+func TestRecentWritesByRequestID(t *testing.T) {
+	r := newRecentWrites()
+	taken := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pool-abc", UID: "u1", Generation: 2,
+		Annotations: map[string]string{v1alpha1.AnnotationRequestID: "req-1"}}}
+	r.put(taken)
+	if got := r.byRequestID("ns", "req-1"); got == nil || got.Name != "pool-abc" {
+		t.Errorf("byRequestID(req-1) = %v, want pool-abc", got)
+	}
+	if got := r.byRequestID("other", "req-1"); got != nil {
+		t.Errorf("another namespace found %s", got.Name)
+	}
+	if got := r.byRequestID("ns", "req-2"); got != nil {
+		t.Errorf("another request id found %s", got.Name)
+	}
+	gone := taken.DeepCopy()
+	now := metav1.Now()
+	gone.DeletionTimestamp = &now
+	r.put(gone)
+	if got := r.byRequestID("ns", "req-1"); got != nil {
+		t.Errorf("a sandbox deleted by this process was found: %s", got.Name)
+	}
+}

@@ -50,3 +50,17 @@ func (r *recentWrites) seen(sb *v1alpha1.Sandbox, deleted bool) {
 		delete(r.m, key)
 	}
 }
+
+// byRequestID is what this process wrote for a request id that the cache
+// may not show yet: a claim retried right after its first attempt answered
+// must find the sandbox that attempt took, not take another.
+func (r *recentWrites) byRequestID(ns, id string) *v1alpha1.Sandbox {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.m {
+		if w.Namespace == ns && w.Annotations[v1alpha1.AnnotationRequestID] == id && w.DeletionTimestamp == nil {
+			return w.DeepCopy()
+		}
+	}
+	return nil
+}
