@@ -207,7 +207,8 @@ func (s *server) cleanup(pool string) []string {
 	// should be none. Anything still running from our state directory was
 	// started by our server: report it and end it by pid.
 	for _, pid := range procsUnder(s.dir) {
-		notes = append(notes, fmt.Sprintf("cleanup: process %d from %s was still running after delete+SIGTERM; killed", pid, s.dir))
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		notes = append(notes, fmt.Sprintf("cleanup: process %d (%s) was still running after delete+SIGTERM; killed", pid, bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '})))
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	if os.Getenv("SANDPOD_BENCH_KEEP") == "" {
