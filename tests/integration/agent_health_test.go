@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,29 +27,6 @@ agentRestart:
   policy: Always
   initialBackoff: 1s
 `
-
-// agentPID finds the host PID of a sandbox's agent: the child that its init
-// started as /proc/self/exe (the init itself is initPID).
-func agentPID(t *testing.T, name string) int {
-	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if len(args) > 3 && args[0] == "/proc/self/exe" && args[1] == "agent" && strings.Contains(string(b), "\x00--sandbox\x00"+name+"\x00") {
-			return pid
-		}
-	}
-	t.Fatalf("no agent process found for sandbox %s", name)
-	return 0
-}
 
 // waitRestarted waits until the sandbox runs again after its n-th restart.
 func waitRestarted(t *testing.T, c sandpodv1.SandboxServiceClient, name string, n int32) *sandpodv1.Sandbox {

@@ -14,7 +14,15 @@ import (
 
 // initPID finds the host PID of a sandbox's init (the `sandpod agent`
 // process whose --sandbox is name and whose parent is not another agent).
-func initPID(t *testing.T, name string) int {
+func initPID(t *testing.T, name string) int { return sandboxPID(t, name, false) }
+
+// agentPID finds the host PID of a sandbox's agent: the child that its init
+// started as /proc/self/exe.
+func agentPID(t *testing.T, name string) int { return sandboxPID(t, name, true) }
+
+// sandboxPID finds the init (child false) or the agent child (true) of the
+// sandbox name among the host's processes.
+func sandboxPID(t *testing.T, name string, child bool) int {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -27,11 +35,12 @@ func initPID(t *testing.T, name string) int {
 			continue
 		}
 		args := strings.Split(string(b), "\x00")
-		if len(args) > 3 && args[1] == "agent" && args[0] != "/proc/self/exe" && strings.Contains(string(b), "\x00--sandbox\x00"+name+"\x00") {
+		if len(args) > 3 && args[1] == "agent" && (args[0] == "/proc/self/exe") == child &&
+			strings.Contains(string(b), "\x00--sandbox\x00"+name+"\x00") {
 			return pid
 		}
 	}
-	t.Fatalf("no init process found for sandbox %s", name)
+	t.Fatalf("no agent process (child %v) found for sandbox %s", child, name)
 	return 0
 }
 
