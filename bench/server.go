@@ -204,11 +204,24 @@ func (s *server) cleanup(pool string) []string {
 		}
 	}
 	// Sandboxes outlive the server by design; after the deletes above there
-	// should be none. Anything still running from our state directory was
-	// started by our server: report it and end it by pid.
-	for _, pid := range procsUnder(s.dir) {
+	// should be none. A process the kernel is still tearing down (its pid
+	// namespace's init already gone) may show for a moment: give those a
+	// few seconds. Anything still running from our state directory after
+	// that was started by our server: report it and end it by pid.
+	left := procsUnder(s.dir)
+	exiting, since := len(left), time.Now()
+	for wait := 0; len(left) > 0 && wait < 50; wait++ {
+		time.Sleep(100 * time.Millisecond)
+		left = procsUnder(s.dir)
+	}
+	if exiting > 0 && len(left) == 0 {
+		notes = append(notes, fmt.Sprintf("cleanup: %d processes of deleted sandboxes were still exiting when the server stopped; gone within %s", exiting, time.Since(since).Round(100*time.Millisecond)))
+	}
+	for _, pid := range left {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		notes = append(notes, fmt.Sprintf("cleanup: process %d (%s) was still running after delete+SIGTERM; killed", pid, bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '})))
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		notes = append(notes, fmt.Sprintf("cleanup: process %d (%s; stat %s) was still running 5 s after delete+SIGTERM; killed", pid,
+			bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '}), bytes.TrimSpace(stat)))
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	if os.Getenv("SANDPOD_BENCH_KEEP") == "" {
