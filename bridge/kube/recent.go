@@ -64,3 +64,17 @@ func (r *recentWrites) byRequestID(ns, id string) *v1alpha1.Sandbox {
 	}
 	return nil
 }
+
+// inNamespace is what this process wrote in ns that the cache may not show
+// yet (copies).
+func (r *recentWrites) inNamespace(ns string) []*v1alpha1.Sandbox {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*v1alpha1.Sandbox
+	for _, w := range r.m {
+		if w.Namespace == ns {
+			out = append(out, w.DeepCopy())
+		}
+	}
+	return out
+}

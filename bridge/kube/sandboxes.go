@@ -48,14 +48,28 @@ func (b *Backend) GetSandbox(ctx context.Context, ns, name string) (*sandpodv1.S
 
 // ListSandboxes returns the matching sandboxes of a namespace, by name.
 func (b *Backend) ListSandboxes(ctx context.Context, ns string, sel labels.Selector, includePool bool) ([]*sandpodv1.Sandbox, error) {
+	ns = nsOr(ns)
 	var list v1alpha1.SandboxList
-	if err := b.client.List(ctx, &list, client.InNamespace(nsOr(ns)), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	// The whole namespace, then the selector: this process's own writes the
+	// cache does not show yet (a claim's new labels, a create) count as
+	// written (read-your-writes, as for Get).
+	if err := b.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, apiError(err, "list sandboxes")
 	}
 	out := make([]*sandpodv1.Sandbox, 0, len(list.Items))
+	keep := func(sb *v1alpha1.Sandbox) {
+		if sb != nil && sb.DeletionTimestamp == nil && (includePool || !isPoolMember(sb)) && sel.Matches(labels.Set(sb.Labels)) {
+			out = append(out, sandboxToProto(sb))
+		}
+	}
+	cached := make(map[string]bool, len(list.Items))
 	for i := range list.Items {
-		if sb := &list.Items[i]; sb.DeletionTimestamp == nil && (includePool || !isPoolMember(sb)) {
-			out = append(out, sandboxToProto(&list.Items[i]))
+		cached[list.Items[i].Name] = true
+		keep(b.recent.fresher(ns, list.Items[i].Name, &list.Items[i]))
+	}
+	for _, sb := range b.recent.inNamespace(ns) {
+		if !cached[sb.Name] {
+			keep(sb)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
