@@ -23,19 +23,39 @@ import (
 	"github.com/sandpod/sandpod/core/controller"
 )
 
+// startRun waits for a full, idle pool and takes the API write counters
+// and the CPU a run is measured from.
+func (k *kwokSuite) startRun(ctx context.Context) (counters, cpuSnap, error) {
+	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
+		return counters{}, cpuSnap{}, err
+	}
+	c0, err := k.counters(ctx)
+	if err != nil {
+		return counters{}, cpuSnap{}, err
+	}
+	return c0, k.cpu(), nil
+}
+
+// recordWritesSince records the API writes per claim of a run of n claims
+// that started at c0.
+func (k *kwokSuite) recordWritesSince(ctx context.Context, kind string, c0 counters, n int) error {
+	c1, err := k.counters(ctx)
+	if err != nil {
+		return err
+	}
+	k.recordWrites(kind, c0, c1, n)
+	return nil
+}
+
 // warmRun issues claims on a fixed schedule (open loop: the i-th claim is
 // sent at start + i/rate whether or not earlier ones are Ready) against a
 // full pool that holds the whole run, and times each from its scheduled
 // send to Ready seen by the watch.
 func (k *kwokSuite) warmRun(ctx context.Context, r int) error {
-	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
-		return err
-	}
-	c0, err := k.counters(ctx)
+	c0, cpu0, err := k.startRun(ctx)
 	if err != nil {
 		return err
 	}
-	cpu0 := k.cpu()
 	var perf []*perfCapture
 	if k.prof && r == 0 {
 		perf = k.startProfiles("warm", "first open-loop warm run")
@@ -100,25 +120,16 @@ func (k *kwokSuite) warmRun(ctx context.Context, r int) error {
 	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
 		return fmt.Errorf("refill: %w", err)
 	}
-	c1, err := k.counters(ctx)
-	if err != nil {
-		return err
-	}
-	k.recordWrites("warm", c0, c1, n)
-	return nil
+	return k.recordWritesSince(ctx, "warm", c0, n)
 }
 
 // burstRun creates BurstClaims claims at once from BurstWriters goroutines
 // against a pool of as many ready members.
 func (k *kwokSuite) burstRun(ctx context.Context, r int) error {
-	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
-		return err
-	}
-	c0, err := k.counters(ctx)
+	c0, cpu0, err := k.startRun(ctx)
 	if err != nil {
 		return err
 	}
-	cpu0 := k.cpu()
 	var perf []*perfCapture
 	if k.prof && r == 0 {
 		perf = k.startProfiles("burst", "first burst")
@@ -193,26 +204,17 @@ func (k *kwokSuite) burstRun(ctx context.Context, r int) error {
 	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
 		return fmt.Errorf("refill: %w", err)
 	}
-	c1, err := k.counters(ctx)
-	if err != nil {
-		return err
-	}
-	k.recordWrites("burst", c0, c1, n)
-	return nil
+	return k.recordWritesSince(ctx, "burst", c0, n)
 }
 
 // coldRun makes ColdPerRun claims on a template without a pool, then as
 // many Sandboxes directly, one after another, and times each to its pod's
 // creation (the controller's share) and to Ready/Running (kwok included).
 func (k *kwokSuite) coldRun(ctx context.Context, r int) error {
-	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
-		return err
-	}
-	c0, err := k.counters(ctx)
+	c0, cpu0, err := k.startRun(ctx)
 	if err != nil {
 		return err
 	}
-	cpu0 := k.cpu()
 	var pod, ready []float64
 	for i := 0; i < k.p.ColdPerRun; i++ {
 		name := fmt.Sprintf("c%d-%03d", r, i)
@@ -235,11 +237,9 @@ func (k *kwokSuite) coldRun(ctx context.Context, r int) error {
 	if err := k.waitQuiet(ctx, time.Minute); err != nil {
 		return err
 	}
-	c1, err := k.counters(ctx)
-	if err != nil {
+	if err := k.recordWritesSince(ctx, "cold", c0, k.p.ColdPerRun); err != nil {
 		return err
 	}
-	k.recordWrites("cold", c0, c1, k.p.ColdPerRun)
 	k.coldPod.addRun(pod)
 	k.coldReady.addRun(ready)
 
