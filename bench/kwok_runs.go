@@ -47,6 +47,16 @@ func (k *kwokSuite) recordWritesSince(ctx context.Context, kind string, c0 count
 	return nil
 }
 
+// afterRefill waits until the pool has refilled behind a run of n warm
+// claims, then records the run's API writes per claim, the refill's
+// included.
+func (k *kwokSuite) afterRefill(ctx context.Context, kind string, c0 counters, n int) error {
+	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
+		return fmt.Errorf("refill: %w", err)
+	}
+	return k.recordWritesSince(ctx, kind, c0, n)
+}
+
 // warmRun issues claims on a fixed schedule (open loop: the i-th claim is
 // sent at start + i/rate whether or not earlier ones are Ready) against a
 // full pool that holds the whole run, and times each from its scheduled
@@ -117,10 +127,7 @@ func (k *kwokSuite) warmRun(ctx context.Context, r int) error {
 	k.warmLag = append(k.warmLag, lags...)
 	k.addCPU(fmt.Sprintf("warm run %d: %d claims at %.0f/s, until the last is Ready", r+1, n, k.p.WarmRate), cpu0, &c0)
 	k.log("kwok: warm run %d: p50 %.2f ms, p99 %.2f ms over %d warm claims", r+1, percentile(lat, 50), percentile(lat, 99), len(lat))
-	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
-		return fmt.Errorf("refill: %w", err)
-	}
-	return k.recordWritesSince(ctx, "warm", c0, n)
+	return k.afterRefill(ctx, "warm", c0, n)
 }
 
 // burstRun creates BurstClaims claims at once from BurstWriters goroutines
@@ -201,10 +208,7 @@ func (k *kwokSuite) burstRun(ctx context.Context, r int) error {
 	k.addCPU(fmt.Sprintf("burst run %d: %d claims, until the last is Ready", r+1, n), cpu0, &c0)
 	k.log("kwok: burst run %d: %d claims created in %s, all Ready after %s: %.0f claims/s; p50 %.1f ms, p99 %.1f ms",
 		r+1, n, created.Round(time.Millisecond), last.Sub(t0).Round(time.Millisecond), rate, percentile(lat, 50), percentile(lat, 99))
-	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
-		return fmt.Errorf("refill: %w", err)
-	}
-	return k.recordWritesSince(ctx, "burst", c0, n)
+	return k.afterRefill(ctx, "burst", c0, n)
 }
 
 // coldRun makes ColdPerRun claims on a template without a pool, then as
