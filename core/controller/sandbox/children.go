@@ -53,18 +53,9 @@ func BuildPVCs(sb *v1alpha1.Sandbox) []*corev1.PersistentVolumeClaim {
 	return out
 }
 
-// BuildSecret is the per-sandbox agent Secret: the agent secret (32 random
-// bytes, hex-encoded), which the bridge presents to the agent, and the
-// agent's own self-signed TLS certificate and key, which the bridge pins.
-func BuildSecret(sb *v1alpha1.Sandbox, now time.Time) (*corev1.Secret, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return nil, err
-	}
-	cert, key, err := agent.NewServingCert(sb.Name, now)
-	if err != nil {
-		return nil, err
-	}
+// BuildSecret is the per-sandbox agent Secret without its data (see
+// AddSecretData): enough to look it up, and to create once filled.
+func BuildSecret(sb *v1alpha1.Sandbox) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: SecretName(sb.Name), Namespace: sb.Namespace, Labels: ChildLabels(sb),
@@ -72,12 +63,28 @@ func BuildSecret(sb *v1alpha1.Sandbox, now time.Time) (*corev1.Secret, error) {
 		},
 		Type:      corev1.SecretTypeOpaque,
 		Immutable: ptrTo(true),
-		Data: map[string][]byte{
-			v1alpha1.SecretKeyAgent:   []byte(hex.EncodeToString(b)),
-			v1alpha1.SecretKeyTLSCert: cert,
-			v1alpha1.SecretKeyTLSKey:  key,
-		},
-	}, nil
+	}
+}
+
+// AddSecretData fills a new agent Secret of sandbox: the agent secret (32
+// random bytes, hex-encoded), which the bridge presents to the agent, and the
+// agent's own self-signed TLS certificate and key, which the bridge pins.
+// It makes key material, so it runs only for a Secret about to be created.
+func AddSecretData(sec *corev1.Secret, sandbox string, now time.Time) error {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	cert, key, err := agent.NewServingCert(sandbox, now)
+	if err != nil {
+		return err
+	}
+	sec.Data = map[string][]byte{
+		v1alpha1.SecretKeyAgent:   []byte(hex.EncodeToString(b)),
+		v1alpha1.SecretKeyTLSCert: cert,
+		v1alpha1.SecretKeyTLSKey:  key,
+	}
+	return nil
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -38,16 +38,22 @@ func conflictOf(obj client.Object) *NameConflictError {
 	return &NameConflictError{Kind: reflect.TypeOf(obj).Elem().Name(), Name: obj.GetName()}
 }
 
-// ensureChild creates obj unless it exists, and refuses an existing object
-// the sandbox does not control. The cache holds only labelled children, so
+// ensureChild creates obj unless it exists (fill, if set, completes it just
+// before the create), and refuses an existing object the sandbox does not
+// control. The cache holds only labelled children, so
 // an object it does not show may still exist: when a create says so, the
 // API server (not the cache) tells whether it is ours and the cache lags, or
 // someone else's.
-func (r *Reconciler) ensureChild(ctx context.Context, sb *v1alpha1.Sandbox, obj client.Object) error {
+func (r *Reconciler) ensureChild(ctx context.Context, sb *v1alpha1.Sandbox, obj client.Object, fill func() error) error {
 	key := client.ObjectKeyFromObject(obj)
 	existing := obj.DeepCopyObject().(client.Object)
 	err := r.Client.Get(ctx, key, existing)
 	if apierrors.IsNotFound(err) {
+		if fill != nil {
+			if err := fill(); err != nil {
+				return err
+			}
+		}
 		err = r.Client.Create(ctx, obj)
 		if err == nil {
 			return nil

@@ -184,14 +184,15 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 // server (the controller does not watch Secrets), so it is checked only
 // when a pod is about to be made or it was not seen yet.
 func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, now time.Time, podExists bool) error {
-	var want []client.Object
 	if !podExists || !r.secrets.has(sb) {
-		secret, err := BuildSecret(sb, now)
-		if err != nil {
+		secret := BuildSecret(sb)
+		fill := func() error { return AddSecretData(secret, sb.Name, now) }
+		if err := r.ensureChild(ctx, sb, secret, fill); err != nil {
 			return err
 		}
-		want = append(want, secret)
+		r.secrets.add(sb)
 	}
+	var want []client.Object
 	for _, pvc := range BuildPVCs(sb) {
 		want = append(want, pvc)
 	}
@@ -199,11 +200,8 @@ func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, n
 		want = append(want, BuildService(sb))
 	}
 	for _, obj := range want {
-		if err := r.ensureChild(ctx, sb, obj); err != nil {
+		if err := r.ensureChild(ctx, sb, obj, nil); err != nil {
 			return err
-		}
-		if _, ok := obj.(*corev1.Secret); ok {
-			r.secrets.add(sb)
 		}
 	}
 	return nil
