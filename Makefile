@@ -24,8 +24,12 @@ LDFLAGS := -X github.com/sandpod/sandpod/core/agent.Version=$(VERSION)
 
 all: build
 
+# The binary, plus what its local engine runs sandboxes with: runc (built
+# once from its Go module into ~/.cache/sandpod, linked as bin/runc) and pasta.
 build:
+	@echo "building bin/sandpod (the first build fetches and compiles its modules: a few minutes)"
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sandpod ./cmd/sandpod
+	hack/local/deps.sh bin
 
 run: build
 	bin/sandpod serve --listen $(LISTEN)

@@ -24,9 +24,7 @@ func runAgent(ctx context.Context, args []string) int {
 	fs.StringVar(&o.TLSKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.StringVar(&o.HealthListen, "health-listen", "", "also serve only gRPC health, without TLS, here (tcp://HOST:PORT): for a kubelet probe")
 	fs.IntVar(&o.GateFD, "gate-fd", 0, "pipe delivering the secret once the engine is ready (local engine)")
-	fs.BoolVar(&o.Isolate, "isolate", false, "read-only host file system around the root (local engine)")
-	fs.StringVar(&o.Hide, "hide", "", "directory covered by an empty tmpfs inside the sandbox (local engine)")
-	fs.BoolVar(&o.NetIsolated, "net-isolated", false, "bring up loopback in a private network namespace")
+	fs.StringVar(&o.RunAs, "run-as", "", "UID:GID that commands run as, when not the agent's own (local engine)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

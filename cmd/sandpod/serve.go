@@ -93,6 +93,11 @@ func defaultStateDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
 		return filepath.Join(d, "sandpod")
 	}
+	if os.Geteuid() == 0 {
+		// Not under /root (mode 0700): sandboxes reach their root file
+		// systems here as unprivileged host ids.
+		return "/var/lib/sandpod"
+	}
 	if home, err := os.UserHomeDir(); err == nil {
 		return filepath.Join(home, ".local", "state", "sandpod")
 	}

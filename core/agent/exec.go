@@ -194,23 +194,23 @@ func (s *Server) command(start *sandpodv1.ExecStart) (*exec.Cmd, error) {
 	cmd.Dir = dir
 	cmd.Env = mergeEnv(s.cfg.Env, start.GetEnv())
 	// Its own process group, so a timeout or cancel kills the whole tree.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cfg.RunAs}
 	return cmd, nil
 }
 
 func (s *Server) workingDir(p string) (string, error) {
-	rel, err := CleanPath(p)
+	abs, err := s.path("exec: working_dir", p)
 	if err != nil {
-		return "", status.Errorf(codes.InvalidArgument, "exec: working_dir: %v", err)
+		return "", err
 	}
-	fi, err := s.root.Stat(rel)
+	fi, err := s.root.Stat(abs)
 	if err != nil {
 		return "", fileError("exec: working_dir", p, err)
 	}
 	if !fi.IsDir() {
 		return "", status.Errorf(codes.InvalidArgument, "exec: working_dir %q is not a directory", p)
 	}
-	return s.cfg.Root + "/" + rel, nil
+	return abs, nil
 }
 
 func startError(start *sandpodv1.ExecStart, cmd *exec.Cmd, err error) error {

@@ -86,8 +86,8 @@ func (s *Server) WriteFile(stream sandpodv1.AgentService_WriteFileServer) error 
 	if err != nil {
 		return err
 	}
-	if rel == "." {
-		return status.Error(codes.InvalidArgument, "write_file: path is the sandbox root, a directory")
+	if rel == s.cfg.Root || rel == "/" {
+		return status.Error(codes.InvalidArgument, "write_file: path is a directory (the workspace or the root)")
 	}
 	mode := fs.FileMode(h.GetMode())
 	if mode == 0 {
@@ -154,7 +154,7 @@ func (s *Server) WriteFile(stream sandpodv1.AgentService_WriteFileServer) error 
 	if err != nil {
 		return fileError("write_file", h.GetPath(), err)
 	}
-	return stream.SendAndClose(&sandpodv1.WriteFileResponse{File: fileInfo(rel, fi)})
+	return stream.SendAndClose(&sandpodv1.WriteFileResponse{File: s.fileInfo(rel, fi)})
 }
 
 // ListFiles lists a directory.
@@ -181,7 +181,7 @@ func (s *Server) ListFiles(_ context.Context, req *sandpodv1.ListFilesRequest) (
 		if err != nil {
 			continue // removed while listing
 		}
-		out.Files = append(out.Files, fileInfo(path.Join(rel, e.Name()), fi))
+		out.Files = append(out.Files, s.fileInfo(path.Join(rel, e.Name()), fi))
 	}
 	return out, nil
 }
@@ -196,7 +196,7 @@ func (s *Server) StatFile(_ context.Context, req *sandpodv1.StatFileRequest) (*s
 	if err != nil {
 		return nil, fileError("stat_file", req.GetPath(), err)
 	}
-	return &sandpodv1.StatFileResponse{File: fileInfo(rel, fi)}, nil
+	return &sandpodv1.StatFileResponse{File: s.fileInfo(rel, fi)}, nil
 }
 
 // RemoveFile removes a file, an empty directory, or (recursive) a tree.
@@ -205,8 +205,8 @@ func (s *Server) RemoveFile(_ context.Context, req *sandpodv1.RemoveFileRequest)
 	if err != nil {
 		return nil, err
 	}
-	if rel == "." {
-		return nil, status.Error(codes.InvalidArgument, "remove_file: the sandbox root cannot be removed")
+	if rel == s.cfg.Root || rel == "/" {
+		return nil, status.Error(codes.InvalidArgument, "remove_file: the workspace and the root cannot be removed")
 	}
 	if _, err := s.root.Lstat(rel); err != nil {
 		return nil, fileError("remove_file", req.GetPath(), err)
@@ -247,15 +247,33 @@ func (s *Server) MakeDir(_ context.Context, req *sandpodv1.MakeDirRequest) (*san
 	if err != nil {
 		return nil, fileError("make_dir", req.GetPath(), err)
 	}
-	return &sandpodv1.MakeDirResponse{File: fileInfo(rel, fi)}, nil
+	return &sandpodv1.MakeDirResponse{File: s.fileInfo(rel, fi)}, nil
 }
 
+// path resolves a client path to an absolute path in the sandbox: the
+// files API and commands see one file system, and a relative path is
+// relative to the workspace, the working directory of commands.
 func (s *Server) path(op, p string) (string, error) {
-	rel, err := CleanPath(p)
+	clean, err := CleanPath(p)
 	if err != nil {
 		return "", status.Errorf(codes.InvalidArgument, "%s: path: %v", op, err)
 	}
-	return rel, nil
+	if path.IsAbs(clean) {
+		return clean, nil
+	}
+	return path.Join(s.cfg.Root, clean), nil
+}
+
+// shown is how an answer names an absolute path: relative to the
+// workspace when inside it (as the request most likely was), else absolute.
+func (s *Server) shown(abs string) string {
+	if abs == s.cfg.Root {
+		return ""
+	}
+	if rel, ok := strings.CutPrefix(abs, s.cfg.Root+"/"); ok {
+		return rel
+	}
+	return abs
 }
 
 // fileError maps a file system error to a gRPC status that names the path.
@@ -266,6 +284,8 @@ func fileError(op, p string, err error) error {
 		return status.Errorf(codes.NotFound, "%s: %q does not exist in the sandbox", op, p)
 	case strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes"):
 		return status.Errorf(codes.PermissionDenied, "%s: %q leads outside the sandbox (through a symbolic link)", op, p)
+	case errors.As(err, &errno) && errno == syscall.EROFS:
+		return status.Errorf(codes.PermissionDenied, "%s: %q is on a read-only file system (the sandbox's host trees are read-only)", op, p)
 	case errors.Is(err, fs.ErrPermission):
 		return status.Errorf(codes.PermissionDenied, "%s: %q: permission denied", op, p)
 	case errors.As(err, &errno) && errno == syscall.ENOTDIR:
@@ -287,12 +307,9 @@ func fileError(op, p string, err error) error {
 	}
 }
 
-func fileInfo(rel string, fi fs.FileInfo) *sandpodv1.FileInfo {
-	if rel == "." {
-		rel = ""
-	}
+func (s *Server) fileInfo(abs string, fi fs.FileInfo) *sandpodv1.FileInfo {
 	return &sandpodv1.FileInfo{
-		Path:       rel,
+		Path:       s.shown(abs),
 		Name:       fi.Name(),
 		Size:       fi.Size(),
 		Mode:       uint32(fi.Mode().Perm()),

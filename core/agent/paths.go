@@ -12,11 +12,10 @@ const MaxPathLen = 4096
 // MaxNameLen bounds one name in a path, as NAME_MAX does on Linux.
 const MaxNameLen = 255
 
-// CleanPath turns a client path into a clean path relative to the sandbox's
-// root, or explains why it is refused. "" and "/" mean the root itself (".").
-// A leading "/" is the sandbox's root, not the host's. Any ".." that would
-// climb above the root is refused here; symbolic links that point out are
-// refused later by os.Root when the path is used.
+// CleanPath checks a client path and cleans it. An absolute path names
+// that path in the sandbox, as its commands see it; a relative one is
+// relative to the workspace ("" and "." are the workspace itself). ".." is
+// refused: a path says where it goes without climbing.
 func CleanPath(p string) (string, error) {
 	if len(p) > MaxPathLen {
 		return "", fmt.Errorf("path is %d bytes long, the limit is %d", len(p), MaxPathLen)
@@ -26,15 +25,14 @@ func CleanPath(p string) (string, error) {
 	}
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("path %q contains \"..\"; paths must stay inside the sandbox", p)
+			return "", fmt.Errorf("path %q contains \"..\"; name the place without climbing (absolute paths are allowed)", p)
 		}
 		if len(part) > MaxNameLen {
 			return "", fmt.Errorf("a name in the path is %d bytes long, the limit is %d", len(part), MaxNameLen)
 		}
 	}
-	clean := path.Clean("/" + p)
-	if clean == "/" {
+	if p == "" {
 		return ".", nil
 	}
-	return strings.TrimPrefix(clean, "/"), nil
+	return path.Clean(p), nil
 }

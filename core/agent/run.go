@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -39,13 +40,10 @@ type Options struct {
 	// the sandbox's cgroups are in place; init waits on it before starting
 	// anything.
 	GateFD int
-	// Isolate makes the host file system read-only around the work
-	// directory (local engine; needs new user and mount namespaces).
-	Isolate bool
-	// Hide is covered with an empty tmpfs inside the sandbox (local engine:
-	// its state directory).
-	Hide        string
-	NetIsolated bool
+	// RunAs is "UID:GID": commands (and the template's command) run as this
+	// user and group, not as the agent (local engine: the agent is root
+	// inside its sandbox, user code is not).
+	RunAs string
 	// Command, if given, is the template's main program, supervised.
 	Command []string
 }
@@ -53,17 +51,22 @@ type Options struct {
 // Main runs the agent (or, as PID 1, its init) and returns the exit code.
 func Main(ctx context.Context, o Options) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("sandbox", o.Sandbox)
+	if _, err := parseRunAs(o.RunAs); err != nil {
+		log.Error("agent", "err", err)
+		return 2
+	}
 	if IsInit() {
+		// Until the gate opens, init is the sandbox's only process and holds
+		// nothing: the engine sets up its network meanwhile, through
+		// /proc/PID/ns, which a non-dumpable process would close.
 		secret, err := readSecret(o)
 		if err != nil {
 			log.Error("init: no secret", "err", err)
 			return 1
 		}
-		if o.Isolate {
-			if err := IsolateFilesystem(o.Root, o.Hide, o.Sandbox, o.NetIsolated); err != nil {
-				log.Error("init: isolate", "err", err)
-				return 1
-			}
+		if err := nonDumpable(); err != nil {
+			log.Error("init", "err", err)
+			return 1
 		}
 		if o.GateFD > 0 {
 			return RunInit(secret, o.GateFD)
@@ -109,6 +112,9 @@ func readSecret(o Options) (string, error) {
 }
 
 func serve(ctx context.Context, o Options, log *slog.Logger) error {
+	if err := nonDumpable(); err != nil {
+		return err
+	}
 	secret, err := readSecret(o)
 	if err != nil {
 		return err
@@ -117,7 +123,11 @@ func serve(ctx context.Context, o Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv, err := New(Config{Sandbox: o.Sandbox, Root: o.Root, Secret: secret, Env: commandEnv()})
+	runAs, err := parseRunAs(o.RunAs)
+	if err != nil {
+		return err
+	}
+	srv, err := New(Config{Sandbox: o.Sandbox, Root: o.Root, Secret: secret, Env: commandEnv(), RunAs: runAs})
 	if err != nil {
 		return err
 	}
@@ -148,7 +158,7 @@ func serve(ctx context.Context, o Options, log *slog.Logger) error {
 		defer h.Stop()
 	}
 	if len(o.Command) > 0 {
-		go supervise(ctx, o.Command, o.Root, commandEnv(), log)
+		go supervise(ctx, o.Command, o.Root, commandEnv(), runAs, log)
 	}
 	go func() {
 		<-ctx.Done()
@@ -193,13 +203,13 @@ func commandEnv() []string {
 
 // supervise keeps the template's main program running, restarting it with
 // growing pauses when it exits.
-func supervise(ctx context.Context, argv []string, dir string, env []string, log *slog.Logger) {
+func supervise(ctx context.Context, argv []string, dir string, env []string, runAs *syscall.Credential, log *slog.Logger) {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env = dir, env
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: runAs}
 		began := time.Now()
 		err := cmd.Run()
 		log.Warn("supervised command exited", "argv", argv, "err", err)
@@ -212,4 +222,28 @@ func supervise(ctx context.Context, argv []string, dir string, env []string, log
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
+}
+
+// parseRunAs reads --run-as "UID:GID" ("" means: as the agent itself).
+func parseRunAs(v string) (*syscall.Credential, error) {
+	if v == "" {
+		return nil, nil
+	}
+	u, g, ok := strings.Cut(v, ":")
+	uid, err1 := strconv.ParseUint(u, 10, 32)
+	gid, err2 := strconv.ParseUint(g, 10, 32)
+	if !ok || err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("--run-as %q: want UID:GID", v)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+}
+
+// nonDumpable keeps every process of the sandbox, even one of the same
+// user, out of the agent's memory, /proc files and fds: the agent holds the
+// sandbox's secret and the socket the engine reaches it by.
+func nonDumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("make the agent non-dumpable: %w", err)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -35,8 +36,12 @@ var Version = "dev"
 type Config struct {
 	// Sandbox is the name of the sandbox this agent serves.
 	Sandbox string
-	// Root is the directory file paths are relative to and commands start in.
+	// Root is the workspace: the directory relative paths start from and
+	// commands start in ($HOME too, in a local sandbox).
 	Root string
+	// RunAs, when set, is the user and group commands run as (the local
+	// engine's agent runs as root inside its sandbox; commands do not).
+	RunAs *syscall.Credential
 	// Secret must be presented by every caller.
 	Secret string
 	// Env is the base environment of every command.
@@ -48,7 +53,7 @@ type Server struct {
 	sandpodv1.UnimplementedAgentServiceServer
 
 	cfg          Config
-	root         *os.Root
+	root         sandboxFS
 	start        time.Time
 	lastActivity atomic.Int64 // unix nanos
 	running      atomic.Int32
@@ -59,17 +64,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Secret == "" {
 		return nil, fmt.Errorf("agent: an empty secret would let anyone in")
 	}
-	root, err := os.OpenRoot(cfg.Root)
-	if err != nil {
-		return nil, fmt.Errorf("agent: open root: %w", err)
+	if fi, err := os.Stat(cfg.Root); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("agent: workspace %s is not a directory (%v)", cfg.Root, err)
+	}
+	root := sandboxFS{}
+	if cfg.RunAs != nil {
+		root.owner = &ids{uid: int(cfg.RunAs.Uid), gid: int(cfg.RunAs.Gid)}
 	}
 	s := &Server{cfg: cfg, root: root, start: time.Now()}
 	s.touch()
 	return s, nil
 }
 
-// Close releases the root directory handle.
-func (s *Server) Close() error { return s.root.Close() }
+// Close releases what the server holds (nothing today; kept for callers).
+func (s *Server) Close() error { return nil }
 
 // GRPCServer returns a gRPC server with the agent service and secret check,
 // and the standard health service, which needs no secret (it tells nothing

@@ -206,7 +206,27 @@ type runSpec struct {
 	ShutdownPolicy v1alpha1.ShutdownPolicy `json:"shutdownPolicy,omitempty"`
 	Image          string                  `json:"image,omitempty"`
 	RuntimeClass   string                  `json:"runtimeClass,omitempty"`
-	Hash           string                  `json:"hash"`
+	// RunAsUser and RunAsGroup come from the template's securityContext:
+	// the ids commands run as inside (nil: DefaultSandboxUID).
+	RunAsUser  *int64 `json:"runAsUser,omitempty"`
+	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
+	// HostPaths are the template's hostPath volumes that its container
+	// mounts: host trees the sandbox sees read-only.
+	HostPaths []hostMount `json:"hostPaths,omitempty"`
+	Hash      string      `json:"hash"`
+}
+
+// runAs is the uid and gid commands run as inside the sandbox.
+func (rs runSpec) runAs() (uid, gid uint32) {
+	uid, gid = DefaultSandboxUID, DefaultSandboxUID
+	if rs.RunAsUser != nil {
+		uid = uint32(*rs.RunAsUser)
+		gid = uid
+	}
+	if rs.RunAsGroup != nil {
+		gid = uint32(*rs.RunAsGroup)
+	}
+	return uid, gid
 }
 
 // DefaultPidsLimit caps the processes of one sandbox when the template does
@@ -251,6 +271,9 @@ func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
 	}
 	if t.Spec.RuntimeClassName != nil {
 		rs.RuntimeClass = *t.Spec.RuntimeClassName
+	}
+	if err := resolveSecurity(t, &c, &rs); err != nil {
+		return rs, err
 	}
 	rs.Hash = rs.specHash()
 	return rs, nil

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,5 +68,47 @@ func TestParseDefinitionsRejects(t *testing.T) {
 				t.Fatalf("got %v, want an error mentioning %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestTemplateSecurityForTheLocalEngine(t *testing.T) {
+	base := "apiVersion: sandpod.dev/v1alpha1\nkind: SandboxTemplate\nmetadata: {name: a}\nspec: {podTemplate: {spec: %s}}\n"
+	cases := map[string]struct {
+		pod, wantErr string
+		uid, gid     uint32
+		paths        []hostMount
+	}{
+		"default user": {pod: `{containers: [{name: c, image: i}]}`, uid: DefaultSandboxUID, gid: DefaultSandboxUID},
+		"root asked":   {pod: `{securityContext: {runAsUser: 0}, containers: [{name: c, image: i}]}`, uid: 0, gid: 0},
+		"container wins over pod": {pod: `{securityContext: {runAsUser: 5, runAsGroup: 6}, containers: [{name: c, image: i, securityContext: {runAsUser: 7}}]}`,
+			uid: 7, gid: 6},
+		"uid beyond the range": {pod: `{securityContext: {runAsUser: 70000}, containers: [{name: c, image: i}]}`, wantErr: "outside 0..65535"},
+		"host tree": {pod: `{volumes: [{name: t, hostPath: {path: /opt/tools/}}], containers: [{name: c, image: i, volumeMounts: [{name: t, mountPath: /tools}]}]}`,
+			uid: DefaultSandboxUID, gid: DefaultSandboxUID, paths: []hostMount{{Source: "/opt/tools", Destination: "/tools"}}},
+		"host root refused":      {pod: `{volumes: [{name: t, hostPath: {path: /}}], containers: [{name: c, image: i, volumeMounts: [{name: t, mountPath: /h}]}]}`, wantErr: "may not be mounted"},
+		"home refused":           {pod: `{volumes: [{name: t, hostPath: {path: /home/me}}], containers: [{name: c, image: i, volumeMounts: [{name: t, mountPath: /h}]}]}`, wantErr: "may not be mounted"},
+		"parent of /var refused": {pod: `{volumes: [{name: t, hostPath: {path: /var/lib}}], containers: [{name: c, image: i, volumeMounts: [{name: t, mountPath: /h}]}]}`, wantErr: "may not be mounted"},
+		"over the workspace":     {pod: `{volumes: [{name: t, hostPath: {path: /opt}}], containers: [{name: c, image: i, volumeMounts: [{name: t, mountPath: /workspace/x}]}]}`, wantErr: "reserved"},
+		"relative host path":     {pod: `{volumes: [{name: t, hostPath: {path: opt}}], containers: [{name: c, image: i, volumeMounts: [{name: t, mountPath: /o}]}]}`, wantErr: "absolute"},
+		"other volume kinds ignored": {pod: `{volumes: [{name: t, emptyDir: {}}], containers: [{name: c, image: i, volumeMounts: [{name: t, mountPath: /o}]}]}`,
+			uid: DefaultSandboxUID, gid: DefaultSandboxUID},
+	}
+	for name, tc := range cases {
+		defs, err := ParseDefinitions(name, []byte(fmt.Sprintf(base, tc.pod)))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err %v, want %q", name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		rs, _ := resolveTemplate(&defs.Templates[0])
+		uid, gid := rs.runAs()
+		if uid != tc.uid || gid != tc.gid || !slices.Equal(rs.HostPaths, tc.paths) {
+			t.Errorf("%s: run as %d:%d, host paths %v; want %d:%d, %v", name, uid, gid, rs.HostPaths, tc.uid, tc.gid, tc.paths)
+		}
 	}
 }

@@ -43,7 +43,10 @@ type Config struct {
 	// from the definitions' LocalEngineConfig, then the defaults.
 	AgentHealthCheck HealthCheck
 	AgentRestart     RestartPolicy
-	Logger           *slog.Logger
+	// Runc is the runc binary that isolates sandboxes; empty means
+	// $SANDPOD_RUNC, runc beside Executable, then $PATH.
+	Runc   string
+	Logger *slog.Logger
 }
 
 // Engine is the local backend.
@@ -52,6 +55,7 @@ type Engine struct {
 	log     *slog.Logger
 	store   *store
 	cgroups cgroups
+	runc    runc
 	sockets string
 	hub     *hub
 
@@ -107,8 +111,24 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg.StateDir = abs
-	if err := os.MkdirAll(filepath.Join(abs, "sandboxes"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(abs, "sandboxes"), 0o711); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if err := searchable(filepath.Join(abs, "sandboxes")); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the local engine runs as root: each sandbox gets a user namespace mapped to a range of 65,536 host ids of its own " +
+			"(none of them the engine's), which only root can map; run `sudo make run` or `sudo bin/sandpod serve`")
+	}
+	runcBin, err := findRunc(cfg.Runc, cfg.Executable)
+	if err != nil {
+		return nil, err
+	}
+	// Sandbox inits are left to the nearest subreaper when runc exits:
+	// the engine, so it reaps them and knows how each ended.
+	if err := becomeSubreaper(); err != nil {
+		return nil, fmt.Errorf("become a child subreaper: %w", err)
 	}
 	st, err := openStore(filepath.Join(abs, "state.db"))
 	if err != nil {
@@ -119,6 +139,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		log:         cfg.Logger,
 		store:       st,
 		cgroups:     detectCgroups(),
+		runc:        runc{bin: runcBin, root: filepath.Join(abs, "runc")},
 		sockets:     socketDir(abs),
 		hub:         newHub(),
 		sandboxes:   map[string]*sandbox{},
@@ -128,6 +149,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		kick:        make(chan struct{}, 1),
 	}
 	if err := ownedPrivateDir(e.sockets); err != nil {
+		st.close()
+		return nil, err
+	}
+	if err := os.MkdirAll(e.runc.root, 0o700); err != nil {
 		st.close()
 		return nil, err
 	}
@@ -157,7 +182,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e.log.Info("local engine", "state", abs, "limits", e.cgroups.String(),
 		"agentHealthCheck", fmt.Sprintf("every %s, timeout %s, %d failures kill", cfg.AgentHealthCheck.Period.Duration, cfg.AgentHealthCheck.Timeout.Duration, cfg.AgentHealthCheck.FailureThreshold),
 		"agentRestart", fmt.Sprintf("%s, back-off %s..%s, reset after %s", cfg.AgentRestart.Policy, cfg.AgentRestart.InitialBackoff.Duration, cfg.AgentRestart.MaxBackoff.Duration, cfg.AgentRestart.ResetAfter.Duration),
-		"isolation", "user,pid,mount,uts,ipc namespaces (+net when the template's egress is None); read-only host file system")
+		"isolation", "runc "+runcBin+": user namespace on a host id range of its own, pid, mount, network, uts, ipc and cgroup namespaces, own root file system, seccomp, no_new_privs")
 	e.recover(ctx, recs)
 	return e, nil
 }
@@ -197,7 +222,7 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	for _, r := range recs {
 		sb := &sandbox{rec: r}
 		e.sandboxes[r.key()] = sb
-		if p := adoptProcess(r.PID, r.PIDStart); p != nil {
+		if p := adoptProcess(e.runc, containerID(&r), r.PID, r.PIDStart); p != nil {
 			sb.proc = p
 			sb.workload = lifecycle.WorkloadStarting
 		}
@@ -212,6 +237,28 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	}
 	wg.Wait()
 	e.sweepSockets()
+	e.sweepContainers()
+}
+
+// sweepContainers removes runc containers that no running sandbox owns: an
+// engine that died between starting a container and recording it, or
+// while stopping one.
+func (e *Engine) sweepContainers() {
+	e.mu.Lock()
+	live := map[string]bool{}
+	for _, sb := range e.sandboxes {
+		if sb.proc != nil || sb.busy {
+			live[containerID(&sb.rec)] = true
+		}
+	}
+	e.mu.Unlock()
+	for _, id := range e.runc.list() {
+		if !live[id] {
+			if err := e.runc.remove(id); err != nil {
+				e.log.Warn("remove a stray container", "id", id, "err", err)
+			}
+		}
+	}
 }
 
 func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
@@ -234,8 +281,8 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 		// Suspended or expired, yet still running (the engine died while
 		// stopping it): finish the stop.
 		_ = sb.proc.kill(10 * time.Second)
+		sb.proc.release()
 		sb.proc = nil
-		_ = e.cgroups.removeAll(cgroupID(&sb.rec)) // nothing else runs it yet
 	case lifecycle.ShouldRunWorkload(sb.observed()) && sb.rec.PID != 0:
 		// Its agent died while no engine watched (a reboot, a kill).
 		e.agentDown(sb, "found dead when the engine started")
@@ -257,6 +304,24 @@ func (e *Engine) sweepSockets() {
 		p := filepath.Join(e.sockets, ent.Name())
 		if !live[p] {
 			_ = os.Remove(p)
+		}
+	}
+}
+
+// searchable checks that sandboxes, which reach their root file systems
+// and work directories as unprivileged host ids, can pass through every
+// directory above dir (search, not read: nobody lists the state).
+func searchable(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("state directory: sandboxes cannot pass through %s (mode %o): run `chmod o+x %s`, or use a --state-dir whose parents are searchable (the default for root is /var/lib/sandpod)", d, fi.Mode().Perm(), d)
+		}
+		if d == "/" {
+			return nil
 		}
 	}
 }
@@ -287,7 +352,7 @@ func (e *Engine) poke() {
 }
 
 func (e *Engine) workDir(r *record) string {
-	return filepath.Join(e.cfg.StateDir, "sandboxes", r.Namespace, r.Name, "work")
+	return filepath.Join(sandboxDir(e.cfg.StateDir, r), "work")
 }
 
 func (e *Engine) socketPath(r *record) string {

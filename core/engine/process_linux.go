@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,38 +26,41 @@ type process struct {
 	done chan struct{}
 	// exit describes how it ended, once done is closed.
 	exit string
-	// cg is the cgroup this start of the sandbox runs in (nil when limits
-	// are off, or for a process adopted after a restart).
-	cg *cgroup
+	// runc and id name the container, whose state and cgroups release
+	// removes once the process has exited.
+	runc runc
+	id   string
 }
 
-// releaseCgroup removes the process's own cgroup once it has exited. Only
-// its own: a new start of the same sandbox may already have made the next.
-func (p *process) releaseCgroup() {
-	if p.cg != nil {
-		_ = p.cg.remove()
+// release removes the container's runc state and cgroups once its init
+// has exited.
+func (p *process) release() {
+	if p.id != "" {
+		_ = p.runc.remove(p.id)
 	}
 }
 
 // launch describes one start of a sandbox's init.
 type launch struct {
-	exe      string
-	name     string
-	workDir  string
-	socket   string
-	logPath  string
-	secret   string
-	hide     string
-	spec     runSpec
-	cgroup   *cgroup
+	runc      runc
+	id        string // the container's name in runc's state
+	bundle    string // where its config.json goes
+	container containerSpec
+	socket    string
+	logPath   string
+	secret    string
+	// egress attaches a user-mode network (pasta) to the sandbox's own
+	// network namespace; without it the sandbox has loopback only.
+	egress   bool
 	setupPID func(pid int, start uint64) error // persists the PID before the gate opens
 }
 
-// startProcess starts `sandpod agent` as the init of new user, PID, mount,
-// UTS and IPC namespaces (and network, when isolated). The engine binds the
-// agent's Unix socket itself and passes it in, so the socket is accepting
-// before the agent runs and stays reachable from the host whatever the
-// sandbox's mount namespace looks like.
+// startProcess starts `sandpod agent` as the init of a runc container (see
+// ociSpec). The engine binds the agent's Unix socket itself and passes it
+// in, so the socket is accepting before the agent runs and stays reachable
+// from the host, and no path to it exists inside the sandbox. The secret
+// goes through a pipe (the gate) once the PID is on record: an engine that
+// dies before that closes the gate, and the init exits without starting.
 func startProcess(l launch) (*process, error) {
 	_ = os.Remove(l.socket)
 	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: l.socket, Net: "unix"})
@@ -84,57 +86,34 @@ func startProcess(l launch) (*process, error) {
 	}
 	defer logFile.Close()
 
-	args := []string{"agent", "--sandbox", l.name, "--root", l.workDir, "--listen", "fd://3", "--gate-fd", "4", "--isolate", "--hide", l.hide}
-	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC)
-	if l.spec.NetIsolated {
-		args = append(args, "--net-isolated")
-		flags |= unix.CLONE_NEWNET
+	c := l.container
+	c.AgentArgs = append([]string{"agent", "--sandbox", c.Hostname, "--root", WorkspaceDir,
+		"--listen", "fd://3", "--gate-fd", "4", "--run-as", runAsArg(c.RunAsUID, c.RunAsGID)}, c.AgentArgs...)
+	if err := writeBundle(l.bundle, c); err != nil {
+		return nil, fmt.Errorf("write runc bundle: %w", err)
 	}
-	if len(l.spec.Command) > 0 {
-		args = append(append(args, "--"), l.spec.Command...)
+	_ = l.runc.remove(l.id) // what an earlier start left, if anything
+	pid, err := l.runc.start(l.id, l.bundle, []*os.File{lisFile, gateR}, logFile)
+	if err != nil {
+		_ = l.runc.remove(l.id)
+		return nil, err
 	}
-	cmd := exec.Command(l.exe, args...)
-	cmd.Dir = l.workDir
-	cmd.Env = sandboxEnv(l.workDir, l.spec.Env)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.ExtraFiles = []*os.File{lisFile, gateR}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags: flags,
-		// The sandbox's root is the engine's own user: no privilege beyond
-		// the engine's, and files in the work directory stay the engine's.
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-		GidMappingsEnableSetgroups: false,
-		// Its own session: a sandbox outlives a restart of the engine and
-		// never receives the engine's terminal signals.
-		Setsid:    true,
-		Pdeathsig: 0,
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start sandbox init: %w", err)
-	}
-	p := &process{pid: cmd.Process.Pid, done: make(chan struct{}), cg: l.cgroup}
-	p.start, _ = processStart(p.pid)
-	go func() {
-		err := cmd.Wait()
-		p.exit = describeExit(cmd.ProcessState, err)
-		close(p.done)
-	}()
+	p := &process{pid: pid, done: make(chan struct{}), runc: l.runc, id: l.id}
+	p.start, _ = processStart(pid)
+	go p.reap()
 	fail := func(err error) (*process, error) {
-		_ = syscall.Kill(p.pid, syscall.SIGKILL)
-		<-p.done
-		p.releaseCgroup()
+		_ = p.kill(10 * time.Second)
 		return nil, err
 	}
 	if err := l.setupPID(p.pid, p.start); err != nil {
 		return fail(err)
 	}
-	if l.cgroup != nil {
-		if err := l.cgroup.add(p.pid); err != nil {
-			return fail(fmt.Errorf("cgroup: %w", err))
+	if l.egress {
+		if err := attachNetwork(pid, l.container.IDBase, logFile); err != nil {
+			return fail(err)
 		}
 	}
-	// Open the gate: init starts the agent only now, inside its cgroups.
+	// Open the gate: init starts the agent only now.
 	if _, err := gateW.Write([]byte(l.secret)); err != nil {
 		return fail(fmt.Errorf("open gate: %w", err))
 	}
@@ -143,7 +122,7 @@ func startProcess(l launch) (*process, error) {
 
 // adoptProcess finds a sandbox init started by an earlier engine, if it is
 // still the same process (same PID and start time).
-func adoptProcess(pid int, start uint64) *process {
+func adoptProcess(rt runc, id string, pid int, start uint64) *process {
 	if pid <= 0 {
 		return nil
 	}
@@ -155,20 +134,50 @@ func adoptProcess(pid int, start uint64) *process {
 	if err != nil {
 		return nil
 	}
-	p := &process{pid: pid, start: start, done: make(chan struct{})}
-	go func() {
-		defer unix.Close(fd)
-		for {
-			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			if _, err := unix.Poll(fds, -1); err == unix.EINTR {
-				continue
-			}
-			break
-		}
-		p.exit = "exited (exit status unknown: it started before the engine restarted)"
-		close(p.done)
-	}()
+	p := &process{pid: pid, start: start, done: make(chan struct{}), runc: rt, id: id}
+	go p.wait(fd, "exited (exit status unknown: it started before the engine restarted)")
 	return p
+}
+
+// reap waits for an init this engine started. runc run --detach leaves
+// it an orphan, and the engine, a child subreaper (see becomeSubreaper),
+// inherits it: so the engine reaps it and knows how it ended.
+func (p *process) reap() {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(p.pid, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			p.exit = "exited (its status went to another process: " + err.Error() + ")"
+		} else {
+			p.exit = describeWaitStatus(ws)
+		}
+		break
+	}
+	close(p.done)
+}
+
+// wait closes p.done when the init behind fd (a pidfd) has exited: an init
+// adopted after a restart, whose status went to whoever reaped it.
+func (p *process) wait(fd int, how string) {
+	defer unix.Close(fd)
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err == unix.EINTR {
+			continue
+		}
+		break
+	}
+	p.exit = how
+	close(p.done)
+}
+
+// becomeSubreaper makes the engine the parent of the sandbox inits that
+// runc leaves behind, and of what pasta leaves, so it reaps them.
+func becomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
 // kill ends the sandbox's whole process tree and waits until it is gone.
@@ -204,26 +213,21 @@ func processStart(pid int) (uint64, error) {
 	return strconv.ParseUint(f[19], 10, 64)
 }
 
-func describeExit(ps *os.ProcessState, err error) string {
-	if ps == nil {
-		return fmt.Sprintf("could not wait: %v", err)
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+func describeWaitStatus(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
 		return "killed by signal " + ws.Signal().String()
 	}
-	return "exited with code " + strconv.Itoa(ps.ExitCode())
+	return "exited with code " + strconv.Itoa(ws.ExitStatus())
 }
 
-// sandboxEnv is the environment of a sandbox's processes.
-func sandboxEnv(workDir string, extra map[string]string) []string {
+// sandboxEnv is the environment of a sandbox's processes (the template's
+// env wins). Nothing of the engine's own environment goes in.
+func sandboxEnv(extra map[string]string) []string {
 	env := map[string]string{
 		"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME": workDir,
+		"HOME": WorkspaceDir,
 		"LANG": "C.UTF-8",
 		"TERM": "xterm",
-	}
-	if p := os.Getenv("PATH"); p != "" {
-		env["PATH"] = p // the host's tools, e.g. a python3 outside /usr/bin
 	}
 	for k, v := range extra {
 		env[k] = v

@@ -46,6 +46,9 @@ type record struct {
 	// engine finds it again and never mistakes a reused PID for it.
 	PID      int    `json:"pid,omitempty"`
 	PIDStart uint64 `json:"pidStart,omitempty"`
+	// IDBase is the first host id of the sandbox's user namespace (a range
+	// of its own, see idRanges); 0 until its first start.
+	IDBase uint32 `json:"idBase,omitempty"`
 
 	// The agent's restarts (health.go): how many, the last end, when the
 	// current agent started answering (a long run resets the back-off),

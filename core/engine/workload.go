@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -91,24 +92,47 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 }
 
 func (e *Engine) launch(rec *record) (*process, error) {
-	wd := e.workDir(rec)
-	if err := os.MkdirAll(wd, 0o755); err != nil {
+	base, err := e.idBase(rec)
+	if err != nil {
 		return nil, err
 	}
-	cg, err := e.cgroups.create(cgroupID(rec), rec.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("cgroup limits: %w", err)
+	uid, gid := rec.Spec.runAs()
+	dir := sandboxDir(e.cfg.StateDir, rec)
+	wd := e.workDir(rec)
+	if err := e.prepareWorkDir(wd, base+uid, base+gid); err != nil {
+		return nil, err
 	}
-	p, err := startProcess(launch{
-		exe:     e.cfg.Executable,
-		name:    rec.Name,
-		workDir: wd,
-		socket:  e.socketPath(rec),
-		logPath: e.logPath(rec),
-		secret:  rec.Secret,
-		hide:    e.cfg.StateDir,
-		spec:    rec.Spec,
-		cgroup:  cg,
+	trees, err := prepareRootFS(filepath.Join(dir, "rootfs"), base, rec.Name, uid, gid, !rec.Spec.NetIsolated, rec.Spec.HostPaths)
+	if err != nil {
+		return nil, fmt.Errorf("root file system: %w", err)
+	}
+	c := containerSpec{
+		Hostname:   rec.Name,
+		RootFS:     filepath.Join(dir, "rootfs"),
+		WorkDir:    wd,
+		Executable: e.cfg.Executable,
+		IDBase:     base,
+		RunAsUID:   uid,
+		RunAsGID:   gid,
+		HostTrees:  trees,
+		Env:        sandboxEnv(rec.Spec.Env),
+	}
+	if len(rec.Spec.Command) > 0 {
+		c.AgentArgs = append([]string{"--"}, rec.Spec.Command...)
+	}
+	if e.cgroups.usable() {
+		c.CgroupsPath = "/sandpod/" + containerID(rec)
+		c.Resources = resources(rec.Spec)
+	}
+	return startProcess(launch{
+		runc:      e.runc,
+		id:        containerID(rec),
+		bundle:    filepath.Join(dir, "bundle"),
+		container: c,
+		socket:    e.socketPath(rec),
+		logPath:   e.logPath(rec),
+		secret:    rec.Secret,
+		egress:    !rec.Spec.NetIsolated,
 		setupPID: func(pid int, start uint64) error {
 			e.mu.Lock()
 			defer e.mu.Unlock()
@@ -120,10 +144,56 @@ func (e *Engine) launch(rec *record) (*process, error) {
 			return e.store.put(&sb.rec, "", nil)
 		},
 	})
-	if err != nil && cg != nil {
-		_ = cg.remove()
+}
+
+// idBase returns the sandbox's host id range, choosing and saving one the
+// first time it starts.
+func (e *Engine) idBase(rec *record) (uint32, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sb := e.sandboxes[rec.key()]
+	if sb == nil || sb.rec.UID != rec.UID {
+		return 0, errGone
 	}
-	return p, err
+	if sb.rec.IDBase != 0 {
+		rec.IDBase = sb.rec.IDBase
+		return sb.rec.IDBase, nil
+	}
+	used := map[uint32]bool{}
+	for _, o := range e.sandboxes {
+		used[o.rec.IDBase] = true
+	}
+	base, err := nextIDBase(used)
+	if err != nil {
+		return 0, err
+	}
+	sb.rec.IDBase = base
+	if err := e.store.put(&sb.rec, "", nil); err != nil {
+		sb.rec.IDBase = 0
+		return 0, err
+	}
+	rec.IDBase = base
+	return base, nil
+}
+
+// prepareWorkDir makes the work directory, owned by the sandbox's user on
+// the host. One made before sandboxes had id ranges of their own (or for
+// another range) is handed over whole, once; nothing of the sandbox runs
+// while this happens.
+func (e *Engine) prepareWorkDir(wd string, uid, gid uint32) error {
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(wd)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && (st.Uid != uid || st.Gid != gid) {
+		if err := chownTree(wd, int(uid), int(gid)); err != nil {
+			return fmt.Errorf("hand the work directory to the sandbox's user: %w", err)
+		}
+	}
+	return nil
 }
 
 func (e *Engine) logPath(r *record) string {
@@ -178,7 +248,7 @@ func (e *Engine) watchExit(sb *sandbox, p *process) {
 			how = sb.killedFor
 		}
 		e.mu.Unlock()
-		p.releaseCgroup()
+		p.release()
 		e.log.Warn("sandbox process tree ended", "sandbox", sb.rec.key(), "how", how)
 		e.agentDown(sb, how)
 	}()
@@ -275,7 +345,7 @@ func (e *Engine) stop(sb *sandbox) {
 		if err := p.kill(10 * time.Second); err != nil {
 			e.log.Error("stop sandbox", "sandbox", sb.rec.key(), "err", err)
 		}
-		p.releaseCgroup()
+		p.release()
 	}
 }
 
@@ -285,9 +355,9 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 	e.mu.Lock()
 	rec := sb.rec
 	e.mu.Unlock()
-	_ = e.cgroups.removeAll(cgroupID(&rec)) // also those of processes adopted after a restart
+	_ = e.runc.remove(containerID(&rec)) // also one adopted after a restart
 	_ = os.Remove(e.socketPath(&rec))
-	if err := os.RemoveAll(filepath.Join(e.cfg.StateDir, "sandboxes", rec.Namespace, rec.Name)); err != nil {
+	if err := os.RemoveAll(sandboxDir(e.cfg.StateDir, &rec)); err != nil {
 		return fmt.Errorf("remove files of %s: %w", rec.key(), err)
 	}
 	if err := e.store.delete(rec.key()); err != nil {

@@ -14,7 +14,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
-RUNC_VERSION=${RUNC_VERSION:-v1.5.3}
+RUNC_VERSION=${RUNC_VERSION:-$("$HERE/../local/deps.sh" --runc-version)}  # one runc for the bed and the local engine
 CNI_VERSION=${CNI_VERSION:-v1.10.0}
 # gVisor publishes no tagged module versions: a pseudo-version of its go branch.
 GVISOR_VERSION=${GVISOR_VERSION:-v0.0.0-20260905035102-160fafc42237}
@@ -92,7 +92,6 @@ install_into "$CTRD" containerd ctr -- -tags "no_btrfs urfave_cli_no_docs" \
   "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION"
 CGO_ENABLED=0 install_into "$CTRD" containerd-shim-runc-v2 -- -tags "no_grpc urfave_cli_no_docs" \
   "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
-install_into "$CACHE/runc-$RUNC_VERSION" runc -- -tags "seccomp urfave_cli_no_docs" "github.com/opencontainers/runc@$RUNC_VERSION"
 CNI=$CACHE/cni-plugins-$CNI_VERSION
 CGO_ENABLED=0 install_into "$CNI" bridge loopback host-local portmap -- \
   "github.com/containernetworking/plugins/plugins/main/bridge@$CNI_VERSION" \
@@ -105,7 +104,7 @@ mkdir -p "$BIN/cni"
 for c in kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy kubectl; do ln -sf "$K/$c" "$BIN/$c"; done
 ln -sf "$KUBE_BIN/etcd" "$BIN/etcd"
 for c in containerd ctr containerd-shim-runc-v2; do ln -sf "$CTRD/$c" "$BIN/$c"; done
-ln -sf "$CACHE/runc-$RUNC_VERSION/runc" "$BIN/runc"
+RUNC_VERSION=$RUNC_VERSION "$HERE/../local/deps.sh" "$BIN"   # builds runc once, links $BIN/runc
 for c in runsc containerd-shim-runsc-v1; do ln -sf "$CACHE/gvisor-$GVISOR_VERSION/$c" "$BIN/$c"; done
 for c in bridge loopback host-local portmap; do ln -sf "$CNI/$c" "$BIN/cni/$c"; done
 echo "$BIN"

@@ -3,6 +3,8 @@ package integration
 import (
 	"bytes"
 	"crypto/rand"
+	"os"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -21,7 +23,7 @@ func TestFiles(t *testing.T) {
 		if err := writeFile(t, c, sb.Name, "data/big.bin", big); err != nil {
 			t.Fatal(err)
 		}
-		got, err := readFile(t, c, sb.Name, "/data/big.bin")
+		got, err := readFile(t, c, sb.Name, "/workspace/data/big.bin") // one path space: the same file
 		if err != nil || !bytes.Equal(got, big) {
 			t.Fatalf("read back %d bytes (err %v), want %d identical", len(got), err, len(big))
 		}
@@ -61,16 +63,43 @@ func TestFiles(t *testing.T) {
 			t.Fatalf("got %q and entries %v (temp files left behind?)", got, ls.GetFiles())
 		}
 	})
-	t.Run("paths cannot leave the sandbox", func(t *testing.T) {
+	t.Run("one path space: the files API sees what commands see", func(t *testing.T) {
+		if err := writeFile(t, c, sb.Name, "/app/main.py", []byte("print('from /app')")); err != nil {
+			t.Fatal(err)
+		}
+		if r := sh(t, c, sb.Name, "python3 /app/main.py && stat -c %U /app/main.py && pwd && echo $HOME"); r.stdout != "from /app\nuser\n/workspace\n/workspace\n" {
+			t.Fatalf("a file written at /app: %+v", r)
+		}
+		sh(t, c, sb.Name, "echo made-by-shell > /tmp/shell.txt")
+		if got, err := readFile(t, c, sb.Name, "/tmp/shell.txt"); err != nil || string(got) != "made-by-shell\n" {
+			t.Fatalf("read /tmp/shell.txt: %q %v", got, err)
+		}
+	})
+	t.Run("links resolve in the sandbox's own file system, never the host's", func(t *testing.T) {
 		_, err := readFile(t, c, sb.Name, "../../../../etc/passwd")
 		wantCode(t, err, codes.InvalidArgument, "..")
 		sh(t, c, sb.Name, "ln -s /etc escape; ln -s /etc/passwd passwd-link")
-		_, err = readFile(t, c, sb.Name, "escape/passwd")
-		wantCode(t, err, codes.PermissionDenied, "outside the sandbox")
-		_, err = readFile(t, c, sb.Name, "passwd-link")
-		wantCode(t, err, codes.PermissionDenied, "outside the sandbox")
-		err = writeFile(t, c, sb.Name, "escape/evil", []byte("x"))
-		wantCode(t, err, codes.PermissionDenied, "outside the sandbox")
+		for _, p := range []string{"escape/passwd", "passwd-link"} {
+			got, err := readFile(t, c, sb.Name, p)
+			if err != nil || !strings.Contains(string(got), "user:x:1000:") {
+				t.Fatalf("read %s: %v, %q; want the sandbox's own /etc/passwd", p, err, got)
+			}
+		}
+		evil := "sandpod-evil-" + sb.Name
+		if err := writeFile(t, c, sb.Name, "escape/"+evil, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat("/etc/" + evil); err == nil {
+			os.Remove("/etc/" + evil)
+			t.Fatalf("a write through a link to /etc reached the host's /etc")
+		}
+		if r := sh(t, c, sb.Name, "cat /etc/"+evil); r.stdout != "x" {
+			t.Fatalf("the write went to the sandbox's /etc: %+v", r)
+		}
+		r, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Shell: "pwd; grep -c '^user:' passwd", WorkingDir: "escape"}, "")
+		if err != nil || r.stdout != "/etc\n1\n" { // the sandbox's own /etc
+			t.Fatalf("working dir through a link: %+v %v", r, err)
+		}
 		_, err = readFile(t, c, sb.Name, "a\x00b")
 		wantCode(t, err, codes.InvalidArgument, "NUL")
 	})

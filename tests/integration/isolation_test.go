@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,9 +49,9 @@ func TestTemplateLimitsAndNetworkIsolation(t *testing.T) {
 		if strings.TrimSpace(isolated.stdout) != "['lo']" {
 			t.Fatalf("isolated sandbox sees interfaces %q", isolated.stdout)
 		}
-		shared := sh(t, c, open.Name, probe)
-		if strings.TrimSpace(shared.stdout) == "['lo']" {
-			t.Fatalf("a template without egress None should share the host network, got %q", shared.stdout)
+		own := sh(t, c, open.Name, probe)
+		if strings.TrimSpace(own.stdout) == "['lo']" {
+			t.Fatalf("a template with egress should have a network beside loopback, got %q", own.stdout)
 		}
 		// Loopback inside works (brought up by the sandbox's init).
 		r := sh(t, c, name, `python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); c=socket.create_connection(s.getsockname()); print("ok")'`)
@@ -63,13 +64,33 @@ func TestTemplateLimitsAndNetworkIsolation(t *testing.T) {
 		if _, err := os.Stat("/sys/fs/cgroup/memory/sandpod"); err != nil {
 			t.Skip("no cgroup v1 memory hierarchy writable here; the engine runs without limits")
 		}
-		r := sh(t, c, name, `cg=$(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup); cat /sys/fs/cgroup/memory$cg/memory.limit_in_bytes;`+
-			` cg=$(sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup); cat /sys/fs/cgroup/pids$cg/pids.max;`+
-			` cg=$(sed -n 's/^[0-9]*:cpu://p' /proc/self/cgroup); cat /sys/fs/cgroup/cpu$cg/cpu.cfs_quota_us`)
-		got := strings.Fields(r.stdout)
+		// Read from the host: inside, the sandbox has its own cgroup
+		// namespace and no /sys.
+		paths := map[string]string{}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", initPID(t, name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if f := strings.SplitN(line, ":", 3); len(f) == 3 {
+				paths[f[1]] = f[2]
+			}
+		}
+		var got []string
+		for _, f := range []string{"memory/memory.limit_in_bytes", "pids/pids.max", "cpu/cpu.cfs_quota_us"} {
+			ctl, file, _ := strings.Cut(f, "/")
+			v, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", ctl, paths[ctl], file))
+			if err != nil {
+				t.Fatalf("%s of the sandbox's init: %v (cgroups %v)", f, err, paths)
+			}
+			got = append(got, strings.TrimSpace(string(v)))
+		}
 		want := []string{"268435456", "4096", "50000"}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
-			t.Fatalf("limits %v (stderr %q), want memory/pids/cpu quota %v", got, r.stderr, want)
+			t.Fatalf("limits %v, want memory/pids/cpu quota %v", got, want)
+		}
+		if r := sh(t, c, name, "cat /proc/self/cgroup"); strings.Contains(r.stdout, "sandpod") {
+			t.Fatalf("the sandbox sees the host's cgroup paths: %q", r.stdout)
 		}
 	})
 }

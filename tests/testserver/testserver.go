@@ -113,6 +113,13 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.Config = DefaultConfig
 	}
 	s := &Server{opts: opts, bin: Binary(t), dir: t.TempDir()}
+	// Sandboxes reach their root file systems under the state directory as
+	// unprivileged host ids: its parents must be searchable (not listable).
+	for _, d := range []string{s.dir, filepath.Dir(s.dir)} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(s.dir, "config.yaml"), []byte(opts.Config), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// attachNetwork gives a sandbox with egress a user-mode network: pasta
+// (from passt) makes a tap device in the sandbox's own network namespace
+// and carries its connections out through ordinary sockets of its own.
+// Port forwarding is off in both directions (-t/-u/-T/-U none) and the
+// gateway is not mapped to the host (--no-map-gw), so the host's loopback,
+// the server's ports and other sandboxes stay out of reach.
+//
+// pasta runs as the sandbox's own root (the unprivileged host id at the
+// base of its range) inside its user and PID namespaces: a flaw in pasta
+// gives no more than the sandbox already has, and pasta ends with the
+// sandbox, as every process of its PID namespace does. The engine opens
+// the network namespace itself (pasta, holding fewer capabilities than the
+// sandbox's init, may not open it through /proc) and hands it over.
+func attachNetwork(pid int, idBase uint32, log *os.File) error {
+	pasta, err := exec.LookPath("pasta")
+	if err != nil {
+		return errors.New("egress: Internet needs pasta (Debian package passt); `make build` installs it when run as root; or use egress: None")
+	}
+	if fi, err := os.Stat("/dev/net/tun"); err != nil || fi.Mode().Perm()&0o006 != 0o006 {
+		return errors.New("egress: Internet needs /dev/net/tun open to unprivileged users, as udev makes it (chmod 0666 /dev/net/tun; `make build` does it); or use egress: None")
+	}
+	ns := "/proc/" + strconv.Itoa(pid) + "/ns/"
+	netns, err := os.Open(ns + "net")
+	if err != nil {
+		return fmt.Errorf("open the sandbox's network namespace: %w", err)
+	}
+	defer netns.Close()
+	dir, err := os.MkdirTemp("", "sandpod-pasta-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chown(dir, int(idBase), int(idBase)); err != nil { // pasta writes its pid file as the sandbox's root
+		return err
+	}
+	pidFile := filepath.Join(dir, "pid")
+	cmd := exec.Command("nsenter", "--user="+ns+"user", "--pid="+ns+"pid", "-S", "0", "-G", "0", "--",
+		pasta, "--runas", "0", "--config-net", "--quiet", "--foreground",
+		"-t", "none", "-u", "none", "-T", "none", "-U", "none", "--no-map-gw",
+		"--pid", pidFile, "--netns", "/proc/self/fd/3")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.ExtraFiles = []*os.File{netns}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start pasta: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// pasta writes its pid file once the namespace's interface is set up.
+	deadline := time.After(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 {
+			return nil
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("pasta exited while setting up the sandbox's network: %v (see the sandbox's agent.log)", err)
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			return errors.New("pasta did not set up the sandbox's network within 10s")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

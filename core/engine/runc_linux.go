@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// runc drives the OCI runtime that isolates local sandboxes: runc, the
+// reference implementation that Docker, containerd and Kubernetes use.
+type runc struct {
+	bin string
+	// root is runc's own state directory (one per engine state directory).
+	root string
+}
+
+// findRunc locates runc: the flag, $SANDPOD_RUNC, beside the engine's own
+// binary (where `make build` links it), then $PATH.
+func findRunc(flag, executable string) (string, error) {
+	for _, p := range []string{flag, os.Getenv("SANDPOD_RUNC"), filepath.Join(filepath.Dir(executable), "runc")} {
+		if p == "" {
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return filepath.Abs(p)
+		}
+		if p == flag {
+			return "", fmt.Errorf("runc %s: not an executable file", p)
+		}
+	}
+	if p, err := exec.LookPath("runc"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("runc not found: the local engine runs every sandbox under runc (user, PID, mount and network namespaces, seccomp); " +
+		"`make build` builds it (hack/local/deps.sh), or install runc 1.2+ and put it on $PATH, or pass --runc PATH")
+}
+
+func (r runc) command(ctx context.Context, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, r.bin, append([]string{"--root", r.root}, args...)...)
+}
+
+// do runs a short runc command, its output going into its error.
+func (r runc) do(args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := r.command(ctx, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("runc %s: %w: %s", args[0], err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// writeBundle writes the container's config.json into dir.
+func writeBundle(dir string, c containerSpec) error {
+	b, err := json.MarshalIndent(ociSpec(c), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "config.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "config.json"))
+}
+
+// start runs the container detached: runc returns once the container's
+// init (the agent) runs, with extra as its fds 3, 4, ... and stdout and
+// stderr going to log. It returns the init's host PID.
+func (r runc) start(id, bundle string, extra []*os.File, log *os.File) (int, error) {
+	pidFile := filepath.Join(bundle, "init.pid")
+	_ = os.Remove(pidFile)
+	runcLog := filepath.Join(bundle, "runc.log")
+	_ = os.Remove(runcLog)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := r.command(ctx, "--log", runcLog, "run", "--detach", "--bundle", bundle, "--pid-file", pidFile,
+		"--preserve-fds", strconv.Itoa(len(extra)), id)
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.ExtraFiles = extra
+	if err := cmd.Run(); err != nil {
+		msg, _ := os.ReadFile(runcLog)
+		return 0, fmt.Errorf("runc run: %w: %s", err, lastLines(msg, 3))
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0, fmt.Errorf("runc run: no pid file: %w", err)
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// remove deletes a container's runc state and cgroups, killing whatever
+// still runs in it. A container runc does not know is not an error.
+func (r runc) remove(id string) error {
+	if _, err := os.Stat(filepath.Join(r.root, id)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return r.do("delete", "--force", id)
+}
+
+// running reports whether a container's init is still alive.
+func (r runc) running(id string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := r.command(ctx, "state", id).Output()
+	if err != nil {
+		return false
+	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	return json.Unmarshal(out, &st) == nil && (st.Status == "running" || st.Status == "created" || st.Status == "paused")
+}
+
+// list names the containers in runc's state directory.
+func (r runc) list() []string {
+	entries, _ := os.ReadDir(r.root)
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids
+}
+
+func lastLines(b []byte, n int) string {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("; ")))
+}
