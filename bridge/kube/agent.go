@@ -21,16 +21,21 @@ import (
 	"github.com/sandpod/sandpod/core/agent"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sbctl "github.com/sandpod/sandpod/core/controller/sandbox"
+	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
 // Agent returns the agent of a running sandbox: its pod's IP on the agent
 // port, with the secret from the sandbox's Secret. A suspended sandbox is
 // resumed first when its template auto-resumes (FailedPrecondition
-// otherwise); a starting one is waited for.
+// otherwise); a starting one is waited for. An unclaimed pool member is
+// refused (lifecycle.MayReach): nothing is planted for its next claimer.
 func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, error) {
 	ns = nsOr(ns)
 	sb, err := b.sandbox(ctx, ns, name)
 	if err != nil {
+		return agent.Endpoint{}, err
+	}
+	if sb, err = b.reach(ctx, lifecycle.CallAgent, sb); err != nil {
 		return agent.Endpoint{}, err
 	}
 	switch phaseOf(sb) {

@@ -56,6 +56,10 @@ type Backend struct {
 	activity *activity
 	log      *slog.Logger
 	now      func() time.Time
+
+	// apiReader reads sandboxes from the API server, past the cache: only
+	// to confirm, before refusing a call, that a member is still unclaimed.
+	apiReader client.Reader
 }
 
 // New starts the backend's informers and returns once they have synced. The
@@ -99,9 +103,14 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Sandboxes read past the cache (reach), with no informer of its own.
+	apiReader, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
 	b := &Backend{
 		cache: c, client: cl, live: cl, hub: newHub(), taken: warmpool.NewTaken(), recent: newRecentWrites(),
-		secrets: newSecretCache(), log: o.Logger, now: time.Now,
+		secrets: newSecretCache(), log: o.Logger, now: time.Now, apiReader: apiReader,
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -111,6 +112,9 @@ func (b *Backend) SuspendSandbox(ctx context.Context, ns, name string) (*sandpod
 	if err != nil {
 		return nil, err
 	}
+	if sb, err = b.reach(ctx, lifecycle.CallSuspend, sb); err != nil {
+		return nil, err
+	}
 	if phaseOf(sb) == v1alpha1.SandboxExpired {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; it is already stopped", name)
 	}
@@ -126,6 +130,9 @@ func (b *Backend) ResumeSandbox(ctx context.Context, ns, name string, wait bool)
 	ns = nsOr(ns)
 	sb, err := b.sandbox(ctx, ns, name)
 	if err != nil {
+		return nil, err
+	}
+	if sb, err = b.reach(ctx, lifecycle.CallResume, sb); err != nil {
 		return nil, err
 	}
 	if phaseOf(sb) == v1alpha1.SandboxExpired {
@@ -150,6 +157,9 @@ func (b *Backend) ExtendSandbox(ctx context.Context, ns, name string, shutdown t
 	if err != nil {
 		return nil, err
 	}
+	if sb, err = b.reach(ctx, lifecycle.CallExtend, sb); err != nil {
+		return nil, err
+	}
 	spec := map[string]any{"lifecycle": map[string]any{"shutdownTime": metav1.NewTime(shutdown)}}
 	if phaseOf(sb) == v1alpha1.SandboxExpired {
 		spec["operatingMode"] = v1alpha1.OperatingModeSuspended
@@ -166,6 +176,9 @@ func (b *Backend) DeleteSandbox(ctx context.Context, ns, name string) error {
 	ns = nsOr(ns)
 	sb, err := b.sandbox(ctx, ns, name)
 	if err != nil {
+		return err
+	}
+	if sb, err = b.reach(ctx, lifecycle.CallDelete, sb); err != nil {
 		return err
 	}
 	background := client.PropagationPolicy(metav1.DeletePropagationBackground)

@@ -129,7 +129,7 @@ func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) 
 		if r.Namespace != p.namespace || r.Pool == "" || r.Claimed || r.Deleting || r.Spec.Template != p.template {
 			continue
 		}
-		members = append(members, lifecycle.PoolMember{Name: r.Name, Ready: s.workload == lifecycle.WorkloadReady && s.proc != nil, TemplateHash: r.Spec.Hash, Created: r.Created})
+		members = append(members, poolMember(s))
 	}
 	cands := lifecycle.ClaimCandidates(members, spec.Hash)
 	if len(cands) == 0 {
@@ -310,8 +310,9 @@ func (e *Engine) ListSandboxes(_ context.Context, ns string, sel labels.Selector
 }
 
 // SuspendSandbox stops the sandbox's processes; its files and name stay.
+// Suspend, resume and extend refuse an unclaimed pool member.
 func (e *Engine) SuspendSandbox(ctx context.Context, ns, name string) (*sandpodv1.Sandbox, error) {
-	sb, err := e.lookup(ns, name)
+	sb, err := e.lookupFor(ns, name, lifecycle.CallSuspend)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +337,7 @@ func (e *Engine) SuspendSandbox(ctx context.Context, ns, name string) (*sandpodv
 
 // ResumeSandbox starts a suspended (or failed) sandbox again.
 func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) (*sandpodv1.Sandbox, error) {
-	sb, err := e.lookup(ns, name)
+	sb, err := e.lookupFor(ns, name, lifecycle.CallResume)
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +371,7 @@ func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) 
 // ExtendSandbox moves the shutdown time. An expired sandbox becomes
 // suspended, ready to resume.
 func (e *Engine) ExtendSandbox(_ context.Context, ns, name string, shutdown time.Time) (*sandpodv1.Sandbox, error) {
-	sb, err := e.lookup(ns, name)
+	sb, err := e.lookupFor(ns, name, lifecycle.CallExtend)
 	if err != nil {
 		return nil, err
 	}
@@ -392,9 +393,10 @@ func (e *Engine) ExtendSandbox(_ context.Context, ns, name string, shutdown time
 	return e.snapshot(sb), nil
 }
 
-// DeleteSandbox stops a sandbox and removes it with its files.
+// DeleteSandbox stops a sandbox and removes it with its files. An
+// unclaimed pool member may be deleted too: its pool makes a new one.
 func (e *Engine) DeleteSandbox(_ context.Context, ns, name string) error {
-	sb, err := e.lookup(ns, name)
+	sb, err := e.lookupFor(ns, name, lifecycle.CallDelete)
 	if err != nil {
 		return err
 	}
@@ -403,6 +405,12 @@ func (e *Engine) DeleteSandbox(_ context.Context, ns, name string) error {
 	}
 	if err := e.finishDelete(sb); err != nil {
 		return status.Errorf(codes.Internal, "delete %q: %v", name, err)
+	}
+	e.mu.Lock()
+	member := sb.callTarget().Pool != ""
+	e.mu.Unlock()
+	if member {
+		e.poke() // its pool makes a new one now, not at the loop's next wake
 	}
 	return nil
 }
@@ -421,8 +429,10 @@ func (e *Engine) markDeleting(sb *sandbox) error {
 
 // Agent returns the agent endpoint of a running sandbox, waiting for a
 // starting one and resuming a suspended one when its template auto-resumes.
+// Exec and file calls come through here: an unclaimed pool member is
+// refused (lifecycle.MayReach), so nothing is planted for its next claimer.
 func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, error) {
-	sb, err := e.lookup(ns, name)
+	sb, err := e.lookupFor(ns, name, lifecycle.CallAgent)
 	if err != nil {
 		return agent.Endpoint{}, err
 	}
@@ -567,10 +577,11 @@ func (e *Engine) poolStatus(p *pool) *sandpodv1.WarmPool {
 		if r.Namespace != p.namespace || r.Pool != p.name || r.Claimed || r.Deleting {
 			continue
 		}
-		switch sb.workload {
-		case lifecycle.WorkloadReady:
+		// A member on its way out (failed, suspended) counts as neither.
+		switch m := poolMember(sb); {
+		case m.Ready:
 			out.ReadyReplicas++
-		case lifecycle.WorkloadAbsent, lifecycle.WorkloadStarting:
+		case !m.Failed:
 			out.PendingReplicas++
 		}
 	}

@@ -99,10 +99,7 @@ func (e *Engine) reconcile(ctx context.Context) time.Duration {
 				continue
 			}
 			byName[r.Name] = sb
-			members = append(members, lifecycle.PoolMember{
-				Name: r.Name, Ready: sb.workload == lifecycle.WorkloadReady, Failed: sb.workload == lifecycle.WorkloadFailed,
-				TemplateHash: r.Spec.Hash, Created: r.Created,
-			})
+			members = append(members, poolMember(sb))
 		}
 		// Members are recorded before they start, so there is nothing in
 		// flight that the members do not already show.

@@ -10,7 +10,8 @@ type PoolMember struct {
 	Name string
 	// Ready: the workload is up and the member can be claimed.
 	Ready bool
-	// Failed: the workload failed; it will never become ready.
+	// Failed: it will never serve a claim and is replaced (ReplaceMember):
+	// its workload failed, or it was suspended or expired.
 	Failed bool
 	// TemplateHash is the template spec hash the member was made with.
 	TemplateHash string
@@ -46,7 +47,7 @@ func PlanPool(desired int, members []PoolMember, currentHash string, inFlight, m
 	}
 	var plan PoolPlan
 
-	// Failed current members never become ready: replace them.
+	// Failed current members never serve a claim: replace them.
 	var healthy []PoolMember
 	for _, m := range current {
 		if m.Failed {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 import pytest
 
@@ -93,3 +94,32 @@ def test_token_is_required_and_checked(sandpod_bin, tmp_path):
                 assert sb.run("echo ok").stdout == "ok\n"
     finally:
         srv.close()
+
+
+def test_unclaimed_pool_member_cannot_be_used(client):
+    """A warm pool member seen in a list is nobody's yet: it refuses commands, files and
+    suspend, so nothing can be planted for whoever claims it next."""
+
+    def unclaimed() -> list[sandpod.Sandbox]:
+        return [m for m in client.list(include_pool_members=True) if not m.info.claimed]
+
+    deadline = time.monotonic() + 60
+    while not (members := unclaimed()):
+        assert time.monotonic() < deadline, "the session's warm pool shows no member"
+        time.sleep(0.2)
+    member = client.get(members[0].name, on_exit="keep")
+    assert member.info.pool == "python" and not member.info.claimed
+
+    with pytest.raises(sandpod.FailedPrecondition, match="unclaimed member of warm pool") as info:
+        member.run("echo planted > planted.txt")
+    assert info.value.reason == "UNCLAIMED_POOL_MEMBER"
+    assert "ClaimSandbox with template" in info.value.message
+    with pytest.raises(sandpod.FailedPrecondition, match="unclaimed member"):
+        member.files.write("planted.txt", "planted")
+    with pytest.raises(sandpod.FailedPrecondition, match="unclaimed member"):
+        member.files.read("planted.txt")
+    with pytest.raises(sandpod.FailedPrecondition, match="unclaimed member"):
+        member.suspend()
+    # Refused means untouched: not suspended, and still nobody's.
+    after = client.get(member.name, on_exit="keep").info
+    assert after.phase != sandpod.Phase.SUSPENDED and not after.claimed
