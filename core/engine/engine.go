@@ -107,12 +107,21 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg.StateDir = abs
-	if err := os.MkdirAll(filepath.Join(abs, "sandboxes"), 0o755); err != nil {
+	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	st, err := openStore(filepath.Join(abs, "state.db"))
+	// The store first: a state directory it refuses is left as it was.
+	st, rep, err := openStore(abs, cfg.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(abs, "sandboxes"), 0o755); err != nil {
+		st.close()
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if len(rep.Orphans) > 0 {
+		cfg.Logger.Warn("sandbox directories without a record in the store (made after the backup it was restored from?): kept, not managed; see docs/local-engine.md",
+			"dirs", rep.Orphans)
 	}
 	e := &Engine{
 		cfg:         cfg,

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,19 +22,20 @@ func Purge(stateDir string) (int, error) {
 	}
 	killed := 0
 	cg := detectCgroups()
-	if st, err := openStore(filepath.Join(abs, "state.db")); err == nil {
-		recs, _, _, _ := st.loadAll()
-		st.close()
-		for _, r := range recs {
-			if p := adoptProcess(r.PID, r.PIDStart); p != nil {
-				if p.kill(10*time.Second) == nil {
-					killed++
-				}
-			}
-			_ = cg.removeAll(cgroupID(&r))
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	// Read-only, and a damaged store is no reason to leave sandboxes
+	// running: what records it still yields are used, the /proc scan below
+	// finds the rest. Only a running serve (the store is locked) stops it.
+	f, err := inspectStore(filepath.Join(abs, storeFile), lockWait)
+	if err != nil {
 		return 0, err
+	}
+	for _, r := range f.records {
+		if p := adoptProcess(r.PID, r.PIDStart); p != nil {
+			if p.kill(10*time.Second) == nil {
+				killed++
+			}
+		}
+		_ = cg.removeAll(cgroupID(&r))
 	}
 	killed += killStrays(filepath.Join(abs, "sandboxes") + "/")
 	_ = os.RemoveAll(socketDir(abs))
