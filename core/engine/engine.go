@@ -11,7 +11,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -255,19 +257,38 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 	}
 }
 
-// sweepSockets removes agent sockets that belong to no sandbox.
+// sweepSockets removes agent sockets left by sandboxes that are gone: those
+// that no record owns and that nothing listens on. A socket with a listener
+// is a live agent and stays, even when the store has no record of it (it was
+// restored from an older backup): removing it would cut that sandbox off for
+// good. Asking by connecting works whichever namespace bound the socket.
 func (e *Engine) sweepSockets() {
-	live := map[string]bool{}
+	known := map[string]bool{}
 	for _, sb := range e.sandboxes {
-		live[e.socketPath(&sb.rec)] = true
+		known[e.socketPath(&sb.rec)] = true
 	}
 	entries, _ := os.ReadDir(e.sockets)
 	for _, ent := range entries {
 		p := filepath.Join(e.sockets, ent.Name())
-		if !live[p] {
+		isSocket := ent.Type()&fs.ModeSocket != 0
+		if known[p] || !isSocket {
+			continue // dial only what might go
+		}
+		if staleSocket(known[p], isSocket, dialUnix(p)) {
 			_ = os.Remove(p)
+		} else {
+			e.log.Warn("kept an agent socket that no sandbox record owns: it did not refuse a connection (a live agent)", "socket", p)
 		}
 	}
+}
+
+// dialUnix connects to a unix socket and hangs up: nil means a listener.
+func dialUnix(path string) error {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err
 }
 
 // ownedPrivateDir makes dir (a predictable path under $TMPDIR) and checks
