@@ -63,6 +63,10 @@ type Engine struct {
 	pools       map[string]*pool        // ns/name
 	requests    map[string]requestEntry // ns/request-id
 	poolBackoff map[string]backoff      // pool key -> start failures
+	// orphans are sandbox directories (ns/name) that no record owns, found
+	// at start: their names are not given out again, so a new sandbox never
+	// shares the files (or the processes) of one the store forgot.
+	orphans map[string]bool
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -136,7 +140,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		templates:   map[string]runSpec{},
 		pools:       map[string]*pool{},
 		poolBackoff: map[string]backoff{},
+		orphans:     map[string]bool{},
 		kick:        make(chan struct{}, 1),
+	}
+	for _, d := range rep.Orphans {
+		e.orphans[d] = true
 	}
 	if err := ownedPrivateDir(e.sockets); err != nil {
 		st.close()
@@ -280,6 +288,13 @@ func (e *Engine) sweepSockets() {
 			e.log.Warn("kept an agent socket that no sandbox record owns: it did not refuse a connection (a live agent)", "socket", p)
 		}
 	}
+}
+
+// SocketDir is the directory where the engine on stateDir keeps its agents'
+// sockets.
+func SocketDir(stateDir string) (string, error) {
+	abs, err := filepath.Abs(stateDir)
+	return socketDir(abs), err
 }
 
 // dialUnix connects to a unix socket and hangs up: nil means a listener.
