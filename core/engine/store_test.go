@@ -250,3 +250,17 @@ func TestBackupFollowsChanges(t *testing.T) {
 		t.Errorf("temporary backup file left: %v", err)
 	}
 }
+
+// TestPurgeWorksOnADamagedStore: the refusal tells the user to purge before
+// moving a damaged state directory aside, so purge must not need the store.
+func TestPurgeWorksOnADamagedStore(t *testing.T) {
+	dir := makeStore(t, 2)
+	damageStore(t, dir, "truncated")
+	before, _ := os.ReadFile(filepath.Join(dir, storeFile))
+	if _, err := Purge(dir); err != nil {
+		t.Fatalf("purge on a damaged store: %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, storeFile)); !bytes.Equal(before, after) {
+		t.Error("purge changed the damaged store")
+	}
+}
