@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -47,6 +49,13 @@ func runServe(ctx context.Context, args []string) int {
 	}
 	o := serveOptions{server: sf, stateDir: *stateDir, configs: configs, refillDelay: *refillDelay}
 	if err := serve(ctx, log, o); err != nil {
+		var se *engine.StoreError
+		if errors.As(err, &se) {
+			// Said as it is, over several lines: what is wrong and what to
+			// do, not a log record to decode.
+			fmt.Fprintln(os.Stderr, "sandpod serve: "+se.Error())
+			return 1
+		}
 		log.Error("serve", "err", err)
 		return 1
 	}

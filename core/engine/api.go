@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -180,6 +181,9 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 		name = e.generateName(p.namespace, p.template)
 	} else if _, exists := e.sandboxes[p.namespace+"/"+name]; exists {
 		return nil, false, status.Errorf(codes.AlreadyExists, "sandbox %q already exists in namespace %q", name, p.namespace)
+	} else if e.orphans[p.namespace+"/"+name] {
+		return nil, false, status.Errorf(codes.AlreadyExists, "sandbox %q: its directory %s exists without a record (the state was restored from an older backup); to use the name again, move it aside and restart serve",
+			name, filepath.Join(e.cfg.StateDir, "sandboxes", p.namespace, name))
 	}
 	now := time.Now()
 	rec := record{
@@ -226,7 +230,7 @@ func (e *Engine) generateName(ns, template string) string {
 			prefix = prefix[:56]
 		}
 		name := prefix + "-" + string(b)
-		if _, taken := e.sandboxes[ns+"/"+name]; !taken {
+		if _, taken := e.sandboxes[ns+"/"+name]; !taken && !e.orphans[ns+"/"+name] {
 			return name
 		}
 	}

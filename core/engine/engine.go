@@ -11,7 +11,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -65,6 +67,10 @@ type Engine struct {
 	pools       map[string]*pool        // ns/name
 	requests    map[string]requestEntry // ns/request-id
 	poolBackoff map[string]backoff      // pool key -> start failures
+	// orphans are sandbox directories (ns/name) that no record owns, found
+	// at start: their names are not given out again, so a new sandbox never
+	// shares the files (or the processes) of one the store forgot.
+	orphans map[string]bool
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -111,12 +117,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg.StateDir = abs
-	if err := os.MkdirAll(filepath.Join(abs, "sandboxes"), 0o711); err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
-	}
-	if err := searchable(filepath.Join(abs, "sandboxes")); err != nil {
-		return nil, err
-	}
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the local engine runs as root: each sandbox gets a user namespace mapped to a range of 65,536 host ids of its own " +
 			"(none of them the engine's), which only root can map; run `sudo make run` or `sudo bin/sandpod serve`")
@@ -130,9 +130,25 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := becomeSubreaper(); err != nil {
 		return nil, fmt.Errorf("become a child subreaper: %w", err)
 	}
-	st, err := openStore(filepath.Join(abs, "state.db"))
+	if err := os.MkdirAll(abs, 0o711); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	// The store first: a state directory it refuses is left as it was.
+	st, rep, err := openStore(abs, cfg.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(abs, "sandboxes"), 0o711); err != nil {
+		st.close()
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if err := searchable(filepath.Join(abs, "sandboxes")); err != nil {
+		st.close()
+		return nil, err
+	}
+	if len(rep.Orphans) > 0 {
+		cfg.Logger.Warn("sandbox directories without a record in the store (made after the backup it was restored from?): kept, not managed; see docs/local-engine.md",
+			"dirs", rep.Orphans)
 	}
 	e := &Engine{
 		cfg:         cfg,
@@ -146,7 +162,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		templates:   map[string]runSpec{},
 		pools:       map[string]*pool{},
 		poolBackoff: map[string]backoff{},
+		orphans:     map[string]bool{},
 		kick:        make(chan struct{}, 1),
+	}
+	for _, d := range rep.Orphans {
+		e.orphans[d] = true
 	}
 	if err := ownedPrivateDir(e.sockets); err != nil {
 		st.close()
@@ -293,17 +313,27 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 	}
 }
 
-// sweepSockets removes agent sockets that belong to no sandbox.
+// sweepSockets removes agent sockets left by sandboxes that are gone: those
+// that no record owns and that nothing listens on. A socket with a listener
+// is a live agent and stays, even when the store has no record of it (it was
+// restored from an older backup): removing it would cut that sandbox off for
+// good. Asking by connecting works whichever namespace bound the socket.
 func (e *Engine) sweepSockets() {
-	live := map[string]bool{}
+	known := map[string]bool{}
 	for _, sb := range e.sandboxes {
-		live[e.socketPath(&sb.rec)] = true
+		known[e.socketPath(&sb.rec)] = true
 	}
 	entries, _ := os.ReadDir(e.sockets)
 	for _, ent := range entries {
 		p := filepath.Join(e.sockets, ent.Name())
-		if !live[p] {
+		isSocket := ent.Type()&fs.ModeSocket != 0
+		if known[p] || !isSocket {
+			continue // dial only what might go
+		}
+		if staleSocket(known[p], isSocket, dialUnix(p)) {
 			_ = os.Remove(p)
+		} else {
+			e.log.Warn("kept an agent socket that no sandbox record owns: it did not refuse a connection (a live agent)", "socket", p)
 		}
 	}
 }
@@ -324,6 +354,22 @@ func searchable(dir string) error {
 			return nil
 		}
 	}
+}
+
+// SocketDir is the directory where the engine on stateDir keeps its agents'
+// sockets.
+func SocketDir(stateDir string) (string, error) {
+	abs, err := filepath.Abs(stateDir)
+	return socketDir(abs), err
+}
+
+// dialUnix connects to a unix socket and hangs up: nil means a listener.
+func dialUnix(path string) error {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err
 }
 
 // ownedPrivateDir makes dir (a predictable path under $TMPDIR) and checks

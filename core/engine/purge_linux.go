@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,18 +20,20 @@ func Purge(stateDir string) (int, error) {
 	killed := 0
 	rt := runc{root: filepath.Join(abs, "runc")}
 	rt.bin, _ = findRunc("", mustExecutable())
-	if st, err := openStore(filepath.Join(abs, "state.db")); err == nil {
-		recs, _, _, _ := st.loadAll()
-		st.close()
-		for _, r := range recs {
-			if p := adoptProcess(rt, containerID(&r), r.PID, r.PIDStart); p != nil {
-				if p.kill(10*time.Second) == nil {
-					killed++
-				}
+	// Read-only, and a damaged store is no reason to leave sandboxes
+	// running: what records it still yields are used, runc's own state
+	// below finds the rest. Only a running serve (the store is locked)
+	// stops it.
+	f, err := inspectStore(filepath.Join(abs, storeFile), lockWait)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range f.records {
+		if p := adoptProcess(rt, containerID(&r), r.PID, r.PIDStart); p != nil {
+			if p.kill(10*time.Second) == nil {
+				killed++
 			}
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return 0, err
 	}
 	// runc kills and removes what is left of every container (one the
 	// engine started but had not recorded yet): processes, state, cgroups.

@@ -2,10 +2,13 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"time"
+	"log/slog"
+	"path/filepath"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 var (
@@ -16,7 +19,12 @@ var (
 
 // store persists records in an embedded bbolt file: every accepted change is
 // on disk before the engine answers, so a restart (or kill -9) loses nothing.
-type store struct{ db *bolt.DB }
+// A consistent copy of it is kept beside it as the backup (backup.go).
+type store struct {
+	db  *bolt.DB
+	log *slog.Logger
+	backups
+}
 
 // requestEntry remembers what a request id produced (AIP-155).
 type requestEntry struct {
@@ -25,27 +33,62 @@ type requestEntry struct {
 	UID     string `json:"uid"`
 }
 
-func openStore(path string) (*store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+// openStore opens the store of a state directory (absolute path) after
+// inspecting it read-only: a fresh directory gets a new store; a damaged
+// store, or one that lost the records of sandboxes whose directories exist,
+// is a *StoreError and nothing is changed. On success it takes a backup and
+// keeps taking them while the state changes. The report lists what was
+// found, e.g. sandbox directories that no record owns.
+func openStore(stateDir string, log *slog.Logger) (*store, StateReport, error) {
+	rep, err := checkState(stateDir, false)
 	if err != nil {
-		return nil, fmt.Errorf("open state %s (is another sandpod serve using it?): %w", path, err)
+		return nil, rep, err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketSandboxes, bucketRequests, bucketPools} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
+	if err := rep.Err(); err != nil {
+		return nil, rep, err
+	}
+	var db *bolt.DB
+	err = safely(func() error {
+		var err error
+		db, err = bolt.Open(rep.Store, 0o600, &bolt.Options{Timeout: lockWait})
+		if err != nil {
+			return err
 		}
-		return nil
+		return db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bucketSandboxes, bucketRequests, bucketPools} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	})
 	if err != nil {
-		db.Close()
-		return nil, err
+		if db != nil {
+			_ = safely(db.Close)
+		}
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, rep, fmt.Errorf("open state %s: it is in use (is another sandpod serve using this state directory?)", rep.Store)
+		}
+		var d damage
+		if errors.As(err, &d) {
+			rep.Problem = string(d)
+			rep.Backup = inspectBackup(rep.Backup.Path)
+			return nil, rep, rep.Err()
+		}
+		return nil, rep, fmt.Errorf("open state %s: %w", rep.Store, err)
 	}
-	return &store{db: db}, nil
+	s := &store{db: db, log: log}
+	s.startBackups(filepath.Join(stateDir, backupFile), backupEvery)
+	return s, rep, nil
 }
 
-func (s *store) close() error { return s.db.Close() }
+// close takes a last backup if the state changed since the previous one,
+// then closes the file.
+func (s *store) close() error {
+	s.stopBackups()
+	return s.db.Close()
+}
 
 // put saves a record and, when given, the request id that produced it, in
 // one transaction.
@@ -54,7 +97,7 @@ func (s *store) put(r *record, reqKey string, req *requestEntry) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		if req != nil {
 			rb, _ := json.Marshal(req)
 			if err := tx.Bucket(bucketRequests).Put([]byte(reqKey), rb); err != nil {
@@ -65,8 +108,17 @@ func (s *store) put(r *record, reqKey string, req *requestEntry) error {
 	})
 }
 
+// update commits fn and marks the backup out of date.
+func (s *store) update(fn func(*bolt.Tx) error) error {
+	if err := s.db.Update(fn); err != nil {
+		return err
+	}
+	s.changed()
+	return nil
+}
+
 func (s *store) delete(key string) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSandboxes).Delete([]byte(key)) })
+	return s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSandboxes).Delete([]byte(key)) })
 }
 
 func (s *store) loadAll() ([]record, map[string]requestEntry, map[string]int32, error) {
@@ -106,5 +158,5 @@ func (s *store) loadAll() ([]record, map[string]requestEntry, map[string]int32, 
 
 func (s *store) putPoolReplicas(key string, n int32) error {
 	b, _ := json.Marshal(n)
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketPools).Put([]byte(key), b) })
+	return s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketPools).Put([]byte(key), b) })
 }
