@@ -260,20 +260,24 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	e.sweepContainers()
 }
 
-// sweepContainers removes runc containers that no running sandbox owns: an
-// engine that died between starting a container and recording it, or
-// while stopping one.
+// sweepContainers removes what is left of containers that no sandbox owns
+// and whose init is gone (an engine that died between starting one and
+// recording it: its init exits when the gate closes): runc state and
+// cgroups. A running one without a record (its record lost to a restore of
+// an older backup) is left running, as its directory is; purge stops it.
 func (e *Engine) sweepContainers() {
 	e.mu.Lock()
-	live := map[string]bool{}
+	owned := map[string]bool{}
 	for _, sb := range e.sandboxes {
-		if sb.proc != nil || sb.busy {
-			live[containerID(&sb.rec)] = true
-		}
+		owned[containerID(&sb.rec)] = true
 	}
 	e.mu.Unlock()
 	for _, id := range e.runc.list() {
-		if !live[id] {
+		switch {
+		case owned[id]:
+		case e.runc.running(id):
+			e.log.Warn("a running container without a record: kept; `sandpod purge` stops it", "id", id)
+		default:
 			if err := e.runc.remove(id); err != nil {
 				e.log.Warn("remove a stray container", "id", id, "err", err)
 			}
