@@ -89,6 +89,11 @@ func startServer(ctx context.Context, bin string, poolSize int, withPprof bool) 
 	if err != nil {
 		return nil, err
 	}
+	// Sandboxes reach their root file systems under the state directory as
+	// unprivileged host ids: the directory must be searchable.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, err
+	}
 	s := &server{bin: bin, dir: dir, logPath: filepath.Join(dir, "serve.log"), exited: make(chan struct{})}
 	cfg := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(configYAML, poolSize)), 0o644); err != nil {

@@ -39,6 +39,7 @@ func runServe(ctx context.Context, args []string) int {
 	var configs stringList
 	fs.Var(&configs, "config", "SandboxTemplate/SandboxWarmPool YAML file or directory (repeatable; default: a python template with a pool of 2)")
 	refillDelay := fs.Duration("pool-refill-delay", 0, "hold back a warm pool's refill this long after its last claim (smooths bursts)")
+	runc := fs.String("runc", "", "the runc binary that isolates sandboxes (default: $SANDPOD_RUNC, runc beside this binary, then $PATH)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -47,7 +48,7 @@ func runServe(ctx context.Context, args []string) int {
 		log.Error("serve: " + err.Error())
 		return 2
 	}
-	o := serveOptions{server: sf, stateDir: *stateDir, configs: configs, refillDelay: *refillDelay}
+	o := serveOptions{server: sf, stateDir: *stateDir, configs: configs, refillDelay: *refillDelay, runc: *runc}
 	if err := serve(ctx, log, o); err != nil {
 		var se *engine.StoreError
 		if errors.As(err, &se) {
@@ -67,6 +68,7 @@ type serveOptions struct {
 	stateDir    string
 	configs     []string
 	refillDelay time.Duration
+	runc        string
 }
 
 func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
@@ -78,7 +80,7 @@ func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(ctx, engine.Config{StateDir: o.stateDir, Definitions: defs, Logger: log, PoolRefillDelay: o.refillDelay})
+	eng, err := engine.New(ctx, engine.Config{StateDir: o.stateDir, Definitions: defs, Logger: log, PoolRefillDelay: o.refillDelay, Runc: o.runc})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -83,6 +84,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def searchable(path: Path) -> None:
+    """Lets sandboxes, which reach their root file systems under the state
+    directory as unprivileged host ids, pass through path and its parents
+    under the temporary directory (search only, not list)."""
+    tmp = Path(tempfile.gettempdir()).resolve()
+    path = path.resolve()
+    while path != tmp and tmp in path.parents:
+        path.chmod(path.stat().st_mode | 0o111)
+        path = path.parent
+
+
 def sandpod_binary() -> Path:
     env = os.environ.get("SANDPOD_BIN")
     if env:
@@ -119,6 +131,7 @@ class Server:
     ) -> None:
         self.binary = binary
         self.workdir = workdir
+        searchable(workdir)
         self.state_dir = workdir / "state"
         self.config = workdir / "config.yaml"
         self.config.write_text(config)
@@ -146,6 +159,9 @@ class Server:
         ]
         if self.token_file:
             args += ["--token-file", str(self.token_file)]
+        # The binary is a private copy: point it at the runc `make build` links
+        # beside the original.
+        args += ["--runc", str(sandpod_binary().parent / "runc")]
         self.starts += 1
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
         log.write(f"\n=== start #{self.starts}: {' '.join(args)}\n".encode())
