@@ -17,6 +17,7 @@ log() { echo "[$(date +%T)] $*" >&2; }
 need=()
 [ -f /usr/include/seccomp.h ] || need+=(libseccomp-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v gcc >/dev/null || need+=(gcc libc6-dev)   # runc's seccomp support is cgo
 command -v pasta >/dev/null || need+=(passt)
 command -v nsenter >/dev/null || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
