@@ -190,7 +190,7 @@ func (r *fileReader) Read(p []byte) (int, error) {
 			r.take(m.GetData())
 		case errors.Is(err, io.EOF):
 			r.err = io.EOF
-		case isTransient(r.ctx, err, false):
+		case isTransient(r.ctx, "files.read", err, false):
 			// The connection broke mid-file: continue where we are.
 			if oerr := r.open(); oerr != nil {
 				r.err = oerr
