@@ -61,7 +61,7 @@ func DecodeListToken(dir, token string) (string, error) {
 	if token == "" {
 		return "", nil
 	}
-	b, err := base64.RawURLEncoding.DecodeString(token)
+	b, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(b) <= listCheckLen {
 		return "", errForeignToken
 	}
