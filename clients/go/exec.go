@@ -341,16 +341,18 @@ func (p *Process) finish(res *Result, err error) {
 	close(p.done)
 }
 
-// reserve waits until the server's stdin window has room for the next
-// chunk of a write of want bytes, counts it as sent and returns its size.
+// reserve waits until the server's stdin window has room, counts the next
+// chunk of a write of want bytes as sent (as much as fits) and returns its
+// size.
 func (p *Process) reserve(want int) (int, error) {
 	p.flowMu.Lock()
 	defer p.flowMu.Unlock()
 	n := int64(min(want, stdinChunk))
-	if p.window > 0 {
-		n = min(n, p.window)
-	}
-	for p.window > 0 && p.sent-p.acked+n > p.window {
+	for p.window > 0 {
+		if room := p.window - (p.sent - p.acked); room > 0 {
+			n = min(n, room)
+			break
+		}
 		if p.exited.Load() {
 			return 0, os.ErrProcessDone
 		}

@@ -10,6 +10,8 @@ import (
 // not read them yet. It is sent to the client in ExecStarted.stdin_window;
 // a client that keeps its unacknowledged stdin within it never has a
 // message wait behind stdin (see stdinFeed).
+// It must be at least 64 KiB: the protocol lets a client send that much
+// before it knows the window.
 const StdinWindow = 4 << 20
 
 // pipeWrite is the most written to a command's stdin pipe at once: a

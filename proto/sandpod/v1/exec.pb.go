@@ -397,7 +397,9 @@ type ExecStarted struct {
 	// command has left unread. A client that sends beyond it is slowed down
 	// by gRPC flow control, and its later messages, signals included, wait
 	// until the command reads. 0 means the server has no window (older
-	// servers): stdin is paced by gRPC flow control alone.
+	// servers): stdin is paced by gRPC flow control alone. A window is never
+	// under 64 KiB, so a client may send that much stdin before this message
+	// arrives.
 	StdinWindow   int64 `protobuf:"varint,2,opt,name=stdin_window,json=stdinWindow,proto3" json:"stdin_window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
