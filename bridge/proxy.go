@@ -327,17 +327,17 @@ func forwardFile[Req fileRequest, Resp any](s *Server, ctx context.Context, req 
 }
 
 // ListFiles lists one page of a directory in a sandbox. The agent makes
-// and checks the page tokens; the page size and token are checked here too,
-// so a bad one is refused without a trip to the agent.
+// and checks the page tokens (only it knows which directory a relative path
+// names); the page size and the token's form are checked here too, so
+// garbage is refused without a trip to the agent.
 func (s *Server) ListFiles(ctx context.Context, req *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {
-	dir, err := agent.CleanPath(req.GetPath())
-	if err != nil {
-		return nil, invalid("path", "%v", err)
+	if err := checkPath("path", req.GetPath()); err != nil {
+		return nil, err
 	}
 	if _, err := agent.ListPageSize(req.GetPageSize()); err != nil {
 		return nil, invalid("page_size", "%v", err)
 	}
-	if _, err := agent.DecodeListToken(dir, req.GetPageToken()); err != nil {
+	if err := agent.CheckListToken(req.GetPageToken()); err != nil {
 		return nil, invalid("page_token", "%v", err)
 	}
 	return forwardFile(s, ctx, req, func(c sandpodv1.AgentServiceClient, ctx context.Context, r *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {

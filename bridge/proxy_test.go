@@ -32,16 +32,16 @@ func TestAgentErrorKeepsResourceExhausted(t *testing.T) {
 // (the server here has none).
 func TestListFilesChecksPagingAtTheEdge(t *testing.T) {
 	s := New(nil)
-	tok := agent.EncodeListToken("a", "x")
+	tok := agent.EncodeListToken("/workspace/a", "x")
 	for name, tc := range map[string]struct {
 		req   *sandpodv1.ListFilesRequest
 		field string
 	}{
-		"negative page size":    {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageSize: -1}, "page_size"},
-		"page size over max":    {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageSize: agent.MaxListPageSize + 1}, "page_size"},
-		"garbage token":         {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageToken: "not a token"}, "page_token"},
-		"token of another path": {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "b", PageToken: tok}, "page_token"},
-		"bad path":              {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "../x", PageToken: tok}, "path"},
+		"negative page size": {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageSize: -1}, "page_size"},
+		"page size over max": {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageSize: agent.MaxListPageSize + 1}, "page_size"},
+		"garbage token":      {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageToken: "not a token"}, "page_token"},
+		"too short a token":  {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageToken: "AAAA"}, "page_token"},
+		"bad path":           {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "../x", PageToken: tok}, "path"},
 	} {
 		_, err := s.ListFiles(context.Background(), tc.req)
 		if status.Code(err) != codes.InvalidArgument || !strings.HasPrefix(status.Convert(err).Message(), tc.field+":") {

@@ -198,6 +198,9 @@ func FuzzRequestValidation(f *testing.F) {
 		if _, err := agent.DecodeListToken(b, agent.EncodeListToken(b, a)); a != "" && err != nil {
 			t.Fatalf("refused its own list_files page token for %q: %v", a, err)
 		}
+		if a != "" && agent.CheckListToken(agent.EncodeListToken(b, a)) != nil {
+			t.Fatalf("the bridge refused a list_files page token the agent issues for %q", a)
+		}
 		_, _ = parseSelector(a)
 		_ = checkExecStart(&sandpodv1.ExecStart{Argv: []string{a}, WorkingDir: b, Env: map[string]string{a: b}})
 	})

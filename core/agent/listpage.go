@@ -49,14 +49,28 @@ func listCheck(dir, last string) []byte {
 	return sum[:listCheckLen]
 }
 
-// EncodeListToken makes the token of a page of dir (a clean path, as
-// CleanPath returns) that ended with the entry named last.
+// EncodeListToken makes the token of a page of dir (its absolute path) that
+// ended with the entry named last.
 func EncodeListToken(dir, last string) string {
 	return base64.RawURLEncoding.EncodeToString(append([]byte(last), listCheck(dir, last)...))
 }
 
+// CheckListToken checks only that token has the form of a token this
+// server issues, for a caller that does not know which directory a path
+// names (the bridge: a relative path is relative to the sandbox's
+// workspace); the agent's DecodeListToken checks the rest.
+func CheckListToken(token string) error {
+	if token == "" {
+		return nil
+	}
+	if b, err := base64.RawURLEncoding.Strict().DecodeString(token); err != nil || len(b) <= listCheckLen {
+		return errForeignToken
+	}
+	return nil
+}
+
 // DecodeListToken returns the last name of the page that token ended;
-// "" for no token.
+// "" for no token. dir is the directory's absolute path.
 func DecodeListToken(dir, token string) (string, error) {
 	if token == "" {
 		return "", nil
