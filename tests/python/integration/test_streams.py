@@ -67,7 +67,7 @@ def test_async_list_forty_thousand_entries(server: Server, sandbox):
             server.address, token=server.token, timeout=120, progress=False
         ) as client:
             sb = await client.get(sandbox.name, on_exit="keep")
-            return await sb.files.list("/big/")
+            return await sb.files.list("big/")
 
     entries = asyncio.run(main())
     assert len(entries) == FORTY_THOUSAND
