@@ -175,6 +175,12 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 	}
 	var secondStart atomic.Bool
 	answered := false
+	// Client messages are forwarded as they come, in order. up.Send waits
+	// only when the agent stops reading, which it does only for a client
+	// that overruns the stdin window of ExecStarted (the agent queues stdin
+	// within it and reads on); then this hop passes the same gRPC
+	// back-pressure on to the client. So a client within the window never
+	// has a signal stuck here either.
 	go func() {
 		for {
 			msg, err := stream.Recv()
@@ -320,8 +326,20 @@ func forwardFile[Req fileRequest, Resp any](s *Server, ctx context.Context, req 
 	return resp, agentError(req.GetSandbox(), err)
 }
 
-// ListFiles lists a directory in a sandbox.
+// ListFiles lists one page of a directory in a sandbox. The agent makes
+// and checks the page tokens (only it knows which directory a relative path
+// names); the page size and the token's form are checked here too, so
+// garbage is refused without a trip to the agent.
 func (s *Server) ListFiles(ctx context.Context, req *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {
+	if err := checkPath("path", req.GetPath()); err != nil {
+		return nil, err
+	}
+	if _, err := agent.ListPageSize(req.GetPageSize()); err != nil {
+		return nil, invalid("page_size", "%v", err)
+	}
+	if err := agent.CheckListToken(req.GetPageToken()); err != nil {
+		return nil, invalid("page_token", "%v", err)
+	}
 	return forwardFile(s, ctx, req, func(c sandpodv1.AgentServiceClient, ctx context.Context, r *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {
 		return c.ListFiles(ctx, r)
 	})

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/sandpod/sandpod/core/agent"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -190,6 +191,15 @@ func FuzzRequestValidation(f *testing.F) {
 		}
 		if _, err := decodePageToken(q, encodePageToken(q, a)); err != nil {
 			t.Fatalf("refused its own page token for %q: %v", a, err)
+		}
+		if last, err := agent.DecodeListToken(b, a); err == nil && a != "" && agent.EncodeListToken(b, last) != a {
+			t.Fatalf("accepted list_files page token %q that this server would not have issued", a)
+		}
+		if _, err := agent.DecodeListToken(b, agent.EncodeListToken(b, a)); a != "" && err != nil {
+			t.Fatalf("refused its own list_files page token for %q: %v", a, err)
+		}
+		if a != "" && agent.CheckListToken(agent.EncodeListToken(b, a)) != nil {
+			t.Fatalf("the bridge refused a list_files page token the agent issues for %q", a)
 		}
 		_, _ = parseSelector(a)
 		_ = checkExecStart(&sandpodv1.ExecStart{Argv: []string{a}, WorkingDir: b, Env: map[string]string{a: b}})

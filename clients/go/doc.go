@@ -23,9 +23,12 @@
 // Every call takes a context first and ends with it. Calls that are safe to
 // repeat (reads, lifecycle changes, and Claim and Create thanks to a
 // request id generated once per call and sent on every attempt) are
-// retried on Unavailable, ResourceExhausted and Aborted with an
-// exponential, jittered backoff (see RetryPolicy). Exec and file writes
-// are never replayed: a command runs at most once per call.
+// retried on Unavailable and Aborted (and Claim and Create also on
+// ResourceExhausted, the server's back-pressure) with an exponential,
+// jittered backoff (see RetryPolicy). A ResourceExhausted from any other
+// call, such as a file call that hit a sandbox's limits, is returned at
+// once. Exec and file writes are never replayed: a command runs at most
+// once per call.
 //
 // # Errors
 //

@@ -211,6 +211,16 @@ type Process struct {
 	stdinClosed bool
 	sendDone    bool
 
+	// Stdin flow control: at most window bytes sent and not yet acked by
+	// the server (ExecStarted.stdin_window, ExecResponse.stdin_acked). A
+	// stdin write waits here, holding no lock that Signal needs, so a
+	// signal is sent at once however much stdin the command leaves unread.
+	flowMu sync.Mutex
+	flow   sync.Cond
+	window int64 // 0: the server has none (older servers)
+	sent   int64
+	acked  int64
+
 	exited atomic.Bool
 	pid    atomic.Int32
 	done   chan struct{}
@@ -233,6 +243,7 @@ func (s *Sandbox) start(ctx context.Context, start *pb.ExecStart, display string
 		return nil, wrapError("exec", err)
 	}
 	p := &Process{command: display, check: cfg.check, stream: stream, cancel: cancel, stdout: stdout, stderr: stderr, done: make(chan struct{})}
+	p.flow.L = &p.flowMu
 	if p.stdout == nil {
 		p.outPipe = newBufPipe()
 		p.stdout = p.outPipe
@@ -265,6 +276,14 @@ func (p *Process) handle(m *pb.ExecResponse) bool {
 	switch x := m.GetMsg().(type) {
 	case *pb.ExecResponse_Started:
 		p.pid.Store(x.Started.GetPid())
+		p.flowMu.Lock()
+		p.window = x.Started.GetStdinWindow()
+		p.flowMu.Unlock()
+	case *pb.ExecResponse_StdinAcked:
+		p.flowMu.Lock()
+		p.acked = max(p.acked, x.StdinAcked)
+		p.flow.Broadcast()
+		p.flowMu.Unlock()
 	case *pb.ExecResponse_Stdout:
 		_, _ = p.stdout.Write(x.Stdout)
 	case *pb.ExecResponse_Stderr:
@@ -316,7 +335,31 @@ func (p *Process) finish(res *Result, err error) {
 	p.sendMu.Lock()
 	p.sendDone = true
 	p.sendMu.Unlock()
+	p.flowMu.Lock()
+	p.flow.Broadcast() // a stdin write waiting for room returns
+	p.flowMu.Unlock()
 	close(p.done)
+}
+
+// reserve waits until the server's stdin window has room, counts the next
+// chunk of a write of want bytes as sent (as much as fits) and returns its
+// size.
+func (p *Process) reserve(want int) (int, error) {
+	p.flowMu.Lock()
+	defer p.flowMu.Unlock()
+	n := int64(min(want, stdinChunk))
+	for p.window > 0 {
+		if room := p.window - (p.sent - p.acked); room > 0 {
+			n = min(n, room)
+			break
+		}
+		if p.exited.Load() {
+			return 0, os.ErrProcessDone
+		}
+		p.flow.Wait()
+	}
+	p.sent += n
+	return int(n), nil
 }
 
 // PID returns the command's process id inside the sandbox (0 if the
@@ -324,7 +367,10 @@ func (p *Process) finish(res *Result, err error) {
 func (p *Process) PID() int { return int(p.pid.Load()) }
 
 // Stdin returns the command's standard input. Close it to send EOF.
-// Writes after the command ended return os.ErrProcessDone.
+// Writes are paced by what the command reads (at most the server's stdin
+// window, a few MiB, waits unread), so a write to a command that does not
+// read blocks until it does, ends or is killed. Writes after the command
+// ended return os.ErrProcessDone.
 func (p *Process) Stdin() io.WriteCloser { return stdinWriter{p} }
 
 // Stdout returns the command's standard output. It ends with io.EOF when
@@ -344,7 +390,8 @@ func (p *Process) Stderr() io.Reader {
 	return p.errPipe
 }
 
-// Signal sends sig to the command's whole process group.
+// Signal sends sig to the command's whole process group. It goes out at
+// once, also while a Stdin write waits for a command that does not read.
 func (p *Process) Signal(sig syscall.Signal) error {
 	return p.send(&pb.ExecRequest{Msg: &pb.ExecRequest_Signal{Signal: int32(sig)}}, false)
 }
@@ -392,10 +439,18 @@ func (p *Process) send(m *pb.ExecRequest, stdin bool) error {
 
 type stdinWriter struct{ p *Process }
 
+// Write sends b in chunks, each once the server's stdin window has room
+// for it: a write to a command that does not read its stdin blocks (until
+// the command reads, ends, or is killed), while Signal and Kill still go
+// through.
 func (w stdinWriter) Write(b []byte) (int, error) {
 	n := 0
 	for len(b) > 0 {
-		c := b[:min(len(b), stdinChunk)]
+		size, err := w.p.reserve(len(b))
+		if err != nil {
+			return n, err
+		}
+		c := b[:size]
 		if err := w.p.send(&pb.ExecRequest{Msg: &pb.ExecRequest_Stdin{Stdin: c}}, true); err != nil {
 			return n, err
 		}

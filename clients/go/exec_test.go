@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestRunCollectsOutput(t *testing.T) {
@@ -134,5 +135,72 @@ func TestProcessContextCancel(t *testing.T) {
 	}
 	if _, err := io.ReadAll(p.Stdout()); !errors.Is(err, ErrCanceled) {
 		t.Errorf("stdout after cancel: %v", err)
+	}
+}
+
+// A command that reads no stdin gets 64 MiB written to it, then Kill: the
+// write waits inside the server's stdin window (never sending past it)
+// and the kill goes out at once, behind it.
+func TestKillWhileStdinWaitsForTheWindow(t *testing.T) {
+	f := newFakeServer()
+	c := startFake(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := c.Sandbox("python-1").Start(ctx, "sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := p.Stdin().Write(make([]byte, 64<<20))
+		wrote <- err
+	}()
+	// Wait until the window is full: the write is blocked now.
+	for {
+		f.mu.Lock()
+		full := f.stdinReceived >= fakeWindow
+		f.mu.Unlock()
+		if full {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	res, err := p.Wait()
+	if err != nil || res.Signal != int(syscall.SIGKILL) {
+		t.Fatalf("wait = %+v, %v; want killed by SIGKILL", res, err)
+	}
+	if err := <-wrote; !errors.Is(err, os.ErrProcessDone) {
+		t.Errorf("the blocked write returned %v, want os.ErrProcessDone", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.maxUnacked > fakeWindow {
+		t.Errorf("the client had %d bytes unacknowledged, over the window of %d", f.maxUnacked, fakeWindow)
+	}
+}
+
+// Stdin far larger than the window reaches a command that reads it, all of
+// it, in order.
+func TestStdinLargerThanTheWindow(t *testing.T) {
+	f := newFakeServer()
+	c := startFake(t, f)
+	in := make([]byte, 5*fakeWindow+3)
+	for i := range in {
+		in[i] = byte(i % 251)
+	}
+	res, err := c.Sandbox("python-1").Run(context.Background(), "cat", WithStdin(bytes.NewReader(in)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res.Stdout, in) {
+		t.Fatalf("cat returned %d bytes, want the %d sent", len(res.Stdout), len(in))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.maxUnacked > fakeWindow {
+		t.Errorf("the client had %d bytes unacknowledged, over the window of %d", f.maxUnacked, fakeWindow)
 	}
 }

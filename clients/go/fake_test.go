@@ -2,6 +2,7 @@ package sandpod
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -30,7 +31,15 @@ type fakeServer struct {
 	auth        []string
 	files       map[string][]byte
 	readBreakAt int // ReadFile fails with Unavailable after this many bytes, once
+
+	// Exec's stdin flow control: its window, and the most stdin it ever
+	// had unacknowledged (a client that honours the window keeps it so).
+	maxUnacked    int64
+	stdinReceived int64
 }
+
+// fakeWindow is the stdin window of the fake's "cat" and "sleep".
+const fakeWindow = 1 << 20
 
 func newFakeServer() *fakeServer {
 	return &fakeServer{fail: map[string][]codes.Code{}, calls: map[string]int{}, files: map[string][]byte{}}
@@ -126,8 +135,10 @@ func (f *fakeServer) SuspendSandbox(ctx context.Context, req *pb.SuspendSandboxR
 	return &pb.SuspendSandboxResponse{Sandbox: &pb.Sandbox{Name: req.GetName(), Phase: pb.Phase_PHASE_SUSPENDED}}, nil
 }
 
-// Exec echoes: "cat" copies stdin to stdout; anything else prints the
-// command on stdout and "err" on stderr and exits with 3.
+// Exec echoes: "cat" copies stdin to stdout, acknowledging it; "sleep"
+// reads no stdin (acknowledges none) and ends at a signal; anything else
+// prints the command on stdout and "err" on stderr and exits with 3.
+// "cat" and "sleep" have a stdin window of fakeWindow.
 func (f *fakeServer) Exec(stream pb.SandboxService_ExecServer) error {
 	if err := f.enter(stream.Context(), "exec"); err != nil {
 		return err
@@ -140,17 +151,23 @@ func (f *fakeServer) Exec(stream pb.SandboxService_ExecServer) error {
 	if start == nil {
 		return status.Error(codes.InvalidArgument, "first message must be start")
 	}
-	if err := stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Started{Started: &pb.ExecStarted{Pid: 42}}}); err != nil {
+	shell := start.GetShell()
+	started := &pb.ExecStarted{Pid: 42}
+	if shell == "cat" || shell == "sleep" {
+		started.StdinWindow = fakeWindow
+	}
+	if err := stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Started{Started: started}}); err != nil {
 		return err
 	}
 	exit := func(code int32) error {
 		return stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Exit{Exit: &pb.ExitStatus{ExitCode: code}}})
 	}
-	if start.GetShell() != "cat" {
-		_ = stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Stdout{Stdout: []byte(start.GetShell() + "\n")}})
+	if shell != "cat" && shell != "sleep" {
+		_ = stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Stdout{Stdout: []byte(shell + "\n")}})
 		_ = stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Stderr{Stderr: []byte("err\n")}})
 		return exit(3)
 	}
+	var received, acked int64
 	for {
 		m, err := stream.Recv()
 		if err != nil {
@@ -158,7 +175,19 @@ func (f *fakeServer) Exec(stream pb.SandboxService_ExecServer) error {
 		}
 		switch x := m.GetMsg().(type) {
 		case *pb.ExecRequest_Stdin:
+			received += int64(len(x.Stdin))
+			f.mu.Lock()
+			f.stdinReceived = received
+			f.maxUnacked = max(f.maxUnacked, received-acked)
+			f.mu.Unlock()
+			if shell == "sleep" {
+				continue
+			}
 			if err := stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Stdout{Stdout: x.Stdin}}); err != nil {
+				return err
+			}
+			acked = received
+			if err := stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_StdinAcked{StdinAcked: acked}}); err != nil {
 				return err
 			}
 		case *pb.ExecRequest_CloseStdin:
@@ -222,6 +251,37 @@ func (f *fakeServer) ReadFile(req *pb.ReadFileRequest, stream pb.SandboxService_
 		data, sent = data[n:], sent+n
 	}
 	return nil
+}
+
+// ListFiles lists a directory of 2500 entries "f0000".."f2499" in pages of
+// 1000 (the token is the index to start at).
+func (f *fakeServer) ListFiles(ctx context.Context, req *pb.ListFilesRequest) (*pb.ListFilesResponse, error) {
+	if err := f.enter(ctx, "list files"); err != nil {
+		return nil, err
+	}
+	start := 0
+	if tok := req.GetPageToken(); tok != "" {
+		if _, err := fmt.Sscanf(tok, "%d", &start); err != nil {
+			return nil, status.Error(codes.InvalidArgument, "page_token: is not a token this server issued")
+		}
+	}
+	const n, size = 2500, 1000
+	resp := &pb.ListFilesResponse{}
+	for i := start; i < min(start+size, n); i++ {
+		name := fmt.Sprintf("f%04d", i)
+		resp.Files = append(resp.Files, &pb.FileInfo{Path: req.GetPath() + "/" + name, Name: name})
+	}
+	if start+size < n {
+		resp.NextPageToken = fmt.Sprint(start + size)
+	}
+	return resp, nil
+}
+
+func (f *fakeServer) StatFile(ctx context.Context, req *pb.StatFileRequest) (*pb.StatFileResponse, error) {
+	if err := f.enter(ctx, "stat"); err != nil {
+		return nil, err
+	}
+	return &pb.StatFileResponse{File: &pb.FileInfo{Path: req.GetPath()}}, nil
 }
 
 // startFake serves f over bufconn and returns a client for it.

@@ -190,7 +190,7 @@ func (r *fileReader) Read(p []byte) (int, error) {
 			r.take(m.GetData())
 		case errors.Is(err, io.EOF):
 			r.err = io.EOF
-		case isTransient(r.ctx, err, false):
+		case isTransient(r.ctx, "files.read", err, false):
 			// The connection broke mid-file: continue where we are.
 			if oerr := r.open(); oerr != nil {
 				r.err = oerr
@@ -333,24 +333,6 @@ func (w *FileWriter) Abort() {
 
 // Info returns the written file's description after a successful Close.
 func (w *FileWriter) Info() FileInfo { return w.info }
-
-// List returns the entries of a directory.
-func (f *Files) List(ctx context.Context, dir string) ([]FileInfo, error) {
-	s := f.s
-	var resp *pb.ListFilesResponse
-	err := s.c.retry(ctx, "files.list", func(ctx context.Context, _ int) (err error) {
-		resp, err = s.c.rpc.ListFiles(ctx, &pb.ListFilesRequest{Sandbox: s.name, Namespace: s.ns, Path: dir})
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]FileInfo, 0, len(resp.GetFiles()))
-	for _, fi := range resp.GetFiles() {
-		out = append(out, fileInfoFromProto(fi))
-	}
-	return out, nil
-}
 
 // Stat describes one file.
 func (f *Files) Stat(ctx context.Context, path string) (FileInfo, error) {

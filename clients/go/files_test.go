@@ -87,3 +87,32 @@ func TestFileWriterStreams(t *testing.T) {
 		t.Errorf("write after close: %v", err)
 	}
 }
+
+// List follows the pages; Entries stops fetching when the caller stops.
+func TestListFollowsPages(t *testing.T) {
+	f := newFakeServer()
+	c := startFake(t, f)
+	files := c.Sandbox("python-1").Files()
+	entries, err := files.List(context.Background(), "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2500 || entries[0].Name != "f0000" || entries[2499].Name != "f2499" {
+		t.Fatalf("listed %d entries, want f0000..f2499", len(entries))
+	}
+	if n := f.count("list files"); n != 3 {
+		t.Errorf("pages fetched = %d, want 3", n)
+	}
+	seen := 0
+	for _, err := range files.Entries(context.Background(), "d") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen++; seen == 10 {
+			break
+		}
+	}
+	if n := f.count("list files"); n != 4 {
+		t.Errorf("pages fetched after stopping early = %d, want 1", n-3)
+	}
+}

@@ -22,9 +22,13 @@ import (
 // sent again on every attempt so that the server hands out one sandbox.
 // Exec and file writes are never replayed.
 //
-// The codes retried are Unavailable, ResourceExhausted and Aborted, and
-// DeadlineExceeded of one attempt when WithCallTimeout is set and the
-// call's context has time left.
+// The codes retried are Unavailable and Aborted, DeadlineExceeded of one
+// attempt when WithCallTimeout is set and the call's context has time
+// left, and ResourceExhausted for Create and Claim only, where it is the
+// server's back-pressure or a quota that frees up. Elsewhere, and above all
+// from a sandbox's agent (files, exec), ResourceExhausted is a limit that a
+// repeat would hit again (a message over the size limit, a full disk, the
+// process limit): it is returned at once, with the server's message.
 type RetryPolicy struct {
 	// InitialInterval is the first wait (default 100ms).
 	InitialInterval time.Duration
@@ -98,21 +102,29 @@ func orDefault(v, d time.Duration) time.Duration {
 	return v
 }
 
-// isTransient reports whether an attempt that failed with err may be
+// isTransient reports whether an attempt of op that failed with err may be
 // repeated. parent is the context of the whole call; perAttempt says
 // whether the attempt had its own timeout (WithCallTimeout).
-func isTransient(parent context.Context, err error, perAttempt bool) bool {
+func isTransient(parent context.Context, op string, err error, perAttempt bool) bool {
 	if parent.Err() != nil {
 		return false
 	}
 	switch status.Code(err) {
-	case codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
+	case codes.Unavailable, codes.Aborted:
 		return true
+	case codes.ResourceExhausted:
+		return backPressureOps[op]
 	case codes.DeadlineExceeded:
 		return perAttempt
 	}
 	return false
 }
+
+// backPressureOps are the calls whose ResourceExhausted is retried: the
+// server answers a burst of claims or creates with it, and a quota frees
+// up. Everything else that can be exhausted (an agent's limits, gRPC's
+// message size, a pool's size limit) stays exhausted.
+var backPressureOps = map[string]bool{"claim": true, "create": true}
 
 // attemptFunc is one attempt of a call; attempt counts from 1.
 type attemptFunc func(ctx context.Context, attempt int) error
@@ -151,7 +163,7 @@ func (c *Client) doRetry(ctx context.Context, op string, timeout time.Duration, 
 		if c.closed.Load() {
 			return backoff.Permanent(ErrClosed)
 		}
-		if !isTransient(ctx, err, timeout > 0) {
+		if !isTransient(ctx, op, err, timeout > 0) {
 			return backoff.Permanent(err)
 		}
 		return err
@@ -165,7 +177,7 @@ func (c *Client) doRetry(ctx context.Context, op string, timeout time.Duration, 
 	}
 	// The context ended where the call would have been retried: report
 	// that, with what the last attempt said.
-	if ctx.Err() != nil && last != nil && !isContextError(last) && isTransient(context.Background(), last, timeout > 0) {
+	if ctx.Err() != nil && last != nil && !isContextError(last) && isTransient(context.Background(), op, last, timeout > 0) {
 		st := status.FromContextError(ctx.Err())
 		return wrapError(op, status.Error(st.Code(), fmt.Sprintf("%s after %d attempts; last error: %s", st.Message(), attempt, statusOf(last).Message())))
 	}

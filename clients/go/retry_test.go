@@ -17,28 +17,75 @@ func TestIsTransient(t *testing.T) {
 	cancel()
 	tests := map[string]struct {
 		ctx        context.Context
+		op         string
 		code       codes.Code
 		perAttempt bool
 		want       bool
 	}{
-		"unavailable":                   {live, codes.Unavailable, false, true},
-		"resource exhausted":            {live, codes.ResourceExhausted, false, true},
-		"aborted":                       {live, codes.Aborted, false, true},
-		"deadline without call timeout": {live, codes.DeadlineExceeded, false, false},
-		"deadline of one attempt":       {live, codes.DeadlineExceeded, true, true},
-		"deadline of the whole call":    {done, codes.DeadlineExceeded, true, false},
-		"unavailable after cancel":      {done, codes.Unavailable, false, false},
-		"not found":                     {live, codes.NotFound, false, false},
-		"invalid argument":              {live, codes.InvalidArgument, true, false},
-		"internal":                      {live, codes.Internal, false, false},
-		"failed precondition":           {live, codes.FailedPrecondition, false, false},
+		"unavailable":                   {live, "get", codes.Unavailable, false, true},
+		"aborted":                       {live, "get", codes.Aborted, false, true},
+		"deadline without call timeout": {live, "get", codes.DeadlineExceeded, false, false},
+		"deadline of one attempt":       {live, "get", codes.DeadlineExceeded, true, true},
+		"deadline of the whole call":    {done, "get", codes.DeadlineExceeded, true, false},
+		"unavailable after cancel":      {done, "get", codes.Unavailable, false, false},
+		"not found":                     {live, "get", codes.NotFound, false, false},
+		"invalid argument":              {live, "get", codes.InvalidArgument, true, false},
+		"internal":                      {live, "get", codes.Internal, false, false},
+		"failed precondition":           {live, "get", codes.FailedPrecondition, false, false},
+		// RESOURCE_EXHAUSTED is back-pressure for claims and creates only;
+		// from an agent or anything else it is a limit that stays.
+		"exhausted claim":              {live, "claim", codes.ResourceExhausted, false, true},
+		"exhausted create":             {live, "create", codes.ResourceExhausted, false, true},
+		"exhausted claim after cancel": {done, "claim", codes.ResourceExhausted, false, false},
+		"exhausted files.list":         {live, "files.list", codes.ResourceExhausted, false, false},
+		"exhausted files.read":         {live, "files.read", codes.ResourceExhausted, false, false},
+		"exhausted files.stat":         {live, "files.stat", codes.ResourceExhausted, false, false},
+		"exhausted files.mkdir":        {live, "files.mkdir", codes.ResourceExhausted, false, false},
+		"exhausted files.remove":       {live, "files.remove", codes.ResourceExhausted, false, false},
+		"exhausted scale warm pool":    {live, "scale warm pool", codes.ResourceExhausted, false, false},
+		"exhausted watch":              {live, "watch", codes.ResourceExhausted, false, false},
+		"exhausted get":                {live, "get", codes.ResourceExhausted, false, false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := isTransient(tc.ctx, status.Error(tc.code, "x"), tc.perAttempt); got != tc.want {
+			if got := isTransient(tc.ctx, tc.op, status.Error(tc.code, "x"), tc.perAttempt); got != tc.want {
 				t.Errorf("isTransient = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A file call that an agent answers RESOURCE_EXHAUSTED fails at once, with
+// the agent's message, after one attempt; UNAVAILABLE is still retried.
+func TestFileCallsDoNotRetryResourceExhausted(t *testing.T) {
+	f := newFakeServer()
+	c := startFake(t, f)
+	files := c.Sandbox("python-1").Files()
+	ctx := context.Background()
+
+	f.failNext("list files", codes.ResourceExhausted)
+	_, err := files.List(ctx, "d")
+	if !errors.Is(err, ErrResourceExhausted) || !strings.Contains(err.Error(), "injected ResourceExhausted") {
+		t.Fatalf("list: %v, want ErrResourceExhausted with the server's message", err)
+	}
+	if n := f.count("list files"); n != 1 {
+		t.Errorf("list attempts = %d, want 1", n)
+	}
+
+	f.failNext("stat", codes.ResourceExhausted)
+	if _, err := files.Stat(ctx, "x"); !errors.Is(err, ErrResourceExhausted) {
+		t.Fatalf("stat: %v, want ErrResourceExhausted", err)
+	}
+	if n := f.count("stat"); n != 1 {
+		t.Errorf("stat attempts = %d, want 1", n)
+	}
+
+	f.failNext("stat", codes.Unavailable, codes.Unavailable)
+	if _, err := files.Stat(ctx, "x"); err != nil {
+		t.Fatalf("stat after two UNAVAILABLE: %v", err)
+	}
+	if n := f.count("stat"); n != 4 {
+		t.Errorf("stat attempts = %d, want 4 (1 + 3)", n)
 	}
 }
 

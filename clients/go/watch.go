@@ -81,7 +81,7 @@ func (c *Client) Watch(ctx context.Context, opts ...ListOption) iter.Seq2[Event,
 			if err == nil || ctx.Err() != nil {
 				return // the caller stopped, or ctx ended
 			}
-			if !received && isTransient(ctx, err, false) {
+			if !received && isTransient(ctx, "watch", err, false) {
 				if d := bo.NextBackOff(); d != backoff.Stop {
 					t := time.NewTimer(d)
 					select {

@@ -81,11 +81,27 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 	pgid := cmd.Process.Pid
 
 	send := &lockedSender{stream: stream}
-	if err := send.send(&sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Started{Started: &sandpodv1.ExecStarted{Pid: int32(pgid)}}}); err != nil {
+	started := &sandpodv1.ExecStarted{Pid: int32(pgid), StdinWindow: StdinWindow}
+	if err := send.send(&sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Started{Started: started}}); err != nil {
 		killGroup(pgid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		return err
 	}
+
+	// Stdin goes through a feed so that reading the stream never waits on
+	// the command reading its stdin (see stdinFeed).
+	feed := newStdinFeed(StdinWindow)
+	defer feed.drop()
+	go feed.run(stdin)
+	stopAcks, acksDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(acksDone)
+		feed.sendAcks(stopAcks, func(n int64) error {
+			return send.send(&sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_StdinAcked{StdinAcked: n}})
+		})
+	}()
+	endAcks := sync.OnceFunc(func() { close(stopAcks); <-acksDone })
+	defer endAcks()
 
 	var readers sync.WaitGroup
 	var outTrunc, errTrunc bool
@@ -103,8 +119,10 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 		})
 	}()
 
-	// Client messages: stdin, close, signals. A broken client stream kills
-	// the whole process group: nobody is left to read its output.
+	// Client messages: stdin, close, signals, read as they arrive: stdin is
+	// queued, so a signal behind it is acted on at once. A broken client
+	// stream kills the whole process group: nobody is left to read its
+	// output.
 	var finished atomic.Bool
 	defer finished.Store(true)
 	go func() {
@@ -114,14 +132,14 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 				if !errors.Is(err, io.EOF) && !finished.Load() {
 					killGroup(pgid, syscall.SIGKILL)
 				}
-				stdin.Close()
+				feed.close()
 				return
 			}
 			switch m := msg.Msg.(type) {
 			case *sandpodv1.ExecRequest_Stdin:
-				_, _ = stdin.Write(m.Stdin)
+				feed.push(m.Stdin)
 			case *sandpodv1.ExecRequest_CloseStdin:
-				stdin.Close()
+				feed.close()
 			case *sandpodv1.ExecRequest_Signal:
 				killGroup(pgid, syscall.Signal(m.Signal))
 			}
@@ -165,6 +183,7 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 	exit.Duration = durationpb.New(time.Since(began))
 	exit.StdoutTruncated, exit.StderrTruncated = outTrunc, errTrunc
 	s.touch()
+	endAcks() // the exit status is the last message
 	return send.send(&sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Exit{Exit: exit}})
 }
 

@@ -9,11 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"sort"
 	"strings"
 	"syscall"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -157,13 +159,25 @@ func (s *Server) WriteFile(stream sandpodv1.AgentService_WriteFileServer) error 
 	return stream.SendAndClose(&sandpodv1.WriteFileResponse{File: s.fileInfo(rel, fi)})
 }
 
-// ListFiles lists a directory.
+// ListFiles lists one page of a directory, sorted by name. Each page reads
+// all the names (a directory has no order of its own to resume from) but
+// stats only the entries it returns.
 func (s *Server) ListFiles(_ context.Context, req *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {
-	rel, err := s.path("list_files", req.GetPath())
+	dir, err := s.path("list_files", req.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.root.Open(rel)
+	size, err := ListPageSize(req.GetPageSize())
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "list_files: page_size: %v", err)
+	}
+	// The token is bound to the directory's absolute path, the same however
+	// the caller spelled it.
+	after, err := DecodeListToken(dir, req.GetPageToken())
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "list_files: page_token: %v", err)
+	}
+	d, err := s.root.Open(dir)
 	if err != nil {
 		return nil, fileError("list_files", req.GetPath(), err)
 	}
@@ -171,17 +185,33 @@ func (s *Server) ListFiles(_ context.Context, req *sandpodv1.ListFilesRequest) (
 	if fi, err := d.Stat(); err == nil && !fi.IsDir() {
 		return nil, status.Errorf(codes.InvalidArgument, "list_files: %q is not a directory", req.GetPath())
 	}
-	entries, err := d.ReadDir(-1)
+	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return nil, fileError("list_files", req.GetPath(), err)
 	}
+	sort.Strings(names)
 	out := &sandpodv1.ListFilesResponse{}
-	for _, e := range entries {
-		fi, err := e.Info()
+	bytes, last := 0, ""
+	i := sort.SearchStrings(names, after)
+	if i < len(names) && names[i] == after && after != "" {
+		i++
+	}
+	for ; i < len(names) && len(out.Files) < size; i++ {
+		abs := path.Join(dir, names[i])
+		fi, err := s.root.Lstat(abs)
 		if err != nil {
 			continue // removed while listing
 		}
-		out.Files = append(out.Files, s.fileInfo(path.Join(rel, e.Name()), fi))
+		f := s.fileInfo(abs, fi)
+		n := proto.Size(f) + 8 // the field's tag and length
+		if len(out.Files) > 0 && bytes+n > listPageBytes {
+			break
+		}
+		out.Files = append(out.Files, f)
+		bytes, last = bytes+n, names[i]
+	}
+	if i < len(names) {
+		out.NextPageToken = EncodeListToken(dir, last)
 	}
 	return out, nil
 }

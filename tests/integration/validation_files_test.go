@@ -223,6 +223,12 @@ func fileCases(e *badInputEnv) map[string]badCase {
 			return err
 		}
 	}
+	listPage := func(size int32, token string) func(*testing.T) error {
+		return func(t *testing.T) error {
+			_, err := c.ListFiles(ctx(t), &sandpodv1.ListFilesRequest{Sandbox: sb, Path: "full", PageSize: size, PageToken: token})
+			return err
+		}
+	}
 	stat := func(p string) func(*testing.T) error {
 		return func(t *testing.T) error {
 			_, err := c.StatFile(ctx(t), &sandpodv1.StatFileRequest{Sandbox: sb, Path: p})
@@ -292,12 +298,23 @@ func fileCases(e *badInputEnv) map[string]badCase {
 		"write: bad namespace":      {write(&sandpodv1.WriteFileHeader{Sandbox: sb, Namespace: "NS", Path: "x"}), ia, "namespace"},
 
 		// ListFiles.
-		"list files: not a directory": {list("plain.txt/x"), ia, "plain.txt"},
-		"list files: a file":          {list("plain.txt"), ia, "plain.txt"},
-		"list files: missing":         {list("nowhere"), nf, "nowhere"},
-		"list files: dot-dot":         {list(".."), ia, "path"},
-		"list files: NUL byte":        {list("\x00"), ia, "path"},
-		"list files: link loop":       {list("loop"), ia, "loop"},
+		"list files: not a directory":      {list("plain.txt/x"), ia, "plain.txt"},
+		"list files: a file":               {list("plain.txt"), ia, "plain.txt"},
+		"list files: missing":              {list("nowhere"), nf, "nowhere"},
+		"list files: dot-dot":              {list(".."), ia, "path"},
+		"list files: NUL byte":             {list("\x00"), ia, "path"},
+		"list files: link loop":            {list("loop"), ia, "loop"},
+		"list files: negative page size":   {listPage(-1, ""), ia, "page_size"},
+		"list files: page size over 10000": {listPage(10001, ""), ia, "page_size"},
+		"list files: garbage page token":   {listPage(0, "%%%"), ia, "page_token"},
+		"list files: token of another directory": {func(t *testing.T) error {
+			first, err := c.ListFiles(ctx(t), &sandpodv1.ListFilesRequest{Sandbox: sb, Path: "/", PageSize: 1})
+			if err != nil || first.GetNextPageToken() == "" {
+				t.Fatalf("a first page of one entry: %v, %v", first, err)
+			}
+			_, err = c.ListFiles(ctx(t), &sandpodv1.ListFilesRequest{Sandbox: sb, Path: "full", PageToken: first.GetNextPageToken()})
+			return err
+		}, ia, "page_token"},
 		"list files: empty sandbox name": {func(t *testing.T) error {
 			_, err := c.ListFiles(ctx(t), &sandpodv1.ListFilesRequest{Path: "/"})
 			return err

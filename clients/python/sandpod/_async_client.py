@@ -135,11 +135,17 @@ class AsyncClient:
         *,
         timeout: Timeout | UseClientDefault,
         idempotent: bool = True,
+        backpressure: bool = False,
         request_id: str = "",
         done_on_retry: frozenset[grpc.StatusCode] = frozenset(),
         wait_desc: str = "",
     ) -> Any:
-        state = RetryState(self._settings.retry, self._settings.timeout_for(timeout), idempotent)
+        state = RetryState(
+            self._settings.retry,
+            self._settings.timeout_for(timeout),
+            idempotent,
+            backpressure=backpressure,
+        )
         callable_ = getattr(self._stub, method)
         while True:
             attempt_timeout = state.attempt_timeout()
@@ -202,6 +208,7 @@ class AsyncClient:
             "ClaimSandbox",
             req,
             timeout=timeout,
+            backpressure=True,
             request_id=req.request_id,
             wait_desc=f"sandpod: claiming a {req.template} sandbox" if wait_bar else "",
         )
@@ -242,6 +249,7 @@ class AsyncClient:
             "CreateSandbox",
             req,
             timeout=timeout,
+            backpressure=True,
             request_id=rid,
             wait_desc=f"sandpod: starting a {template} sandbox" if wait else "",
         )
@@ -792,18 +800,18 @@ class AsyncSandbox:
             max_output_bytes=max_output_bytes,
         )
         call = self._open_exec(limit)
+        sender = _ExecSender(call, first)
         decoder = OutputDecoder()
         try:
-            await call.write(first)
             if stdin is not None:
                 for chunk in _iter_source(stdin):
-                    if not await _send(call, exec_pb2.ExecRequest(stdin=chunk)):
-                        break
-            await _send(call, exec_pb2.ExecRequest(close_stdin=True))
+                    sender.put_stdin(chunk)
+            sender.close_stdin()
             while True:
                 resp = await call.read()
                 if resp is grpc.aio.EOF:
                     raise ServerError(f"exec of {text!r} ended without an exit status")
+                sender.on_response(resp)
                 if resp.WhichOneof("msg") == "exit":
                     result = decoder.result(resp.exit, text)
                     return result.check() if check else result
@@ -813,6 +821,7 @@ class AsyncSandbox:
         except grpc.RpcError as err:
             raise _exec_error(err, text, limit) from None
         finally:
+            await sender.aclose()
             call.cancel()
 
     async def start(
@@ -837,16 +846,19 @@ class AsyncSandbox:
             max_output_bytes=max_output_bytes,
         )
         call = self._open_exec(limit)
+        sender = _ExecSender(call, first)
         try:
-            await call.write(first)
             resp = await call.read()
         except grpc.RpcError as err:
+            await sender.aclose()
             call.cancel()
             raise _exec_error(err, text, limit) from None
         if resp is grpc.aio.EOF:
+            await sender.aclose()
             call.cancel()
             raise ServerError(f"exec of {text!r} ended before it started")
-        proc = AsyncProcess(self, call, text, limit, resp)
+        sender.on_response(resp)
+        proc = AsyncProcess(self, call, sender, text, limit, resp)
         if stdin is not None:
             for chunk in _iter_source(stdin):
                 await proc.write_stdin(chunk)
@@ -889,6 +901,70 @@ async def _send(call: Any, req: exec_pb2.ExecRequest) -> bool:
     return True
 
 
+class _ExecSender:
+    """Writes the requests of one exec from a task of its own: the start message, then
+    signals at once and stdin within the server's stdin window (see ExecInput), as the
+    reader passes on the server's messages (``on_response``). Queueing never blocks."""
+
+    def __init__(self, call: Any, first: exec_pb2.ExecRequest) -> None:
+        self._call = call
+        self._input = _base.ExecInput(first)
+        self._changed = asyncio.Event()
+        self._task = asyncio.create_task(self._run())
+
+    def _wake(self) -> None:
+        self._changed.set()
+
+    def put_stdin(self, data: bytes) -> None:
+        self._input.put_stdin(data)
+        self._wake()
+
+    def close_stdin(self) -> None:
+        self._input.close_stdin()
+        self._wake()
+
+    def signal(self, signal: int) -> None:
+        self._input.signal(signal)
+        self._wake()
+
+    def on_response(self, resp: exec_pb2.ExecResponse) -> None:
+        if self._input.on_response(resp):
+            self._wake()
+
+    def end(self) -> None:
+        self._input.end()
+        self._wake()
+
+    async def aclose(self) -> None:
+        """Ends sending: the call is over. A write still waiting for the server is
+        abandoned (the call is cancelled or done)."""
+        self.end()
+        if not self._task.done():
+            self._task.cancel()
+        await asyncio.wait([self._task])
+
+    async def _run(self) -> None:
+        first = True
+        while True:
+            msg = self._input.pop()
+            if msg is None:
+                if self._input.ended:
+                    return
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            if first:
+                # The first write goes through grpc.aio itself, which also starts the
+                # call; a failure shows in the reads.
+                first = False
+                try:
+                    await self._call.write(msg)
+                except (grpc.RpcError, asyncio.InvalidStateError):
+                    return
+            elif not await _send(self._call, msg):
+                return
+
+
 def _exec_error(err: grpc.RpcError, text: str, limit: float | None) -> SandpodError:
     if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and limit is not None:
         return SandboxTimeout(
@@ -905,6 +981,7 @@ class AsyncProcess:
         self,
         sandbox: AsyncSandbox,
         call: Any,
+        sender: _ExecSender,
         command: str,
         limit: float | None,
         first: exec_pb2.ExecResponse,
@@ -912,6 +989,7 @@ class AsyncProcess:
         self.sandbox = sandbox
         self.command = command
         self._call = call
+        self._sender = sender
         self._limit = limit
         self._decoder = OutputDecoder()
         self._events: list[Output] = []
@@ -944,12 +1022,14 @@ class AsyncProcess:
                 if resp is grpc.aio.EOF:
                     self._error = ServerError(f"exec of {self.command!r} ended without an exit")
                     break
+                self._sender.on_response(resp)
                 self._consume(resp)
         except grpc.RpcError as err:
             self._error = _exec_error(err, self.command, self._limit)
         finally:
             self._done = True
             self._changed.set()
+            await self._sender.aclose()
             self._call.cancel()
 
     def __repr__(self) -> str:
@@ -989,21 +1069,22 @@ class AsyncProcess:
             await self._changed.wait()
 
     async def write_stdin(self, data: Data) -> None:
-        """Sends bytes (or UTF-8 text) to the command's standard input."""
+        """See :meth:`sandpod.Process.write_stdin` (never waits for the command)."""
         if self._stdin_closed:
             raise ValueError("stdin is closed")
-        await self._send(exec_pb2.ExecRequest(stdin=_base.as_bytes(data)))
+        if self.running:
+            self._sender.put_stdin(_base.as_bytes(data))
 
     async def close_stdin(self) -> None:
         """Closes the command's standard input (it sees end-of-file)."""
         if not self._stdin_closed:
             self._stdin_closed = True
-            await self._send(exec_pb2.ExecRequest(close_stdin=True))
+            self._sender.close_stdin()
 
     async def send_signal(self, signal: int) -> None:
-        """Sends a signal to the command's whole process group."""
+        """See :meth:`sandpod.Process.send_signal`."""
         if self.running:
-            await self._send(exec_pb2.ExecRequest(signal=int(signal)))
+            self._sender.signal(signal)
 
     async def terminate(self) -> None:
         """Sends SIGTERM."""
@@ -1012,10 +1093,6 @@ class AsyncProcess:
     async def kill(self) -> None:
         """Sends SIGKILL."""
         await self.send_signal(9)
-
-    async def _send(self, req: exec_pb2.ExecRequest) -> None:
-        # Like the sync Process: input for a process that has ended is dropped.
-        await _send(self._call, req)
 
     async def wait(self, timeout: Timeout = None, *, check: bool = False) -> CommandResult:
         """See :meth:`sandpod.Process.wait`."""
@@ -1179,11 +1256,16 @@ class AsyncFiles:
     async def list(
         self, path: str = "/", *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> list[FileInfo]:
-        """The entries of a directory."""
-        resp = await self._client._unary(
-            "ListFiles", self._req(files_pb2.ListFilesRequest, path), timeout=timeout
-        )
-        return [FileInfo.from_pb(f) for f in resp.files]
+        """See :meth:`sandpod.Files.list`."""
+        out: list[FileInfo] = []
+        token = ""
+        while True:
+            req = self._req(files_pb2.ListFilesRequest, path, page_token=token)
+            resp = await self._client._unary("ListFiles", req, timeout=timeout)
+            out.extend(FileInfo.from_pb(f) for f in resp.files)
+            token = resp.next_page_token
+            if not token:
+                return out
 
     async def stat(
         self, path: str, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT

@@ -8,6 +8,7 @@ import os
 import shlex
 import sys
 import uuid
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -35,6 +36,9 @@ EXEC_GRACE: Final = 15.0
 #: Chunk size for file uploads (the server streams downloads in chunks of <= 1 MiB).
 CHUNK_SIZE: Final = 1 << 20
 MAX_MESSAGE: Final = 16 << 20
+#: Stdin a client may send before the server has told its window: a server's window is
+#: never smaller (exec.proto), so a small stdin goes out with the start message.
+INITIAL_STDIN_WINDOW: Final = 64 << 10
 
 OnExit = Literal["delete", "suspend", "keep"]
 _ON_EXIT: Final = ("delete", "suspend", "keep")
@@ -320,6 +324,78 @@ def exec_start(
     if timeout is not None:
         start.timeout.CopyFrom(to_duration(timeout))
     return exec_pb2.ExecRequest(start=start), text
+
+
+class ExecInput:
+    """What a client has to send on one exec stream, and what it may send now.
+
+    Signals go first, ahead of queued stdin; stdin and ``close_stdin`` keep their order.
+    Stdin is sent only within the server's stdin window (``ExecStarted.stdin_window``):
+    at most that many bytes sent and not yet acknowledged (``stdin_acked``). So the
+    server reads every message as it arrives, and a signal is acted on at once however
+    much stdin the command leaves unread; the rest waits here, in the client's memory.
+    No I/O and no locking: the sync and asyncio clients drive it under their own lock.
+    """
+
+    def __init__(self, first: exec_pb2.ExecRequest) -> None:
+        self._control: deque[exec_pb2.ExecRequest] = deque([first])
+        self._stdin: deque[memoryview | None] = deque()  # None: close_stdin
+        #: The server's window: INITIAL_STDIN_WINDOW until it says (``started``), then
+        #: its own; 0 for none (older servers).
+        self.window = INITIAL_STDIN_WINDOW
+        self.sent = 0
+        self.acked = 0
+        self.ended = False
+
+    def put_stdin(self, data: bytes) -> None:
+        if data:
+            self._stdin.append(memoryview(data))
+
+    def close_stdin(self) -> None:
+        self._stdin.append(None)
+
+    def signal(self, signal: int) -> None:
+        self._control.append(exec_pb2.ExecRequest(signal=int(signal)))
+
+    def end(self) -> None:
+        """The call is over: nothing more is sent."""
+        self.ended = True
+
+    def on_response(self, resp: exec_pb2.ExecResponse) -> bool:
+        """Takes the window and acknowledgements from the server's messages; True when
+        more may be sent now."""
+        kind = resp.WhichOneof("msg")
+        if kind == "started":
+            self.window = resp.started.stdin_window
+            return True
+        if kind == "stdin_acked":
+            self.acked = max(self.acked, resp.stdin_acked)
+            return True
+        return False
+
+    def pop(self) -> exec_pb2.ExecRequest | None:
+        """The next message to send, or None while there is none that may go now."""
+        if self.ended:
+            return None
+        if self._control:
+            return self._control.popleft()
+        if not self._stdin:
+            return None
+        head = self._stdin[0]
+        if head is None:
+            self._stdin.popleft()
+            return exec_pb2.ExecRequest(close_stdin=True)
+        n = min(len(head), CHUNK_SIZE)
+        if self.window > 0:
+            n = min(n, self.window - (self.sent - self.acked))
+            if n <= 0:
+                return None
+        if n == len(head):
+            self._stdin.popleft()
+        else:
+            self._stdin[0] = head[n:]
+        self.sent += n
+        return exec_pb2.ExecRequest(stdin=bytes(head[:n]))
 
 
 def exec_deadline(timeout: float | None) -> float | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import concurrent.futures
 import datetime as _dt
 import os
-import queue
 import threading
 import time
 import warnings
@@ -133,13 +132,19 @@ class Client:
         *,
         timeout: Timeout | UseClientDefault,
         idempotent: bool = True,
+        backpressure: bool = False,
         request_id: str = "",
         done_on_retry: frozenset[grpc.StatusCode] = frozenset(),
         wait_desc: str = "",
     ) -> Any:
         """One unary call with retries. ``done_on_retry``: codes that mean "an earlier
         attempt already did it" when they answer a retry (NOT_FOUND for a delete)."""
-        state = RetryState(self._settings.retry, self._settings.timeout_for(timeout), idempotent)
+        state = RetryState(
+            self._settings.retry,
+            self._settings.timeout_for(timeout),
+            idempotent,
+            backpressure=backpressure,
+        )
         callable_ = getattr(self._stub, method)
         while True:
             attempt_timeout = state.attempt_timeout()
@@ -209,6 +214,7 @@ class Client:
             "ClaimSandbox",
             req,
             timeout=timeout,
+            backpressure=True,
             request_id=req.request_id,
             wait_desc=f"sandpod: claiming a {req.template} sandbox" if wait_bar else "",
         )
@@ -250,6 +256,7 @@ class Client:
             "CreateSandbox",
             req,
             timeout=timeout,
+            backpressure=True,
             request_id=rid,
             wait_desc=f"sandpod: starting a {template} sandbox" if wait else "",
         )
@@ -744,14 +751,15 @@ class Sandbox:
             timeout=limit,
             max_output_bytes=max_output_bytes,
         )
-        call, requests = self._open_exec(first, limit)
+        call, sender = self._open_exec(first, limit)
         decoder = OutputDecoder()
         try:
             if stdin is not None:
                 for chunk in _iter_source(stdin):
-                    requests.put(exec_pb2.ExecRequest(stdin=chunk))
-            requests.put(exec_pb2.ExecRequest(close_stdin=True))
+                    sender.put_stdin(chunk)
+            sender.close_stdin()
             for resp in call:
+                sender.on_response(resp)
                 kind = resp.WhichOneof("msg")
                 if kind == "exit":
                     result = decoder.result(resp.exit, text)
@@ -763,7 +771,7 @@ class Sandbox:
         except grpc.RpcError as err:
             raise _exec_error(err, text, limit) from None
         finally:
-            requests.put(_END)
+            sender.end()
             call.cancel()
 
     def start(
@@ -794,8 +802,8 @@ class Sandbox:
             timeout=limit,
             max_output_bytes=max_output_bytes,
         )
-        call, requests = self._open_exec(first, limit)
-        proc = Process(self, call, requests, text, limit)
+        call, sender = self._open_exec(first, limit)
+        proc = Process(self, call, sender, text, limit)
         if stdin is not None:
             for chunk in _iter_source(stdin):
                 proc.write_stdin(chunk)
@@ -804,30 +812,64 @@ class Sandbox:
 
     def _open_exec(
         self, first: exec_pb2.ExecRequest, limit: float | None
-    ) -> tuple[Any, queue.SimpleQueue[Any]]:
-        requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        requests.put(first)
+    ) -> tuple[Any, _ExecSender]:
+        sender = _ExecSender(first)
         client = self._client
         # wait_for_ready: a call made while the server restarts waits for it instead of
         # failing; the command is still sent exactly once.
         call = client._stub.Exec(
-            _drain(requests),
+            iter(sender),
             timeout=_base.exec_deadline(limit),
             metadata=client._metadata,
             wait_for_ready=True,
         )
-        return call, requests
+        return call, sender
 
 
-_END = object()
+class _ExecSender:
+    """The request stream of one exec: gRPC's sending thread iterates it, the caller's
+    threads queue stdin and signals, and whoever reads the responses passes them to
+    ``on_response`` (the stdin window and its acknowledgements, see ExecInput)."""
 
+    def __init__(self, first: exec_pb2.ExecRequest) -> None:
+        self._input = _base.ExecInput(first)
+        self._cond = threading.Condition()
 
-def _drain(requests: queue.SimpleQueue[Any]) -> Iterator[Any]:
-    while True:
-        item = requests.get()
-        if item is _END:
-            return
-        yield item
+    def put_stdin(self, data: bytes) -> None:
+        with self._cond:
+            self._input.put_stdin(data)
+            self._cond.notify_all()
+
+    def close_stdin(self) -> None:
+        with self._cond:
+            self._input.close_stdin()
+            self._cond.notify_all()
+
+    def signal(self, signal: int) -> None:
+        with self._cond:
+            self._input.signal(signal)
+            self._cond.notify_all()
+
+    def end(self) -> None:
+        with self._cond:
+            self._input.end()
+            self._cond.notify_all()
+
+    def on_response(self, resp: exec_pb2.ExecResponse) -> None:
+        with self._cond:
+            if self._input.on_response(resp):
+                self._cond.notify_all()
+
+    def __iter__(self) -> Iterator[exec_pb2.ExecRequest]:
+        while True:
+            with self._cond:
+                msg = self._input.pop()
+                while msg is None:
+                    if self._input.ended:
+                        return
+                    self._cond.wait()
+                    msg = self._input.pop()
+            yield msg
 
 
 def _iter_source(source: Source, size: int = _base.CHUNK_SIZE) -> Iterator[bytes]:
@@ -871,14 +913,14 @@ class Process:
         self,
         sandbox: Sandbox,
         call: Any,
-        requests: queue.SimpleQueue[Any],
+        sender: _ExecSender,
         command: str,
         limit: float | None,
     ) -> None:
         self.sandbox = sandbox
         self.command = command
         self._call = call
-        self._requests = requests
+        self._sender = sender
         self._limit = limit
         self._decoder = OutputDecoder()
         self._events: list[Output] = []
@@ -891,11 +933,12 @@ class Process:
         try:
             first = next(call)
         except grpc.RpcError as err:
-            requests.put(_END)
+            sender.end()
             raise _exec_error(err, command, limit) from None
         except StopIteration:
-            requests.put(_END)
+            sender.end()
             raise ServerError(f"exec of {command!r} ended before it started") from None
+        sender.on_response(first)
         if first.WhichOneof("msg") == "started":
             self.pid = first.started.pid
         else:
@@ -920,6 +963,7 @@ class Process:
     def _read(self) -> None:
         try:
             for resp in self._call:
+                self._sender.on_response(resp)
                 self._consume(resp)
                 if self._done:
                     break
@@ -928,7 +972,7 @@ class Process:
         except grpc.RpcError as err:
             self._error = _exec_error(err, self.command, self._limit)
         finally:
-            self._requests.put(_END)
+            self._sender.end()
             with self._cond:
                 self._done = True
                 self._cond.notify_all()
@@ -979,21 +1023,24 @@ class Process:
                 return
 
     def write_stdin(self, data: Data) -> None:
-        """Sends bytes (or UTF-8 text) to the command's standard input."""
+        """Sends bytes (or UTF-8 text) to the command's standard input. Never blocks:
+        what the command has not read yet beyond the server's stdin window (a few MiB)
+        waits in this process's memory."""
         if self._stdin_closed:
             raise ValueError("stdin is closed")
-        self._requests.put(exec_pb2.ExecRequest(stdin=_base.as_bytes(data)))
+        self._sender.put_stdin(_base.as_bytes(data))
 
     def close_stdin(self) -> None:
         """Closes the command's standard input (it sees end-of-file)."""
         if not self._stdin_closed:
             self._stdin_closed = True
-            self._requests.put(exec_pb2.ExecRequest(close_stdin=True))
+            self._sender.close_stdin()
 
     def send_signal(self, signal: int) -> None:
-        """Sends a signal to the command's whole process group."""
+        """Sends a signal to the command's whole process group, at once: ahead of any
+        stdin the command has not read."""
         if self.running:
-            self._requests.put(exec_pb2.ExecRequest(signal=int(signal)))
+            self._sender.signal(signal)
 
     def terminate(self) -> None:
         """Sends SIGTERM."""
@@ -1163,11 +1210,17 @@ class Files:
     def list(
         self, path: str = "/", *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> list[FileInfo]:
-        """The entries of a directory."""
-        resp = self._client._unary(
-            "ListFiles", self._req(files_pb2.ListFilesRequest, path), timeout=timeout
-        )
-        return [FileInfo.from_pb(f) for f in resp.files]
+        """The entries of a directory, sorted by name: all of them, fetched page by page
+        (``timeout`` applies to each page)."""
+        out: list[FileInfo] = []
+        token = ""
+        while True:
+            req = self._req(files_pb2.ListFilesRequest, path, page_token=token)
+            resp = self._client._unary("ListFiles", req, timeout=timeout)
+            out.extend(FileInfo.from_pb(f) for f in resp.files)
+            token = resp.next_page_token
+            if not token:
+                return out
 
     def stat(
         self, path: str, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT

@@ -7,7 +7,7 @@ Every exception the client raises on purpose derives from :class:`SandpodError`:
     ├── AlreadyExists          ALREADY_EXISTS
     ├── InvalidArgument        INVALID_ARGUMENT, OUT_OF_RANGE
     ├── FailedPrecondition     FAILED_PRECONDITION
-    ├── ResourceExhausted      RESOURCE_EXHAUSTED   (transient: retried)
+    ├── ResourceExhausted      RESOURCE_EXHAUSTED   (retried for create and claim only)
     ├── Unavailable            UNAVAILABLE, ABORTED (transient: retried)
     ├── SandboxTimeout         DEADLINE_EXCEEDED, or a wait that ran out
     │   └── CommandTimeout     run(..., check=True) whose command hit its timeout
@@ -102,7 +102,9 @@ class FailedPrecondition(SandpodError):
 
 
 class ResourceExhausted(SandpodError):
-    """A limit or quota was hit. Retried with backoff until the call's deadline."""
+    """A limit or quota was hit. A create or claim is retried with backoff until the
+    call's deadline (the server's back-pressure); anything else (a file call, an exec,
+    a message over the size limit) raises it at once, with the server's message."""
 
 
 class Unavailable(SandpodError):

@@ -5,7 +5,11 @@ each with its own sleep.
 
 Rules:
 
-* UNAVAILABLE, RESOURCE_EXHAUSTED and ABORTED are transient and retried.
+* UNAVAILABLE and ABORTED are transient and retried.
+* RESOURCE_EXHAUSTED is retried only for creates and claims, where it is the server's
+  back-pressure (a burst, a quota that frees up). Anywhere else, and above all from a
+  sandbox's agent (files), it is a limit a repeat would hit again (a message over the
+  size limit, a full disk): it is raised at once, with the server's message.
 * DEADLINE_EXCEEDED is retried only for idempotent calls (gets, lists, and creates or
   claims, which carry a request id), and only while the call's total deadline allows.
 * Exec and WriteFile are never retried: they are not passed through a RetryState.
@@ -22,22 +26,30 @@ from dataclasses import dataclass, field
 
 import grpc
 
-__all__ = ["TRANSIENT_CODES", "RetryPolicy", "RetryState", "is_retryable"]
+__all__ = ["BACKPRESSURE_CODES", "TRANSIENT_CODES", "RetryPolicy", "RetryState", "is_retryable"]
 
 #: Codes retried for every call that is retried at all.
 TRANSIENT_CODES: frozenset[grpc.StatusCode] = frozenset(
     {
         grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
         grpc.StatusCode.ABORTED,
     }
 )
 
+#: Codes retried only for calls whose server answers a burst with them (creates and
+#: claims).
+BACKPRESSURE_CODES: frozenset[grpc.StatusCode] = frozenset({grpc.StatusCode.RESOURCE_EXHAUSTED})
 
-def is_retryable(code: grpc.StatusCode | None, *, idempotent: bool) -> bool:
-    """Whether a failed attempt with ``code`` may be tried again."""
+
+def is_retryable(
+    code: grpc.StatusCode | None, *, idempotent: bool, backpressure: bool = False
+) -> bool:
+    """Whether a failed attempt with ``code`` may be tried again. ``backpressure``: the
+    call is a create or claim, whose RESOURCE_EXHAUSTED is worth waiting out."""
     if code in TRANSIENT_CODES:
         return True
+    if code in BACKPRESSURE_CODES:
+        return backpressure
     return idempotent and code == grpc.StatusCode.DEADLINE_EXCEEDED
 
 
@@ -80,11 +92,13 @@ class RetryState:
         timeout: the call's total budget in seconds, all attempts and waits included;
             ``None`` means no deadline.
         idempotent: whether DEADLINE_EXCEEDED may be retried.
+        backpressure: whether RESOURCE_EXHAUSTED may be retried (creates and claims).
     """
 
     policy: RetryPolicy
     timeout: float | None
     idempotent: bool
+    backpressure: bool = False
     clock: Callable[[], float] = time.monotonic
     rng: random.Random = field(default_factory=random.Random)
     attempts: int = 0
@@ -109,7 +123,7 @@ class RetryState:
 
     def next_delay(self, code: grpc.StatusCode | None) -> float | None:
         """How long to wait before the next attempt, or ``None`` to give up."""
-        if not is_retryable(code, idempotent=self.idempotent):
+        if not is_retryable(code, idempotent=self.idempotent, backpressure=self.backpressure):
             return None
         if self.policy.max_attempts is not None and self.attempts >= self.policy.max_attempts:
             return None

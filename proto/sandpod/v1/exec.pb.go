@@ -260,6 +260,7 @@ type ExecResponse struct {
 	//	*ExecResponse_Stdout
 	//	*ExecResponse_Stderr
 	//	*ExecResponse_Exit
+	//	*ExecResponse_StdinAcked
 	Msg           isExecResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -338,6 +339,15 @@ func (x *ExecResponse) GetExit() *ExitStatus {
 	return nil
 }
 
+func (x *ExecResponse) GetStdinAcked() int64 {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecResponse_StdinAcked); ok {
+			return x.StdinAcked
+		}
+	}
+	return 0
+}
+
 type isExecResponse_Msg interface {
 	isExecResponse_Msg()
 }
@@ -359,6 +369,13 @@ type ExecResponse_Exit struct {
 	Exit *ExitStatus `protobuf:"bytes,4,opt,name=exit,proto3,oneof"`
 }
 
+type ExecResponse_StdinAcked struct {
+	// Stdin flow control: how many stdin bytes, counted from the start, the
+	// server has passed on to the command (or dropped once the command no
+	// longer reads its standard input). Sent as the count grows.
+	StdinAcked int64 `protobuf:"varint,5,opt,name=stdin_acked,json=stdinAcked,proto3,oneof"`
+}
+
 func (*ExecResponse_Started) isExecResponse_Msg() {}
 
 func (*ExecResponse_Stdout) isExecResponse_Msg() {}
@@ -367,10 +384,23 @@ func (*ExecResponse_Stderr) isExecResponse_Msg() {}
 
 func (*ExecResponse_Exit) isExecResponse_Msg() {}
 
+func (*ExecResponse_StdinAcked) isExecResponse_Msg() {}
+
 type ExecStarted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Process id inside the sandbox.
-	Pid           int32 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Pid int32 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	// Stdin flow control: a client keeps at most this many stdin bytes sent
+	// but not yet acknowledged by stdin_acked (and no single stdin message
+	// larger). Within it the server reads every message as it arrives, so a
+	// signal or close_stdin is acted on at once however much stdin the
+	// command has left unread. A client that sends beyond it is slowed down
+	// by gRPC flow control, and its later messages, signals included, wait
+	// until the command reads. 0 means the server has no window (older
+	// servers): stdin is paced by gRPC flow control alone. A window is never
+	// under 64 KiB, so a client may send that much stdin before this message
+	// arrives.
+	StdinWindow   int64 `protobuf:"varint,2,opt,name=stdin_window,json=stdinWindow,proto3" json:"stdin_window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -408,6 +438,13 @@ func (*ExecStarted) Descriptor() ([]byte, []int) {
 func (x *ExecStarted) GetPid() int32 {
 	if x != nil {
 		return x.Pid
+	}
+	return 0
+}
+
+func (x *ExecStarted) GetStdinWindow() int64 {
+	if x != nil {
+		return x.StdinWindow
 	}
 	return 0
 }
@@ -524,15 +561,18 @@ const file_sandpod_v1_exec_proto_rawDesc = "" +
 	"\x10max_output_bytes\x18\b \x01(\x03R\x0emaxOutputBytes\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xac\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcf\x01\n" +
 	"\fExecResponse\x123\n" +
 	"\astarted\x18\x01 \x01(\v2\x17.sandpod.v1.ExecStartedH\x00R\astarted\x12\x18\n" +
 	"\x06stdout\x18\x02 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x03 \x01(\fH\x00R\x06stderr\x12,\n" +
-	"\x04exit\x18\x04 \x01(\v2\x16.sandpod.v1.ExitStatusH\x00R\x04exitB\x05\n" +
-	"\x03msg\"\x1f\n" +
+	"\x04exit\x18\x04 \x01(\v2\x16.sandpod.v1.ExitStatusH\x00R\x04exit\x12!\n" +
+	"\vstdin_acked\x18\x05 \x01(\x03H\x00R\n" +
+	"stdinAckedB\x05\n" +
+	"\x03msg\"B\n" +
 	"\vExecStarted\x12\x10\n" +
-	"\x03pid\x18\x01 \x01(\x05R\x03pid\"\xeb\x01\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12!\n" +
+	"\fstdin_window\x18\x02 \x01(\x03R\vstdinWindow\"\xeb\x01\n" +
 	"\n" +
 	"ExitStatus\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
@@ -594,6 +634,7 @@ func file_sandpod_v1_exec_proto_init() {
 		(*ExecResponse_Stdout)(nil),
 		(*ExecResponse_Stderr)(nil),
 		(*ExecResponse_Exit)(nil),
+		(*ExecResponse_StdinAcked)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -18,22 +18,33 @@ class FakeClock:
 
 
 @pytest.mark.parametrize(
-    ("code", "idempotent", "want"),
+    ("code", "idempotent", "backpressure", "want"),
     [
-        (C.UNAVAILABLE, False, True),
-        (C.RESOURCE_EXHAUSTED, False, True),
-        (C.ABORTED, False, True),
-        (C.DEADLINE_EXCEEDED, True, True),
-        (C.DEADLINE_EXCEEDED, False, False),
-        (C.NOT_FOUND, True, False),
-        (C.INVALID_ARGUMENT, True, False),
-        (C.INTERNAL, True, False),
-        (C.UNAUTHENTICATED, True, False),
-        (None, True, False),
+        (C.UNAVAILABLE, False, False, True),
+        (C.ABORTED, False, False, True),
+        (C.DEADLINE_EXCEEDED, True, False, True),
+        (C.DEADLINE_EXCEEDED, False, False, False),
+        (C.NOT_FOUND, True, False, False),
+        (C.INVALID_ARGUMENT, True, False, False),
+        (C.INTERNAL, True, False, False),
+        (C.UNAUTHENTICATED, True, False, False),
+        (None, True, False, False),
+        # RESOURCE_EXHAUSTED: back-pressure of creates and claims only; from a file
+        # call (an agent's limit, a message over the size limit) it is final.
+        (C.RESOURCE_EXHAUSTED, True, True, True),
+        (C.RESOURCE_EXHAUSTED, True, False, False),
+        (C.RESOURCE_EXHAUSTED, False, False, False),
     ],
 )
-def test_is_retryable(code, idempotent, want):
-    assert is_retryable(code, idempotent=idempotent) is want
+def test_is_retryable(code, idempotent, backpressure, want):
+    assert is_retryable(code, idempotent=idempotent, backpressure=backpressure) is want
+
+
+def test_resource_exhausted_is_retried_only_with_backpressure():
+    for backpressure, want in ((True, True), (False, False)):
+        state = RetryState(RetryPolicy(), 60.0, idempotent=True, backpressure=backpressure)
+        state.attempt_timeout()
+        assert (state.next_delay(C.RESOURCE_EXHAUSTED) is not None) is want
 
 
 def test_backoff_cap_grows_exponentially_and_is_bounded():

@@ -49,22 +49,26 @@ class ExecStart(_message.Message):
     def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., shell: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_output_bytes: _Optional[int] = ...) -> None: ...
 
 class ExecResponse(_message.Message):
-    __slots__ = ("started", "stdout", "stderr", "exit")
+    __slots__ = ("started", "stdout", "stderr", "exit", "stdin_acked")
     STARTED_FIELD_NUMBER: _ClassVar[int]
     STDOUT_FIELD_NUMBER: _ClassVar[int]
     STDERR_FIELD_NUMBER: _ClassVar[int]
     EXIT_FIELD_NUMBER: _ClassVar[int]
+    STDIN_ACKED_FIELD_NUMBER: _ClassVar[int]
     started: ExecStarted
     stdout: bytes
     stderr: bytes
     exit: ExitStatus
-    def __init__(self, started: _Optional[_Union[ExecStarted, _Mapping]] = ..., stdout: _Optional[bytes] = ..., stderr: _Optional[bytes] = ..., exit: _Optional[_Union[ExitStatus, _Mapping]] = ...) -> None: ...
+    stdin_acked: int
+    def __init__(self, started: _Optional[_Union[ExecStarted, _Mapping]] = ..., stdout: _Optional[bytes] = ..., stderr: _Optional[bytes] = ..., exit: _Optional[_Union[ExitStatus, _Mapping]] = ..., stdin_acked: _Optional[int] = ...) -> None: ...
 
 class ExecStarted(_message.Message):
-    __slots__ = ("pid",)
+    __slots__ = ("pid", "stdin_window")
     PID_FIELD_NUMBER: _ClassVar[int]
+    STDIN_WINDOW_FIELD_NUMBER: _ClassVar[int]
     pid: int
-    def __init__(self, pid: _Optional[int] = ...) -> None: ...
+    stdin_window: int
+    def __init__(self, pid: _Optional[int] = ..., stdin_window: _Optional[int] = ...) -> None: ...
 
 class ExitStatus(_message.Message):
     __slots__ = ("exit_code", "signal", "timed_out", "duration", "stdout_truncated", "stderr_truncated")

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16sandpod/v1/files.proto\x12\nsandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x01\n\x08\x46ileInfo\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x03\x12\x0c\n\x04mode\x18\x04 \x01(\r\x12\x0e\n\x06is_dir\x18\x05 \x01(\x08\x12\x12\n\nis_symlink\x18\x06 \x01(\x08\x12/\n\x0bmodify_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"c\n\x0fReadFileRequest\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x0e\n\x06length\x18\x05 \x01(\x03\" \n\x10ReadFileResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"g\n\x0fWriteFileHeader\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x0c\n\x04mode\x18\x04 \x01(\r\x12\x14\n\x0cmake_parents\x18\x05 \x01(\x08\"X\n\x10WriteFileRequest\x12-\n\x06header\x18\x01 \x01(\x0b\x32\x1b.sandpod.v1.WriteFileHeaderH\x00\x12\x0e\n\x04\x64\x61ta\x18\x02 \x01(\x0cH\x00\x42\x05\n\x03msg\"7\n\x11WriteFileResponse\x12\"\n\x04\x66ile\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.FileInfo\"D\n\x10ListFilesRequest\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\"8\n\x11ListFilesResponse\x12#\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.FileInfo\"C\n\x0fStatFileRequest\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\"6\n\x10StatFileResponse\x12\"\n\x04\x66ile\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.FileInfo\"X\n\x11RemoveFileRequest\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x11\n\trecursive\x18\x04 \x01(\x08\"\x14\n\x12RemoveFileResponse\"a\n\x0eMakeDirRequest\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x0f\n\x07parents\x18\x04 \x01(\x08\x12\x0c\n\x04mode\x18\x05 \x01(\r\"5\n\x0fMakeDirResponse\x12\"\n\x04\x66ile\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.FileInfoB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16sandpod/v1/files.proto\x12\nsandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x01\n\x08\x46ileInfo\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x03\x12\x0c\n\x04mode\x18\x04 \x01(\r\x12\x0e\n\x06is_dir\x18\x05 \x01(\x08\x12\x12\n\nis_symlink\x18\x06 \x01(\x08\x12/\n\x0bmodify_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"c\n\x0fReadFileRequest\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x0e\n\x06length\x18\x05 \x01(\x03\" \n\x10ReadFileResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"g\n\x0fWriteFileHeader\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x0c\n\x04mode\x18\x04 \x01(\r\x12\x14\n\x0cmake_parents\x18\x05 \x01(\x08\"X\n\x10WriteFileRequest\x12-\n\x06header\x18\x01 \x01(\x0b\x32\x1b.sandpod.v1.WriteFileHeaderH\x00\x12\x0e\n\x04\x64\x61ta\x18\x02 \x01(\x0cH\x00\x42\x05\n\x03msg\"7\n\x11WriteFileResponse\x12\"\n\x04\x66ile\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.FileInfo\"k\n\x10ListFilesRequest\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\x05\x12\x12\n\npage_token\x18\x05 \x01(\t\"Q\n\x11ListFilesResponse\x12#\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.FileInfo\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"C\n\x0fStatFileRequest\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\"6\n\x10StatFileResponse\x12\"\n\x04\x66ile\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.FileInfo\"X\n\x11RemoveFileRequest\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x11\n\trecursive\x18\x04 \x01(\x08\"\x14\n\x12RemoveFileResponse\"a\n\x0eMakeDirRequest\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x0f\n\x07parents\x18\x04 \x01(\x08\x12\x0c\n\x04mode\x18\x05 \x01(\r\"5\n\x0fMakeDirResponse\x12\"\n\x04\x66ile\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.FileInfoB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,19 +46,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WRITEFILERESPONSE']._serialized_start=555
   _globals['_WRITEFILERESPONSE']._serialized_end=610
   _globals['_LISTFILESREQUEST']._serialized_start=612
-  _globals['_LISTFILESREQUEST']._serialized_end=680
-  _globals['_LISTFILESRESPONSE']._serialized_start=682
-  _globals['_LISTFILESRESPONSE']._serialized_end=738
-  _globals['_STATFILEREQUEST']._serialized_start=740
-  _globals['_STATFILEREQUEST']._serialized_end=807
-  _globals['_STATFILERESPONSE']._serialized_start=809
-  _globals['_STATFILERESPONSE']._serialized_end=863
-  _globals['_REMOVEFILEREQUEST']._serialized_start=865
-  _globals['_REMOVEFILEREQUEST']._serialized_end=953
-  _globals['_REMOVEFILERESPONSE']._serialized_start=955
-  _globals['_REMOVEFILERESPONSE']._serialized_end=975
-  _globals['_MAKEDIRREQUEST']._serialized_start=977
-  _globals['_MAKEDIRREQUEST']._serialized_end=1074
-  _globals['_MAKEDIRRESPONSE']._serialized_start=1076
-  _globals['_MAKEDIRRESPONSE']._serialized_end=1129
+  _globals['_LISTFILESREQUEST']._serialized_end=719
+  _globals['_LISTFILESRESPONSE']._serialized_start=721
+  _globals['_LISTFILESRESPONSE']._serialized_end=802
+  _globals['_STATFILEREQUEST']._serialized_start=804
+  _globals['_STATFILEREQUEST']._serialized_end=871
+  _globals['_STATFILERESPONSE']._serialized_start=873
+  _globals['_STATFILERESPONSE']._serialized_end=927
+  _globals['_REMOVEFILEREQUEST']._serialized_start=929
+  _globals['_REMOVEFILEREQUEST']._serialized_end=1017
+  _globals['_REMOVEFILERESPONSE']._serialized_start=1019
+  _globals['_REMOVEFILERESPONSE']._serialized_end=1039
+  _globals['_MAKEDIRREQUEST']._serialized_start=1041
+  _globals['_MAKEDIRREQUEST']._serialized_end=1138
+  _globals['_MAKEDIRRESPONSE']._serialized_start=1140
+  _globals['_MAKEDIRRESPONSE']._serialized_end=1193
 # @@protoc_insertion_point(module_scope)

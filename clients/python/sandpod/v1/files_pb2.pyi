@@ -76,20 +76,26 @@ class WriteFileResponse(_message.Message):
     def __init__(self, file: _Optional[_Union[FileInfo, _Mapping]] = ...) -> None: ...
 
 class ListFilesRequest(_message.Message):
-    __slots__ = ("sandbox", "namespace", "path")
+    __slots__ = ("sandbox", "namespace", "path", "page_size", "page_token")
     SANDBOX_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     sandbox: str
     namespace: str
     path: str
-    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., path: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListFilesResponse(_message.Message):
-    __slots__ = ("files",)
+    __slots__ = ("files", "next_page_token")
     FILES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     files: _containers.RepeatedCompositeFieldContainer[FileInfo]
-    def __init__(self, files: _Optional[_Iterable[_Union[FileInfo, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, files: _Optional[_Iterable[_Union[FileInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class StatFileRequest(_message.Message):
     __slots__ = ("sandbox", "namespace", "path")

@@ -1,0 +1,51 @@
+package bridge
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sandpod/sandpod/core/agent"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+// An agent's RESOURCE_EXHAUSTED (its own limits, or gRPC's message size)
+// reaches the caller as it is: only UNAVAILABLE and DEADLINE_EXCEEDED are
+// explained as an unreachable or silent agent.
+func TestAgentErrorKeepsResourceExhausted(t *testing.T) {
+	for _, answered := range []bool{false, true} {
+		in := status.Error(codes.ResourceExhausted, `write_file: "big": no space left in the sandbox`)
+		err := agentErrorAfter("sb", in, answered)
+		if status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != status.Convert(in).Message() {
+			t.Errorf("answered=%v: %v, want the agent's RESOURCE_EXHAUSTED unchanged", answered, err)
+		}
+	}
+	if err := agentError("sb", status.Error(codes.Unavailable, "connection refused")); status.Code(err) != codes.Unavailable {
+		t.Errorf("unavailable became %v", err)
+	}
+}
+
+// Bad paging is refused at the edge, before any backend or agent is asked
+// (the server here has none).
+func TestListFilesChecksPagingAtTheEdge(t *testing.T) {
+	s := New(nil)
+	tok := agent.EncodeListToken("/workspace/a", "x")
+	for name, tc := range map[string]struct {
+		req   *sandpodv1.ListFilesRequest
+		field string
+	}{
+		"negative page size": {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageSize: -1}, "page_size"},
+		"page size over max": {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageSize: agent.MaxListPageSize + 1}, "page_size"},
+		"garbage token":      {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageToken: "not a token"}, "page_token"},
+		"too short a token":  {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "a", PageToken: "AAAA"}, "page_token"},
+		"bad path":           {&sandpodv1.ListFilesRequest{Sandbox: "sb", Path: "../x", PageToken: tok}, "path"},
+	} {
+		_, err := s.ListFiles(context.Background(), tc.req)
+		if status.Code(err) != codes.InvalidArgument || !strings.HasPrefix(status.Convert(err).Message(), tc.field+":") {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT starting with %q", name, err, tc.field)
+		}
+	}
+}
