@@ -185,7 +185,12 @@ func Listen(addr string) (net.Listener, error) {
 		if err != nil || n < 3 {
 			return nil, fmt.Errorf("listen address %q: bad fd", addr)
 		}
-		return net.FileListener(os.NewFile(uintptr(n), "listener"))
+		// FileListener serves a close-on-exec duplicate; the inherited fd
+		// itself is closed, so that no command the agent starts inherits
+		// the listening socket (and could accept the engine's calls).
+		f := os.NewFile(uintptr(n), "listener")
+		defer f.Close()
+		return net.FileListener(f)
 	}
 	return nil, fmt.Errorf("listen address %q: unknown scheme %q", addr, scheme)
 }

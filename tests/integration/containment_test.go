@@ -194,6 +194,16 @@ done; echo done`
 		})
 	})
 
+	t.Run("commands inherit no socket or pipe of the agent's", func(t *testing.T) {
+		// The agent's listening socket in a command would let it accept
+		// the engine's calls, secret included.
+		b.both(t, `for f in /proc/$$/fd/*; do readlink "$f"; done | grep -c socket; echo done`, func(t *testing.T, who string, r execResult) {
+			if r.stdout != "0\ndone\n" {
+				t.Fatalf("%s: a command holds sockets: %q", who, r.stdout)
+			}
+		})
+	})
+
 	t.Run("its own /proc: no host process, and it cannot be unmounted", func(t *testing.T) {
 		b.both(t, "umount /proc; umount -l /proc; cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' '; echo; ls /proc | grep -cE '^[0-9]+$'", func(t *testing.T, who string, r execResult) {
 			if strings.Contains(r.stdout, " serve ") || strings.Contains(r.stdout, "go test") || strings.Contains(r.stdout, "integration.test") {
