@@ -170,9 +170,11 @@ func TestHostileCodeIsContained(t *testing.T) {
 
 	t.Run("the agent's secret and socket are out of reach", func(t *testing.T) {
 		// /proc/1 is the sandbox's init, its child the agent: both hold the
-		// secret, and the agent's fds include the listening socket.
+		// secret, and the agent's fds include the listening socket. pasta
+		// (egress) lives in the host's mount and network namespaces.
 		probe := `for p in $(ls /proc | grep -E '^[0-9]+$'); do
-  case "$(cat /proc/$p/cmdline 2>/dev/null | tr '\0' ' ')" in /.sandpod/sandpod*|"/proc/self/exe agent"*) ;; *) continue;; esac
+  case "$(tr '\0' '\n' < /proc/$p/cmdline 2>/dev/null | head -n1)" in /.sandpod/sandpod|/proc/self/exe|*/pasta) ;; *) continue;; esac
+  ls /proc/$p/root/ >/dev/null 2>&1 && echo "root of $p readable"
   head -c1 /proc/$p/environ >/dev/null 2>&1 && echo "environ of $p readable"
   for f in /proc/$p/fd/*; do readlink "$f"; done 2>/dev/null | grep -q . && echo "fds of $p readable"
   python3 -c "import sys; f=open('/proc/$p/mem','rb')" 2>/dev/null && echo "mem of $p open"
@@ -183,7 +185,7 @@ r = libc.ptrace(16, $p, 0, 0)
 print('ptrace attach of $p:', 'allowed' if r == 0 else 'refused')"
 done; echo done`
 		b.both(t, probe, func(t *testing.T, who string, r execResult) {
-			if !strings.Contains(r.stdout, "done") || !strings.Contains(r.stdout, "ptrace attach of 1: refused") {
+			if !strings.Contains(r.stdout, "done") || !strings.Contains(r.stdout, "ptrace attach of 1: refused") || strings.Count(r.stdout, ": refused") != 3 {
 				t.Fatalf("%s: the attack did not run on the init: %+v", who, r)
 			}
 			for _, leak := range []string{"readable", "open", "allowed"} {
