@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,6 +99,9 @@ func (e *Engine) launch(rec *record) (*process, error) {
 	}
 	uid, gid := rec.Spec.runAs()
 	dir := sandboxDir(e.cfg.StateDir, rec)
+	if err := privateToSandbox(dir, base); err != nil {
+		return nil, err
+	}
 	wd := e.workDir(rec)
 	if err := e.prepareWorkDir(wd, base+uid, base+gid); err != nil {
 		return nil, err
@@ -174,6 +178,23 @@ func (e *Engine) idBase(rec *record) (uint32, error) {
 	}
 	rec.IDBase = base
 	return base, nil
+}
+
+// privateToSandbox makes a sandbox's directory on the host passable by its
+// own ids only (group: the base of its range; mode 0710): runc enters its
+// root file system as that id, and no other host user can reach the
+// sandbox's files, or run a set-uid program its root left there.
+func privateToSandbox(dir string, base uint32) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil { // the namespace's directory: passable by all sandboxes
+		return err
+	}
+	if err := os.Mkdir(dir, 0o710); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := os.Chown(dir, 0, int(base)); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o710)
 }
 
 // prepareWorkDir makes the work directory, owned by the sandbox's user on
