@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -30,6 +31,9 @@ type process struct {
 	// removes once the process has exited.
 	runc runc
 	id   string
+	// network delivers the result of attaching the sandbox's user-mode
+	// network (nil: none to wait for).
+	network chan error
 }
 
 // release removes the container's runc state and cgroups once its init
@@ -108,16 +112,39 @@ func startProcess(l launch) (*process, error) {
 	if err := l.setupPID(p.pid, p.start); err != nil {
 		return fail(err)
 	}
-	if l.egress {
-		if err := attachNetwork(pid, l.container.IDBase, logFile); err != nil {
-			return fail(err)
-		}
-	}
 	// Open the gate: init starts the agent only now.
 	if _, err := gateW.Write([]byte(l.secret)); err != nil {
 		return fail(fmt.Errorf("open gate: %w", err))
 	}
+	// The network comes up while the agent starts; the sandbox is handed
+	// out only once both are ready (see networkReady).
+	if l.egress {
+		p.network = make(chan error, 1)
+		log, err := os.OpenFile(l.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fail(err)
+		}
+		go func() {
+			defer log.Close()
+			p.network <- attachNetwork(pid, l.container.IDBase, log)
+		}()
+	}
 	return p, nil
+}
+
+// networkReady waits until the sandbox's network is set up (at once for a
+// sandbox without egress, or one adopted after a restart).
+func (p *process) networkReady(ctx context.Context) error {
+	if p.network == nil {
+		return nil
+	}
+	select {
+	case err := <-p.network:
+		p.network <- err // for a later caller
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // adoptProcess finds a sandbox init started by an earlier engine, if it is

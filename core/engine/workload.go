@@ -43,6 +43,9 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 	p, err := e.launch(&rec)
 	if err == nil {
 		err = e.awaitAgent(ctx, sb, p)
+		if err == nil {
+			err = p.networkReady(ctx)
+		}
 		if err != nil {
 			_ = p.kill(10 * time.Second)
 		}
