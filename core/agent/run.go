@@ -51,21 +51,18 @@ type Options struct {
 // Main runs the agent (or, as PID 1, its init) and returns the exit code.
 func Main(ctx context.Context, o Options) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("sandbox", o.Sandbox)
+	if err := nonDumpable(); err != nil {
+		log.Error("agent", "err", err)
+		return 1
+	}
 	if _, err := parseRunAs(o.RunAs); err != nil {
 		log.Error("agent", "err", err)
 		return 2
 	}
 	if IsInit() {
-		// Until the gate opens, init is the sandbox's only process and holds
-		// nothing: the engine sets up its network meanwhile, through
-		// /proc/PID/ns, which a non-dumpable process would close.
 		secret, err := readSecret(o)
 		if err != nil {
 			log.Error("init: no secret", "err", err)
-			return 1
-		}
-		if err := nonDumpable(); err != nil {
-			log.Error("init", "err", err)
 			return 1
 		}
 		if o.GateFD > 0 {
@@ -112,9 +109,6 @@ func readSecret(o Options) (string, error) {
 }
 
 func serve(ctx context.Context, o Options, log *slog.Logger) error {
-	if err := nonDumpable(); err != nil {
-		return err
-	}
 	secret, err := readSecret(o)
 	if err != nil {
 		return err
