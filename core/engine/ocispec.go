@@ -38,13 +38,14 @@ type containerSpec struct {
 	IDBase uint32
 	// RunAs is the uid:gid commands run as, inside.
 	RunAsUID, RunAsGID uint32
-	// HostTrees are host directories or files mounted read-only at the
-	// same path (the defaults plus the template's hostPath volumes).
+	// HostTrees are host paths mounted read-only (the defaults, at the same
+	// path, plus the template's hostPath volumes where it mounts them).
 	HostTrees []hostMount
-	// HostLinks are symbolic links made in the root (e.g. /bin -> usr/bin
-	// on a merged-/usr host).
-	Env         []string
-	AgentArgs   []string
+	// Env is the init's (and so the commands') environment.
+	Env []string
+	// AgentArgs follow the binary: `agent` and its flags.
+	AgentArgs []string
+	// CgroupsPath and Resources are empty where runc cannot set limits.
 	CgroupsPath string
 	Resources   *specs.LinuxResources
 }
