@@ -26,11 +26,12 @@ func with(t *testing.T, env []string, script string) string {
 // and when it is done.
 func TestALongBuildSaysWhatItIsDoing(t *testing.T) {
 	out := with(t, []string{"PROGRESS_FIRST=1", "PROGRESS_EVERY=1"},
-		`with_progress "building bin/sandpod" "about 900 packages: 2 to 4 minutes" sleep 2.6`)
+		`with_progress "building bin/sandpod" "about 900 packages: 2 to 4 minutes" sleep 3.5`)
+	// Seconds as a loaded machine counts them: the lines, not the figures.
 	for _, want := range []string{
-		`^\[\d\d:\d\d:\d\d\] still building bin/sandpod after 1s: about 900 packages: 2 to 4 minutes$`,
-		`^\[\d\d:\d\d:\d\d\] still building bin/sandpod \(2s so far\)$`,
-		`^\[\d\d:\d\d:\d\d\] done building bin/sandpod in [23]s$`,
+		`^\[\d\d:\d\d:\d\d\] still building bin/sandpod after \ds: about 900 packages: 2 to 4 minutes$`,
+		`^\[\d\d:\d\d:\d\d\] still building bin/sandpod \(\ds so far\)$`,
+		`^\[\d\d:\d\d:\d\d\] done building bin/sandpod in \ds$`,
 	} {
 		if !regexp.MustCompile("(?m)" + want).MatchString(out) {
 			t.Errorf("no line matching %s in:\n%s", want, out)
