@@ -26,10 +26,11 @@ all: build
 
 # The binary, plus what its local engine runs sandboxes with: runc (built
 # once from its Go module into ~/.cache/sandpod, linked as bin/runc) and pasta.
+# A first build takes minutes (modules, ~900 packages, runc): the scripts
+# say what they are doing every 30 s while it lasts.
 build:
-	@echo "building bin/sandpod (the first build fetches and compiles its modules: a few minutes)"
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sandpod ./cmd/sandpod
-	hack/local/deps.sh bin
+	@GO=$(GO) hack/local/build.sh bin/sandpod -ldflags "$(LDFLAGS)"
+	@hack/local/deps.sh bin
 
 run: build
 	bin/sandpod serve --listen $(LISTEN)

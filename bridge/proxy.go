@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sandpod/sandpod/core/agent"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -214,9 +215,19 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 			return agentErrorAfter(st.GetSandbox(), err, answered)
 		}
 		answered = true
+		presentExitCode(msg)
 		if err := stream.Send(msg); err != nil {
 			return err
 		}
+	}
+}
+
+// presentExitCode sets exit_code on an ExitStatus that has none: an agent
+// older than the field's explicit presence leaves a 0 out (it always sent
+// -1 for a signal), and JSON clients such as grpcurl should read exitCode 0.
+func presentExitCode(msg *sandpodv1.ExecResponse) {
+	if ex := msg.GetExit(); ex != nil && ex.ExitCode == nil {
+		ex.ExitCode = proto.Int32(0)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sandpod/sandpod/core/agent"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -47,5 +49,30 @@ func TestListFilesChecksPagingAtTheEdge(t *testing.T) {
 		if status.Code(err) != codes.InvalidArgument || !strings.HasPrefix(status.Convert(err).Message(), tc.field+":") {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT starting with %q", name, err, tc.field)
 		}
+	}
+}
+
+// An older agent leaves exit_code 0 out of the wire; the bridge puts it
+// back, so a JSON client reads {"exitCode": 0} whatever the agent's version.
+func TestExitCodeIsPresentWhateverTheAgent(t *testing.T) {
+	for name, tc := range map[string]struct {
+		in   *sandpodv1.ExitStatus
+		want int32
+	}{
+		"older agent, success": {&sandpodv1.ExitStatus{}, 0},
+		"older agent, signal":  {&sandpodv1.ExitStatus{ExitCode: proto.Int32(-1), Signal: 9}, -1},
+		"exit 3":               {&sandpodv1.ExitStatus{ExitCode: proto.Int32(3)}, 3},
+	} {
+		msg := &sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Exit{Exit: tc.in}}
+		presentExitCode(msg)
+		b, _ := protojson.Marshal(msg)
+		if msg.GetExit().ExitCode == nil || msg.GetExit().GetExitCode() != tc.want {
+			t.Errorf("%s: %s, want exitCode %d", name, b, tc.want)
+		}
+	}
+	stdout := &sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Stdout{Stdout: []byte("x")}}
+	presentExitCode(stdout) // other messages pass unchanged
+	if stdout.GetExit() != nil {
+		t.Error("a stdout message grew an exit status")
 	}
 }

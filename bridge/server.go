@@ -11,7 +11,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -44,7 +43,8 @@ type Options struct {
 }
 
 // GRPCServer builds a gRPC server with the sandbox service, the standard
-// health service (SERVING) and reflection, so grpcurl works against it.
+// health service (SERVING) and reflection with the .proto comments, so
+// grpcurl works against it and `grpcurl describe` documents it.
 func (s *Server) GRPCServer(o Options) (*grpc.Server, *health.Server) {
 	auth := &auth{authenticators: o.Authenticators}
 	opts := append([]grpc.ServerOption{
@@ -61,7 +61,7 @@ func (s *Server) GRPCServer(o Options) (*grpc.Server, *health.Server) {
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(sandpodv1.SandboxService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(g, hs)
-	reflection.Register(g)
+	registerReflection(g)
 	return g, hs
 }
 

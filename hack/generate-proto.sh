@@ -11,11 +11,16 @@ go build -o "$bin/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go
 go build -o "$bin/protoc-gen-go-grpc" google.golang.org/grpc/cmd/protoc-gen-go-grpc
 
 protos=(proto/sandpod/v1/*.proto)
-rm -f proto/sandpod/v1/*.pb.go
+rm -f proto/sandpod/v1/*.pb.go proto/sandpod/v1/*.binpb
+# descriptors.binpb: the same files as a FileDescriptorSet with their
+# comments (source info) and imports, embedded by descriptors.go, so that
+# server reflection (grpcurl describe) shows the documentation; the
+# descriptors protoc-gen-go registers carry no comments.
 "$PY" -m grpc_tools.protoc -Iproto \
   --plugin=protoc-gen-go="$bin/protoc-gen-go" --plugin=protoc-gen-go-grpc="$bin/protoc-gen-go-grpc" \
   --go_out=proto --go_opt=paths=source_relative \
   --go-grpc_out=proto --go-grpc_opt=paths=source_relative \
+  --descriptor_set_out=proto/sandpod/v1/descriptors.binpb --include_source_info --include_imports \
   "${protos[@]}"
 
 # The proto package sandpod.v1 is the Python package sandpod.v1, so the

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
 )
 
 // fakeServer is an in-memory SandboxService for unit tests of the
@@ -160,7 +161,7 @@ func (f *fakeServer) Exec(stream pb.SandboxService_ExecServer) error {
 		return err
 	}
 	exit := func(code int32) error {
-		return stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Exit{Exit: &pb.ExitStatus{ExitCode: code}}})
+		return stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Exit{Exit: &pb.ExitStatus{ExitCode: proto.Int32(code)}}})
 	}
 	if shell != "cat" && shell != "sleep" {
 		_ = stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Stdout{Stdout: []byte(shell + "\n")}})
@@ -193,7 +194,7 @@ func (f *fakeServer) Exec(stream pb.SandboxService_ExecServer) error {
 		case *pb.ExecRequest_CloseStdin:
 			return exit(0)
 		case *pb.ExecRequest_Signal:
-			return stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Exit{Exit: &pb.ExitStatus{ExitCode: -1, Signal: x.Signal}}})
+			return stream.Send(&pb.ExecResponse{Msg: &pb.ExecResponse_Exit{Exit: &pb.ExitStatus{ExitCode: proto.Int32(-1), Signal: x.Signal}}})
 		}
 	}
 }

@@ -84,13 +84,52 @@ func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
 	eng.Start()
 
 	b := bridge.New(eng)
-	defer b.Close()
 	log.Info("sandpod serving", "state", o.stateDir, "templates", len(defs.Templates), "pools", len(defs.Pools))
-	return serveGRPC(ctx, log, b, bo, o.server)
+	err = serveGRPC(ctx, log, b, bo, o.server)
+	b.Close()
+	if cerr := eng.Close(); err == nil {
+		err = cerr
+	}
+	if ctx.Err() != nil { // SIGINT (Ctrl-C) or SIGTERM
+		log.Info(stoppedMessage(eng, o.stateDir))
+	}
+	return err
+}
+
+// stoppedMessage says, in one line, what a stop leaves behind. Sandboxes
+// outlive serve on purpose (a restart, even after kill -9, takes them over
+// with their processes and files), which is a surprise after a Ctrl-C in
+// the foreground unless serve says so and how to stop them.
+func stoppedMessage(eng *engine.Engine, stateDir string) string {
+	claimed, members := eng.Running()
+	n := claimed + members
+	if n == 0 {
+		return "sandpod serve stopped; no sandbox is running"
+	}
+	keep := fmt.Sprintf("%d sandboxes keep", n)
+	if n == 1 {
+		keep = "1 sandbox keeps"
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "sandpod"
+	}
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
+	return fmt.Sprintf("sandpod serve stopped; %s running (%d claimed, %d warm pool members) and the next serve on %s takes them over; to stop them: %s purge --state-dir %s",
+		keep, claimed, members, stateDir, shellQuote(exe), shellQuote(stateDir))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func loadDefinitions(configs []string) (engine.Definitions, error) {

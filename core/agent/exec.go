@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -285,15 +286,17 @@ func mergeEnv(base []string, extra map[string]string) []string {
 	return out
 }
 
+// exitStatus always sets exit_code, 0 included: its presence is what makes
+// a success read {"exitCode": 0} in JSON rather than nothing.
 func exitStatus(ps *os.ProcessState, waitErr error) *sandpodv1.ExitStatus {
 	if ps == nil {
-		return &sandpodv1.ExitStatus{ExitCode: -1}
+		return &sandpodv1.ExitStatus{ExitCode: proto.Int32(-1)}
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return &sandpodv1.ExitStatus{ExitCode: -1, Signal: int32(ws.Signal())}
+		return &sandpodv1.ExitStatus{ExitCode: proto.Int32(-1), Signal: int32(ws.Signal())}
 	}
 	_ = waitErr // an *exec.ExitError carries the same state as ps
-	return &sandpodv1.ExitStatus{ExitCode: int32(ps.ExitCode())}
+	return &sandpodv1.ExitStatus{ExitCode: proto.Int32(int32(ps.ExitCode()))}
 }
 
 func killGroup(pgid int, sig syscall.Signal) {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -52,6 +53,10 @@ func attachNetwork(pid int, idBase uint32, log *os.File) error {
 		"--pid", pidFile, "--netns", "/proc/self/fd/3")
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{netns}
+	// A session of its own: pasta outlives serve with its sandbox, so the
+	// Ctrl-C that a terminal sends to serve's whole process group (or the
+	// hangup when it closes) must not reach it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start pasta: %w", err)
 	}

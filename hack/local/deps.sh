@@ -12,7 +12,8 @@ RUNC_VERSION=${RUNC_VERSION:-v1.5.3}
 if [ "${1:-}" = --runc-version ]; then echo "$RUNC_VERSION"; exit 0; fi
 CACHE=${SANDPOD_CACHE:-$HOME/.cache/sandpod}
 BIN_DIR=${1:?usage: hack/local/deps.sh BIN_DIR}
-log() { echo "[$(date +%T)] $*" >&2; }
+source "$(dirname "$0")/progress.sh"
+log() { echo "[$(ts)] $*" >&2; }
 
 need=()
 [ -f /usr/include/seccomp.h ] || need+=(libseccomp-dev)
@@ -25,16 +26,19 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "the local engine needs these Debian packages: ${need[*]} (run as root: apt-get install ${need[*]})" >&2
     exit 1
   fi
-  log "apt: ${need[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+  log "installing with apt (once): ${need[*]}"
+  with_progress "installing ${need[*]}" "apt-get update and install, usually under a minute" \
+    apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive with_progress "installing ${need[*]}" "apt-get install, usually under a minute" \
+    apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
 dir=$CACHE/runc-$RUNC_VERSION
 if [ ! -x "$dir/runc" ]; then
-  log "building runc $RUNC_VERSION from its Go module (once, about a minute)"
+  log "building runc $RUNC_VERSION from its Go module into $dir (once, about a minute)"
   mkdir -p "$dir"
   GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=1 GOBIN=$dir \
+    with_progress "building runc $RUNC_VERSION" "it downloads and compiles its module once, about a minute on 2 cores" \
     go install -trimpath -tags "seccomp urfave_cli_no_docs" "github.com/opencontainers/runc@$RUNC_VERSION"
 fi
 # pasta opens /dev/net/tun as the sandbox's unprivileged root: udev makes it

@@ -521,7 +521,7 @@ func (a *Agent) Shell(ctx context.Context, command string) (ExecResult, error) {
 		case *sandpodv1.ExecResponse_Stderr:
 			stderr.Write(m.Stderr)
 		case *sandpodv1.ExecResponse_Exit:
-			res.Stdout, res.Stderr, res.ExitCode = stdout.String(), stderr.String(), m.Exit.ExitCode
+			res.Stdout, res.Stderr, res.ExitCode = stdout.String(), stderr.String(), m.Exit.GetExitCode()
 			return res, nil
 		}
 	}

@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -22,6 +24,22 @@ func TestExec(t *testing.T) {
 		}
 		if r.exit.GetDuration().AsDuration() <= 0 {
 			t.Errorf("duration not reported")
+		}
+	})
+	// What grpcurl prints: proto3 JSON leaves out a plain int32 that is 0,
+	// so a success must carry exit_code with explicit presence.
+	t.Run("a success reads exitCode 0 in JSON", func(t *testing.T) {
+		r := sh(t, c, sb.Name, "true")
+		b, err := protojson.Marshal(r.exit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(b, &fields); err != nil {
+			t.Fatal(err)
+		}
+		if code, ok := fields["exitCode"]; !ok || code != 0.0 {
+			t.Fatalf("exit status of `true` in JSON: %s, want exitCode 0", b)
 		}
 	})
 	t.Run("python runs inside", func(t *testing.T) {

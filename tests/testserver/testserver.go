@@ -56,6 +56,10 @@ type Options struct {
 	ExtraArgs []string
 	// DialOptions replace the plaintext credentials of Conn (e.g. TLS).
 	DialOptions []grpc.DialOption
+	// ProcessGroup starts serve as the leader of a process group of its
+	// own, as a shell starts a foreground job, so that Interrupt reaches
+	// every process of the group as a terminal's Ctrl-C does.
+	ProcessGroup bool
 }
 
 // Server is a running `sandpod serve`.
@@ -163,6 +167,9 @@ func (s *Server) start(t testing.TB) {
 	defer logf.Close()
 	s.cmd = exec.Command(s.bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if s.opts.ProcessGroup {
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -218,9 +225,30 @@ func (s *Server) Stop(t testing.TB) { s.signal(t, syscall.SIGTERM) }
 // Kill sends SIGKILL (a crash) and waits for the server to exit.
 func (s *Server) Kill(t testing.TB) { s.signal(t, syscall.SIGKILL) }
 
+// Interrupt is Ctrl-C in the terminal that runs serve in the foreground:
+// SIGINT to its whole process group (with Options.ProcessGroup; to serve
+// alone otherwise). It waits for serve to exit.
+func (s *Server) Interrupt(t testing.TB) {
+	t.Helper()
+	if !s.opts.ProcessGroup {
+		s.signal(t, syscall.SIGINT)
+		return
+	}
+	if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatalf("SIGINT to the process group of serve: %v", err)
+	}
+	s.wait(t, syscall.SIGINT)
+}
+
 func (s *Server) signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	_ = s.cmd.Process.Signal(sig)
+	s.wait(t, sig)
+}
+
+// wait waits for serve to exit after sig.
+func (s *Server) wait(t testing.TB, sig syscall.Signal) {
+	t.Helper()
 	select {
 	case <-s.exited:
 	case <-time.After(30 * time.Second):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
+from ._base import in_notebook
+
 __all__ = ["CountBar", "WaitBar"]
 
 #: A wait bar appears only when the wait lasts longer than this (warm claims never show it).
@@ -59,12 +61,16 @@ class WaitBar:
 
 
 class CountBar:
-    """Counts finished items out of a known total (claim_many)."""
+    """Counts finished items out of a known total (claim_many).
+
+    A notebook keeps the finished bar, as a record of the batch in the cell's output
+    (``32/32 [00:03<00:00]``); a terminal gets its line back.
+    """
 
     def __init__(self, enabled: bool, total: int, desc: str, unit: str = "sandbox") -> None:
         self._bar: Any = None
         if enabled:
-            self._bar = _tqdm(total=total, desc=desc, unit=unit, leave=False)
+            self._bar = _tqdm(total=total, desc=desc, unit=unit, leave=in_notebook())
 
     def update(self, n: int = 1) -> None:
         if self._bar is not None:

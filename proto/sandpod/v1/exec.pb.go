@@ -449,10 +449,15 @@ func (x *ExecStarted) GetStdinWindow() int64 {
 	return 0
 }
 
+// How the command ended. In JSON (grpcurl) a success reads
+// {"exitCode": 0, ...}: exit_code is always set, so proto3 JSON shows it
+// even when it is 0.
 type ExitStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The exit code, or -1 when killed by a signal.
-	ExitCode int32 `protobuf:"varint,1,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	// The exit code, or -1 when killed by a signal. Always set by sandpod
+	// servers (optional only for explicit presence: the wire format is that of
+	// a plain int32); unset, from an older agent, means 0.
+	ExitCode *int32 `protobuf:"varint,1,opt,name=exit_code,json=exitCode,proto3,oneof" json:"exit_code,omitempty"`
 	// The signal that ended the process, 0 if none.
 	Signal int32 `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
 	// The timeout in ExecStart ran out and the process group was killed.
@@ -495,8 +500,8 @@ func (*ExitStatus) Descriptor() ([]byte, []int) {
 }
 
 func (x *ExitStatus) GetExitCode() int32 {
-	if x != nil {
-		return x.ExitCode
+	if x != nil && x.ExitCode != nil {
+		return *x.ExitCode
 	}
 	return 0
 }
@@ -572,15 +577,17 @@ const file_sandpod_v1_exec_proto_rawDesc = "" +
 	"\x03msg\"B\n" +
 	"\vExecStarted\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12!\n" +
-	"\fstdin_window\x18\x02 \x01(\x03R\vstdinWindow\"\xeb\x01\n" +
+	"\fstdin_window\x18\x02 \x01(\x03R\vstdinWindow\"\xfe\x01\n" +
 	"\n" +
-	"ExitStatus\x12\x1b\n" +
-	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
+	"ExitStatus\x12 \n" +
+	"\texit_code\x18\x01 \x01(\x05H\x00R\bexitCode\x88\x01\x01\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1b\n" +
 	"\ttimed_out\x18\x03 \x01(\bR\btimedOut\x125\n" +
 	"\bduration\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12)\n" +
 	"\x10stdout_truncated\x18\x05 \x01(\bR\x0fstdoutTruncated\x12)\n" +
-	"\x10stderr_truncated\x18\x06 \x01(\bR\x0fstderrTruncatedB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"\x10stderr_truncated\x18\x06 \x01(\bR\x0fstderrTruncatedB\f\n" +
+	"\n" +
+	"_exit_codeB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_exec_proto_rawDescOnce sync.Once
@@ -636,6 +643,7 @@ func file_sandpod_v1_exec_proto_init() {
 		(*ExecResponse_Exit)(nil),
 		(*ExecResponse_StdinAcked)(nil),
 	}
+	file_sandpod_v1_exec_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

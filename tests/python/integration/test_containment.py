@@ -22,7 +22,7 @@ def test_readme_first_session_runs_unchanged(server):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, "README.md", "exec"), {})
-    assert out.getvalue() == "42\n 0\nkept across suspend\n"
+    assert out.getvalue() == "42 0\nkept across suspend\n"
 
 
 def test_files_and_commands_share_one_path_space(sandbox):

@@ -2,8 +2,10 @@
 
 Each notebook runs in a fresh ipykernel (nbclient, kernel "python3" of this
 interpreter, its plots rendered by matplotlib's inline backend, which is Agg: no
-display needed); a cell that raises fails the test. The server (conftest.py) has a warm pool
-big enough for the quick start and is purged at the end, so no sandbox outlives the run.
+display needed); a cell that raises fails the test. Stream outputs are merged and their
+carriage returns applied, as Jupyter shows them, so a progress bar reads as its last state.
+The server (conftest.py) has a warm pool big enough for the quick start and is purged at
+the end, so no sandbox outlives the run.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def kernel_env(nb_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     write_kernel_spec(jupyter / "kernels" / "python3")
     monkeypatch.setenv("JUPYTER_PATH", str(jupyter))
     monkeypatch.setenv("SANDPOD_ADDRESS", nb_server.address)
-    monkeypatch.setenv("SANDPOD_PROGRESS", "0")
+    # progress bars as a user gets them: the client's default (on in a notebook)
+    monkeypatch.delenv("SANDPOD_PROGRESS", raising=False)
     # the repository's package even where it is not installed (editable) in the venv
     paths = [str(REPO / "clients" / "python"), os.environ.get("PYTHONPATH", "")]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
@@ -57,6 +60,7 @@ def run_notebook(path: Path, server: Server, workdir: Path) -> nbformat.Notebook
         timeout=CELL_TIMEOUT,
         kernel_name="python3",
         resources={"metadata": {"path": str(workdir)}},
+        coalesce_streams=True,
     )
     try:
         client.execute()
@@ -76,6 +80,15 @@ def outputs_text(nb: nbformat.NotebookNode) -> str:
     return "\n".join(parts)
 
 
+def stream_text(nb: nbformat.NotebookNode, name: str) -> str:
+    return "\n".join(
+        out.get("text", "")
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "stream" and out.get("name") == name
+    )
+
+
 def leftover(server: Server) -> list[str]:
     with sandpod.Client(server.address, progress=False, timeout=60) as c:
         return [s.name for s in c.list()]
@@ -93,6 +106,9 @@ def test_rl_rollouts(nb_server: Server, kernel_env: Path) -> None:
     nb = run_notebook(NOTEBOOKS / "rl_rollouts.ipynb", nb_server, kernel_env)
     text = outputs_text(nb)
     assert "31 rollouts and 1 failure(s)" in text
+    # claim_many's progress bar, on by default in a notebook, kept there when done
+    bars = [line for line in stream_text(nb, "stderr").splitlines() if "sandpod: claiming" in line]
+    assert any("100%" in line and "32/32" in line for line in bars), bars
     assert (kernel_env / "rollout_latency.png").stat().st_size > 1000
     assert any(
         "image/png" in out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", [])

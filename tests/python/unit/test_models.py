@@ -1,7 +1,8 @@
 import datetime as dt
+import json
 
 import pytest
-from google.protobuf import timestamp_pb2
+from google.protobuf import json_format, timestamp_pb2
 
 import sandpod
 from sandpod import _base
@@ -44,6 +45,16 @@ def test_output_decoder_keeps_split_characters_whole():
     assert "".join(texts) == "日本"
     res = d.result(exec_pb2.ExitStatus(exit_code=0))
     assert res.stdout == "日本" and res.stdout_bytes == data
+
+
+def test_exit_code_zero_is_present_in_json():
+    # exit_code has explicit presence: a success shows in JSON (grpcurl) as exitCode 0.
+    status = exec_pb2.ExitStatus(exit_code=0)
+    assert status.HasField("exit_code")
+    assert json.loads(json_format.MessageToJson(status)) == {"exitCode": 0}
+    # without it (an older server) the exit code is 0 all the same
+    assert not exec_pb2.ExitStatus().HasField("exit_code")
+    assert sandpod.CommandResult.from_exit(exec_pb2.ExitStatus(), b"", b"").exit_code == 0
 
 
 def test_command_result_text_and_flags():
