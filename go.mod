@@ -1,6 +1,6 @@
 module github.com/sandpod/sandpod
 
-go 1.26.8
+go 1.26.0
 
 tool (
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc
