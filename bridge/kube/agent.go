@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sbctl "github.com/sandpod/sandpod/core/controller/sandbox"
 	"github.com/sandpod/sandpod/core/lifecycle"
@@ -51,7 +53,7 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, e
 	case v1alpha1.SandboxFailed:
 		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s", name, sb.Status.Message)
 	case v1alpha1.SandboxTerminating:
-		return agent.Endpoint{}, status.Errorf(codes.NotFound, "sandbox %q is being deleted", name)
+		return agent.Endpoint{}, errinfo.SandboxGone(ns, name, fmt.Sprintf("sandbox %q is being deleted", name))
 	case v1alpha1.SandboxPending:
 		if _, err := b.waitRunning(ctx, ns, name, sb.UID); err != nil {
 			return agent.Endpoint{}, err

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/sandpod/sandpod/core/api/errinfo"
 )
 
 // apiError turns an API server error into a gRPC status that says what was
@@ -46,6 +48,16 @@ func apiError(err error, format string, args ...any) error {
 		code = codes.Unavailable
 	}
 	return status.Errorf(code, "%s: %v", what, err)
+}
+
+// sandboxError is apiError for a write to a sandbox found a moment ago:
+// its NotFound means the sandbox was deleted meanwhile, and says so as
+// every other answer about a missing sandbox does.
+func sandboxError(err error, ns, name, format string, args ...any) error {
+	if apierrors.IsNotFound(err) {
+		return errinfo.SandboxNotFound(ns, name)
+	}
+	return apiError(err, format, args...)
 }
 
 func isAPIStatus(err error) bool {

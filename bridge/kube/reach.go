@@ -3,11 +3,10 @@ package kube
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
@@ -39,12 +38,12 @@ func (b *Backend) reach(ctx context.Context, call lifecycle.SandboxCall, sb *v1a
 	live := &v1alpha1.Sandbox{}
 	if err := b.apiReader.Get(ctx, client.ObjectKeyFromObject(sb), live); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, status.Errorf(codes.NotFound, "sandbox %q not found in namespace %q", sb.Name, sb.Namespace)
+			return nil, errinfo.SandboxNotFound(sb.Namespace, sb.Name)
 		}
 		return nil, apiError(err, "read sandbox %q", sb.Name)
 	}
 	if live.DeletionTimestamp != nil {
-		return nil, status.Errorf(codes.NotFound, "sandbox %q not found in namespace %q", sb.Name, sb.Namespace)
+		return nil, errinfo.SandboxNotFound(sb.Namespace, sb.Name)
 	}
 	t := callTarget(live)
 	if ok, why := lifecycle.MayReach(call, t); !ok {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
 	"github.com/sandpod/sandpod/core/lifecycle"
@@ -65,6 +66,9 @@ func TestReach(t *testing.T) {
 			}
 			if err == nil && got == nil {
 				t.Fatal("allowed, yet no sandbox to go on with")
+			}
+			if tc.wantCode == codes.NotFound && errinfo.Reason(err) != errinfo.ReasonSandboxNotFound {
+				t.Errorf("NOT_FOUND %v without the reason %s", err, errinfo.ReasonSandboxNotFound)
 			}
 			if tc.wantCode != codes.FailedPrecondition {
 				return

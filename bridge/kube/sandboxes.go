@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -33,7 +34,7 @@ func (b *Backend) sandbox(ctx context.Context, ns, name string) (*v1alpha1.Sandb
 	// A sandbox being deleted is gone for callers, as in the local engine
 	// (watchers see it go TERMINATING, then DELETED).
 	if sb = b.recent.fresher(ns, name, sb); sb == nil || sb.DeletionTimestamp != nil {
-		return nil, status.Errorf(codes.NotFound, "sandbox %q not found in namespace %q", name, ns)
+		return nil, errinfo.SandboxNotFound(ns, name)
 	}
 	return sb, nil
 }
@@ -119,7 +120,7 @@ func (b *Backend) SuspendSandbox(ctx context.Context, ns, name string) (*sandpod
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; it is already stopped", name)
 	}
 	if err := b.patchSpec(ctx, sb, map[string]any{"operatingMode": v1alpha1.OperatingModeSuspended}); err != nil {
-		return nil, apiError(err, "suspend sandbox %q", name)
+		return nil, sandboxError(err, ns, name, "suspend sandbox %q", name)
 	}
 	return sandboxToProto(sb), nil
 }
@@ -140,7 +141,7 @@ func (b *Backend) ResumeSandbox(ctx context.Context, ns, name string, wait bool)
 	}
 	if sb.Spec.OperatingMode == v1alpha1.OperatingModeSuspended {
 		if err := b.patchSpec(ctx, sb, map[string]any{"operatingMode": v1alpha1.OperatingModeRunning}); err != nil {
-			return nil, apiError(err, "resume sandbox %q", name)
+			return nil, sandboxError(err, ns, name, "resume sandbox %q", name)
 		}
 	}
 	if !wait {
@@ -165,7 +166,7 @@ func (b *Backend) ExtendSandbox(ctx context.Context, ns, name string, shutdown t
 		spec["operatingMode"] = v1alpha1.OperatingModeSuspended
 	}
 	if err := b.patchSpec(ctx, sb, spec); err != nil {
-		return nil, apiError(err, "extend sandbox %q", name)
+		return nil, sandboxError(err, ns, name, "extend sandbox %q", name)
 	}
 	return sandboxToProto(sb), nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"sort"
@@ -73,6 +74,10 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 		outW.Close()
 		errR.Close()
 		errW.Close()
+		if code, why, ok := notRunnable(cmd, err); ok {
+			s.touch()
+			return shellLikeExit(stream, code, why, began)
+		}
 		return startError(start, cmd, err)
 	}
 	outW.Close()
@@ -224,6 +229,12 @@ func (s *Server) workingDir(p string) (string, error) {
 		return "", err
 	}
 	fi, err := s.root.Stat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		// FAILED_PRECONDITION, not NOT_FOUND: the sandbox is there, and the
+		// same call works once the directory exists (its state is wrong, not
+		// the request); a NOT_FOUND from an exec means the sandbox is gone.
+		return "", status.Errorf(codes.FailedPrecondition, "exec: working_dir %q does not exist in the sandbox; create it first", p)
+	}
 	if err != nil {
 		return "", fileError("exec: working_dir", p, err)
 	}
@@ -248,11 +259,8 @@ func startError(start *sandpodv1.ExecStart, cmd *exec.Cmd, err error) error {
 		}
 		return status.Errorf(codes.InvalidArgument, "exec: argv: the arguments and environment (%d bytes) are more than the kernel accepts (E2BIG); pass large data on stdin or in a file", n)
 	}
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-		return status.Errorf(codes.NotFound, "exec: program %q not found in the sandbox", prog)
-	}
-	if errors.Is(err, os.ErrPermission) {
-		return status.Errorf(codes.PermissionDenied, "exec: program %q is not executable", prog)
+	if dirGone(cmd) { // removed since workingDir looked
+		return status.Errorf(codes.FailedPrecondition, "exec: working_dir %q does not exist in the sandbox; create it first", start.GetWorkingDir())
 	}
 	if errors.Is(err, syscall.EAGAIN) {
 		return status.Errorf(codes.ResourceExhausted, "exec: sandbox process limit reached: %v", err)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -307,11 +309,14 @@ func (s *Server) shown(abs string) string {
 }
 
 // fileError maps a file system error to a gRPC status that names the path.
+// A missing path carries the reason FILE_NOT_FOUND, so that clients tell it
+// from a missing sandbox (SANDBOX_NOT_FOUND), which has the same code.
 func fileError(op, p string, err error) error {
 	var errno syscall.Errno
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return status.Errorf(codes.NotFound, "%s: %q does not exist in the sandbox", op, p)
+		return errinfo.New(codes.NotFound, errinfo.ReasonFileNotFound, map[string]string{"path": p},
+			fmt.Sprintf("%s: %q does not exist in the sandbox", op, p))
 	case strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes"):
 		return status.Errorf(codes.PermissionDenied, "%s: %q leads outside the sandbox (through a symbolic link)", op, p)
 	case errors.As(err, &errno) && errno == syscall.EROFS:

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
@@ -257,7 +259,7 @@ func (e *Engine) waitReady(ctx context.Context, sb *sandbox) (*sandpodv1.Sandbox
 		e.mu.Unlock()
 		switch {
 		case gone:
-			return nil, status.Errorf(codes.NotFound, "sandbox %q was deleted while starting", cur.GetName())
+			return nil, errinfo.SandboxGone(cur.GetNamespace(), cur.GetName(), fmt.Sprintf("sandbox %q was deleted while starting", cur.GetName()))
 		case cur.GetPhase() == sandpodv1.Phase_PHASE_RUNNING:
 			return cur, nil
 		case cur.GetPhase() == sandpodv1.Phase_PHASE_FAILED:
@@ -281,7 +283,7 @@ func (e *Engine) lookup(ns, name string) (*sandbox, error) {
 	defer e.mu.Unlock()
 	sb := e.sandboxes[nsOr(ns)+"/"+name]
 	if sb == nil || sb.rec.Deleting {
-		return nil, status.Errorf(codes.NotFound, "sandbox %q not found in namespace %q", name, nsOr(ns))
+		return nil, errinfo.SandboxNotFound(nsOr(ns), name)
 	}
 	return sb, nil
 }

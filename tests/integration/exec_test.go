@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -83,9 +82,16 @@ func TestExec(t *testing.T) {
 			t.Fatalf("got %d bytes, exit %+v", len(r.stdout), r.exit)
 		}
 	})
-	t.Run("missing program is NotFound", func(t *testing.T) {
-		_, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Argv: []string{"no-such-program-xyz"}}, "")
-		wantCode(t, err, codes.NotFound, "no-such-program-xyz")
+	t.Run("a missing program exits 127, as in a shell", func(t *testing.T) {
+		for _, start := range []*sandpodv1.ExecStart{
+			{Sandbox: sb.Name, Argv: []string{"no-such-program-xyz"}},
+			{Sandbox: sb.Name, Shell: "no-such-program-xyz"},
+		} {
+			r, err := execIn(t, c, start, "")
+			if err != nil || r.exit.GetExitCode() != 127 || !strings.Contains(r.stderr, "no-such-program-xyz") || !strings.Contains(r.stderr, "not found") {
+				t.Errorf("%v: %+v, %v; want exit 127 and stderr naming the program", start, r, err)
+			}
+		}
 	})
 	t.Run("the host file system is read-only, the work dir is not", func(t *testing.T) {
 		r := sh(t, c, sb.Name, "touch /usr/sandpod-test 2>&1; echo ok > mine.txt && cat mine.txt")
