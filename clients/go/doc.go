@@ -33,8 +33,11 @@
 // # Errors
 //
 // Calls return an *Error that wraps the gRPC status and matches one
-// sentinel with errors.Is (ErrNotFound, ErrTimeout, ErrInvalidArgument,
-// ...); status.FromError still works on it. Run and Wait with WithCheck
+// sentinel with errors.Is (ErrSandboxNotFound, ErrTimeout,
+// ErrInvalidArgument, ...); status.FromError still works on it.
+// ErrSandboxNotFound means the sandbox is gone and nothing else: a missing
+// file is ErrFileNotFound, a program that is not found a Result with exit
+// code 127, as in a shell. Run and Wait with WithCheck
 // return a *CommandError when the command fails.
 //
 // # Handles

@@ -13,14 +13,27 @@ import (
 
 // Sentinel errors, one per kind of failure. Every error returned by a call
 // to the server is an *Error that matches exactly one of them with
-// errors.Is:
+// errors.Is (ErrSandboxNotFound and ErrFileNotFound also match
+// ErrNotFound):
 //
-//	if errors.Is(err, sandpod.ErrNotFound) { ... }
+//	if errors.Is(err, sandpod.ErrSandboxNotFound) { ... claim another ... }
 //
 // The gRPC status stays reachable: status.FromError(err) and status.Code(err)
 // work on every *Error, wrapped or not.
 var (
-	ErrNotFound           = errors.New("not found")
+	// ErrNotFound is any NOT_FOUND: a template, a warm pool, the sandbox
+	// of a request id since deleted, and the two below.
+	ErrNotFound = errors.New("not found")
+	// ErrSandboxNotFound is a call whose sandbox does not exist (never
+	// did, was deleted, or is being deleted): the server's reason
+	// SANDBOX_NOT_FOUND. Nothing else matches it, so it is safe to claim a
+	// new sandbox on it. It also matches ErrNotFound.
+	ErrSandboxNotFound = fmt.Errorf("sandbox %w", ErrNotFound)
+	// ErrFileNotFound is a file call whose path (or parent) does not exist
+	// in the sandbox, which does: the server's reason FILE_NOT_FOUND. It
+	// also matches ErrNotFound.
+	ErrFileNotFound = fmt.Errorf("file %w", ErrNotFound)
+
 	ErrAlreadyExists      = errors.New("already exists")
 	ErrInvalidArgument    = errors.New("invalid argument")
 	ErrFailedPrecondition = errors.New("failed precondition")
@@ -101,11 +114,25 @@ func (e *Error) Unwrap() error { return e.kind }
 // status.FromError and status.Code work on it.
 func (e *Error) GRPCStatus() *status.Status { return e.status }
 
-// kindOf maps a gRPC code to its sentinel error: the one table that
-// translates the transport's errors.
-func kindOf(c codes.Code) error {
+// Reasons of the server's ErrorInfo that refine a code's sentinel.
+const (
+	reasonSandboxNotFound = "SANDBOX_NOT_FOUND"
+	reasonFileNotFound    = "FILE_NOT_FOUND"
+)
+
+// kindOf maps a gRPC code, and the ErrorInfo reason that refines it, to its
+// sentinel error: the one table that translates the transport's errors.
+// A NOT_FOUND is ErrSandboxNotFound only when the server says so, so that
+// a missing file, template or program never passes for a missing sandbox.
+func kindOf(c codes.Code, reason string) error {
 	switch c {
 	case codes.NotFound:
+		switch reason {
+		case reasonSandboxNotFound:
+			return ErrSandboxNotFound
+		case reasonFileNotFound:
+			return ErrFileNotFound
+		}
 		return ErrNotFound
 	case codes.AlreadyExists:
 		return ErrAlreadyExists
@@ -157,7 +184,6 @@ func wrapError(op string, err error) error {
 		Op:      op,
 		Code:    st.Code(),
 		Message: st.Message(),
-		kind:    kindOf(st.Code()),
 		status:  st,
 	}
 	for _, d := range st.Details() {
@@ -166,6 +192,7 @@ func wrapError(op string, err error) error {
 			break
 		}
 	}
+	out.kind = kindOf(st.Code(), out.Reason)
 	return out
 }
 

@@ -80,9 +80,38 @@ func TestErrorReasonAndMessage(t *testing.T) {
 	if !errors.As(got, &e) || e.Reason != "SANDBOX_NOT_FOUND" {
 		t.Fatalf("reason: %+v", e)
 	}
-	want := `sandpod: get: not found: sandbox "x" not found (SANDBOX_NOT_FOUND)`
+	want := `sandpod: get: sandbox not found: sandbox "x" not found (SANDBOX_NOT_FOUND)`
 	if got.Error() != want {
 		t.Errorf("Error() = %q, want %q", got.Error(), want)
+	}
+}
+
+// A NOT_FOUND is ErrSandboxNotFound only with the server's reason
+// SANDBOX_NOT_FOUND, ErrFileNotFound only with FILE_NOT_FOUND; all of them
+// match ErrNotFound.
+func TestNotFoundReasons(t *testing.T) {
+	notFound := func(reason string) error {
+		st := status.New(codes.NotFound, "gone")
+		if reason != "" {
+			st, _ = st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "sandpod.dev"})
+		}
+		return wrapError("op", st.Err())
+	}
+	for reason, want := range map[string]error{
+		"":                      ErrNotFound,
+		"SANDBOX_NOT_FOUND":     ErrSandboxNotFound,
+		"FILE_NOT_FOUND":        ErrFileNotFound,
+		"UNCLAIMED_POOL_MEMBER": ErrNotFound, // a reason of another code refines nothing
+	} {
+		err := notFound(reason)
+		if !errors.Is(err, ErrNotFound) || !errors.Is(err, want) {
+			t.Errorf("reason %q: %v does not match %v and ErrNotFound", reason, err, want)
+		}
+		for _, other := range []error{ErrSandboxNotFound, ErrFileNotFound} {
+			if other != want && errors.Is(err, other) {
+				t.Errorf("reason %q: %v matches %v", reason, err, other)
+			}
+		}
 	}
 }
 

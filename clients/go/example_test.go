@@ -187,7 +187,7 @@ func ExampleFiles() {
 	}
 
 	_, err = files.Stat(ctx, "data/missing.txt")
-	fmt.Println(errors.Is(err, sandpod.ErrNotFound))
+	fmt.Println(errors.Is(err, sandpod.ErrFileNotFound))
 	// Output:
 	// 7
 	// input.txt 4
@@ -205,7 +205,7 @@ func ExampleClient_Get() {
 
 	_, err = client.Get(ctx, "no-such-sandbox")
 	switch {
-	case errors.Is(err, sandpod.ErrNotFound):
+	case errors.Is(err, sandpod.ErrSandboxNotFound):
 		fmt.Println("not found")
 	case err != nil:
 		log.Fatal(err)

@@ -102,8 +102,8 @@ func WithRange(offset, length int64) FileOption {
 // Read opens a file for streaming. The stream is read in chunks of at most
 // 1 MiB as the caller reads; a connection that breaks is reopened at the
 // offset reached (per the RetryPolicy). Close the reader to end the call
-// early. Errors such as ErrNotFound are returned here, not on the first
-// Read.
+// early. Errors such as ErrFileNotFound are returned here, not on the
+// first Read.
 func (f *Files) Read(ctx context.Context, path string, opts ...FileOption) (io.ReadCloser, error) {
 	cfg := newFileConfig(opts)
 	ctx, cancel := context.WithCancel(ctx)
@@ -348,10 +348,11 @@ func (f *Files) Stat(ctx context.Context, path string) (FileInfo, error) {
 	return fileInfoFromProto(resp.GetFile()), nil
 }
 
-// Exists reports whether path exists.
+// Exists reports whether path exists. A sandbox that does not exist is an
+// error (ErrSandboxNotFound), not false.
 func (f *Files) Exists(ctx context.Context, path string) (bool, error) {
 	_, err := f.Stat(ctx, path)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrFileNotFound) {
 		return false, nil
 	}
 	return err == nil, err

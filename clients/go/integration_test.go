@@ -100,7 +100,7 @@ func TestClaimRunAndFiles(t *testing.T) {
 	if err := files.Remove(ctx, "w", sandpod.WithRecursive()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := files.Stat(ctx, "w"); !errors.Is(err, sandpod.ErrNotFound) {
+	if _, err := files.Stat(ctx, "w"); !errors.Is(err, sandpod.ErrFileNotFound) {
 		t.Errorf("stat after remove: %v", err)
 	}
 	if ok, err := files.Exists(ctx, "w"); ok || err != nil {
@@ -274,8 +274,8 @@ func TestTypedErrors(t *testing.T) {
 		call func() error
 		want error
 	}{
-		"get missing":    {func() error { _, err := c.Get(ctx, "no-such-sandbox"); return err }, sandpod.ErrNotFound},
-		"delete missing": {func() error { return c.Delete(ctx, "no-such-sandbox") }, sandpod.ErrNotFound},
+		"get missing":    {func() error { _, err := c.Get(ctx, "no-such-sandbox"); return err }, sandpod.ErrSandboxNotFound},
+		"delete missing": {func() error { return c.Delete(ctx, "no-such-sandbox") }, sandpod.ErrSandboxNotFound},
 		"claim unknown template": {func() error {
 			_, err := c.Claim(ctx, "no-such-template")
 			return err
@@ -295,7 +295,7 @@ func TestTypedErrors(t *testing.T) {
 		"run on missing sandbox": {func() error {
 			_, err := c.Sandbox("no-such-sandbox").Run(ctx, "true")
 			return err
-		}, sandpod.ErrNotFound},
+		}, sandpod.ErrSandboxNotFound},
 		"path outside the root": {func() error {
 			_, err := sb.Files().ReadFile(ctx, "../../etc/passwd")
 			return err
@@ -303,7 +303,7 @@ func TestTypedErrors(t *testing.T) {
 		"read missing file": {func() error {
 			_, err := sb.Files().ReadFile(ctx, "nope.txt")
 			return err
-		}, sandpod.ErrNotFound},
+		}, sandpod.ErrFileNotFound},
 		"empty command": {func() error {
 			_, err := sb.RunArgv(ctx, nil)
 			return err

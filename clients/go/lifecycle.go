@@ -138,7 +138,7 @@ func (c *Client) Create(ctx context.Context, template string, opts ...SandboxOpt
 	return c.handle(resp.GetSandbox()), nil
 }
 
-// Get returns the sandbox with the given name (ErrNotFound if none).
+// Get returns the sandbox with the given name (ErrSandboxNotFound if none).
 func (c *Client) Get(ctx context.Context, name string) (*Sandbox, error) {
 	s := c.Sandbox(name)
 	if _, err := s.Refresh(ctx); err != nil {
@@ -167,8 +167,8 @@ func (c *Client) Extend(ctx context.Context, name string, ttl time.Duration) (*S
 }
 
 // Delete deletes the sandbox and its files. Deleting a sandbox that is
-// already gone returns ErrNotFound, except on a retry of this same call
-// (the first attempt did it).
+// already gone returns ErrSandboxNotFound, except on a retry of this same
+// call (the first attempt did it).
 func (c *Client) Delete(ctx context.Context, name string) error {
 	return c.Sandbox(name).Delete(ctx)
 }
