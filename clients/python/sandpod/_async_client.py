@@ -8,6 +8,7 @@ Everything that does no I/O is shared in :mod:`sandpod._base`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as _dt
 import os
 import warnings
@@ -22,6 +23,8 @@ from . import _base
 from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Timeout, UseClientDefault
 from ._client import Source, _iter_source, _watch_ended
 from ._errors import (
+    FileNotFound,
+    NotFound,
     SandboxNotFound,
     SandboxTimeout,
     SandpodError,
@@ -634,8 +637,14 @@ class AsyncSandbox:
 
     @property
     def status(self) -> Phase:
-        """The phase as last reported (no call); ``await refresh()`` to update it."""
+        """The phase as last reported (no call); ``await refresh()`` to update it.
+        ``Phase.DELETED`` once the sandbox is known to be gone (see ``deleted``)."""
         return self.info.phase
+
+    @property
+    def deleted(self) -> bool:
+        """See :attr:`sandpod.Sandbox.deleted`."""
+        return self._deleted
 
     @property
     def labels(self) -> Mapping[str, str]:
@@ -675,8 +684,8 @@ class AsyncSandbox:
                 await asyncio.shield(self.suspend())
             else:
                 await asyncio.shield(self.delete())
-        except SandboxNotFound:
-            pass
+        except NotFound:  # a delete or suspend can miss only the sandbox
+            self._gone("not found when leaving the block")
         except SandpodError as err:
             if exc is None:
                 raise
@@ -687,7 +696,26 @@ class AsyncSandbox:
 
     def _update(self, pb: Any) -> AsyncSandbox:
         self.info = SandboxInfo.from_pb(pb)
+        self._deleted = False  # the server just reported it
         return self
+
+    def _gone(self, why: str) -> None:
+        """Marks the handle's sandbox as gone: its repr and HTML say Deleted."""
+        self._deleted = True
+        self.info = dataclasses.replace(self.info, phase=Phase.DELETED, message=why)
+
+    def _noted(self, err: SandpodError) -> SandpodError:
+        """Returns ``err``, marking the sandbox gone first if it says so."""
+        if isinstance(err, SandboxNotFound):
+            self._gone(err.message)
+        return err
+
+    async def _unary(self, method: str, request: Any, **kwargs: Any) -> Any:
+        """A unary call about this sandbox (see ``AsyncClient._unary``)."""
+        try:
+            return await self._client._unary(method, request, **kwargs)
+        except SandboxNotFound as err:
+            raise self._noted(err) from None
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -695,7 +723,7 @@ class AsyncSandbox:
         self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> AsyncSandbox:
         """Fetches the current state into ``info`` and returns self."""
-        resp = await self._client._unary(
+        resp = await self._unary(
             "GetSandbox", _pb.GetSandboxRequest(**self._ref()), timeout=timeout
         )
         return self._update(resp.sandbox)
@@ -704,7 +732,7 @@ class AsyncSandbox:
         self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> AsyncSandbox:
         """Stops the sandbox's processes; files, name and identity are kept."""
-        resp = await self._client._unary(
+        resp = await self._unary(
             "SuspendSandbox", _pb.SuspendSandboxRequest(**self._ref()), timeout=timeout
         )
         return self._update(resp.sandbox)
@@ -713,7 +741,7 @@ class AsyncSandbox:
         self, *, wait: bool = True, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> AsyncSandbox:
         """Starts a suspended (or expired and retained) sandbox again."""
-        resp = await self._client._unary(
+        resp = await self._unary(
             "ResumeSandbox",
             _pb.ResumeSandboxRequest(no_wait=not wait, **self._ref()),
             timeout=timeout,
@@ -730,26 +758,26 @@ class AsyncSandbox:
     ) -> AsyncSandbox:
         """Moves the shutdown time to now + ``ttl`` (or to ``shutdown_time``)."""
         req = _base.extend_request(self.name, self.namespace, ttl, shutdown_time)
-        resp = await self._client._unary("ExtendSandbox", req, timeout=timeout)
+        resp = await self._unary("ExtendSandbox", req, timeout=timeout)
         return self._update(resp.sandbox)
 
     async def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
         """See :meth:`sandpod.Sandbox.delete`."""
-        await self._client._unary(
+        await self._unary(
             "DeleteSandbox",
             _pb.DeleteSandboxRequest(**self._ref()),
             timeout=timeout,
             done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
         )
-        self._deleted = True
+        self._gone("deleted through this handle")
 
     async def _release(self) -> None:
         if self._deleted:
             return
         try:
             await self.delete()
-        except SandboxNotFound:
-            self._deleted = True
+        except NotFound:  # a delete can miss only the sandbox
+            self._gone("not found when released")
         except SandpodError as err:
             warnings.warn(f"sandpod: could not delete {self.name}: {err}", stacklevel=2)
 
@@ -819,7 +847,7 @@ class AsyncSandbox:
                 if out is not None and on_output is not None:
                     on_output(out)
         except grpc.RpcError as err:
-            raise _exec_error(err, text, limit) from None
+            raise self._noted(_exec_error(err, text, limit)) from None
         finally:
             await sender.aclose()
             call.cancel()
@@ -852,7 +880,7 @@ class AsyncSandbox:
         except grpc.RpcError as err:
             await sender.aclose()
             call.cancel()
-            raise _exec_error(err, text, limit) from None
+            raise self._noted(_exec_error(err, text, limit)) from None
         if resp is grpc.aio.EOF:
             await sender.aclose()
             call.cancel()
@@ -1025,7 +1053,7 @@ class AsyncProcess:
                 self._sender.on_response(resp)
                 self._consume(resp)
         except grpc.RpcError as err:
-            self._error = _exec_error(err, self.command, self._limit)
+            self._error = self.sandbox._noted(_exec_error(err, self.command, self._limit))
         finally:
             self._done = True
             self._changed.set()
@@ -1189,7 +1217,7 @@ class AsyncFiles:
             except grpc.RpcError as err:
                 delay = state.next_delay(err.code())
                 if delay is None:
-                    raise from_rpc_error(err) from None
+                    raise self._sandbox._noted(from_rpc_error(err)) from None
                 await asyncio.sleep(delay)
 
     async def download(
@@ -1237,7 +1265,7 @@ class AsyncFiles:
                 wait_for_ready=True,
             )
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            raise self._sandbox._noted(from_rpc_error(err)) from None
         return FileInfo.from_pb(resp.file)
 
     async def upload(
@@ -1261,7 +1289,7 @@ class AsyncFiles:
         token = ""
         while True:
             req = self._req(files_pb2.ListFilesRequest, path, page_token=token)
-            resp = await self._client._unary("ListFiles", req, timeout=timeout)
+            resp = await self._sandbox._unary("ListFiles", req, timeout=timeout)
             out.extend(FileInfo.from_pb(f) for f in resp.files)
             token = resp.next_page_token
             if not token:
@@ -1270,8 +1298,8 @@ class AsyncFiles:
     async def stat(
         self, path: str, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> FileInfo:
-        """Information about one file or directory; SandboxNotFound if it is missing."""
-        resp = await self._client._unary(
+        """Information about one file or directory; FileNotFound if it is missing."""
+        resp = await self._sandbox._unary(
             "StatFile", self._req(files_pb2.StatFileRequest, path), timeout=timeout
         )
         return FileInfo.from_pb(resp.file)
@@ -1282,7 +1310,7 @@ class AsyncFiles:
         """Whether the path exists."""
         try:
             await self.stat(path, timeout=timeout)
-        except SandboxNotFound:
+        except FileNotFound:
             return False
         return True
 
@@ -1294,7 +1322,7 @@ class AsyncFiles:
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> None:
         """Removes a file (or, with ``recursive=True``, a directory and its contents)."""
-        await self._client._unary(
+        await self._sandbox._unary(
             "RemoveFile",
             self._req(files_pb2.RemoveFileRequest, path, recursive=recursive),
             timeout=timeout,
@@ -1310,7 +1338,7 @@ class AsyncFiles:
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> FileInfo:
         """See :meth:`sandpod.Files.mkdir`."""
-        resp = await self._client._unary(
+        resp = await self._sandbox._unary(
             "MakeDir",
             self._req(files_pb2.MakeDirRequest, path, parents=parents, mode=mode or 0),
             timeout=timeout,

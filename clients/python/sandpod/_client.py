@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import datetime as _dt
 import os
 import threading
@@ -22,6 +23,8 @@ import grpc
 from . import _base
 from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Timeout, UseClientDefault
 from ._errors import (
+    FileNotFound,
+    NotFound,
     SandboxNotFound,
     SandboxTimeout,
     SandpodError,
@@ -581,8 +584,15 @@ class Sandbox:
 
     @property
     def status(self) -> Phase:
-        """The phase as last reported (no call); ``refresh()`` to update it."""
+        """The phase as last reported (no call); ``refresh()`` to update it.
+        ``Phase.DELETED`` once the sandbox is known to be gone (see ``deleted``)."""
         return self.info.phase
+
+    @property
+    def deleted(self) -> bool:
+        """Whether the sandbox is known to be gone: deleted through this handle, or a call
+        through it raised :class:`SandboxNotFound`. No call is made."""
+        return self._deleted
 
     @property
     def labels(self) -> Mapping[str, str]:
@@ -619,8 +629,8 @@ class Sandbox:
                 self.suspend()
             else:
                 self.delete()
-        except SandboxNotFound:
-            pass
+        except NotFound:  # a delete or suspend can miss only the sandbox
+            self._gone("not found when leaving the block")
         except SandpodError as err:
             if exc is None:
                 raise
@@ -631,20 +641,37 @@ class Sandbox:
 
     def _update(self, pb: Any) -> Sandbox:
         self.info = SandboxInfo.from_pb(pb)
+        self._deleted = False  # the server just reported it
         return self
+
+    def _gone(self, why: str) -> None:
+        """Marks the handle's sandbox as gone: its repr and HTML say Deleted."""
+        self._deleted = True
+        self.info = dataclasses.replace(self.info, phase=Phase.DELETED, message=why)
+
+    def _noted(self, err: SandpodError) -> SandpodError:
+        """Returns ``err``, marking the sandbox gone first if it says so."""
+        if isinstance(err, SandboxNotFound):
+            self._gone(err.message)
+        return err
+
+    def _unary(self, method: str, request: Any, **kwargs: Any) -> Any:
+        """A unary call about this sandbox (see ``Client._unary``)."""
+        try:
+            return self._client._unary(method, request, **kwargs)
+        except SandboxNotFound as err:
+            raise self._noted(err) from None
 
     # --- lifecycle ------------------------------------------------------------------
 
     def refresh(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> Sandbox:
         """Fetches the current state into ``info`` and returns self."""
-        resp = self._client._unary(
-            "GetSandbox", _pb.GetSandboxRequest(**self._ref()), timeout=timeout
-        )
+        resp = self._unary("GetSandbox", _pb.GetSandboxRequest(**self._ref()), timeout=timeout)
         return self._update(resp.sandbox)
 
     def suspend(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> Sandbox:
         """Stops the sandbox's processes; files, name and identity are kept."""
-        resp = self._client._unary(
+        resp = self._unary(
             "SuspendSandbox", _pb.SuspendSandboxRequest(**self._ref()), timeout=timeout
         )
         return self._update(resp.sandbox)
@@ -653,7 +680,7 @@ class Sandbox:
         self, *, wait: bool = True, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> Sandbox:
         """Starts a suspended (or expired and retained) sandbox again."""
-        resp = self._client._unary(
+        resp = self._unary(
             "ResumeSandbox",
             _pb.ResumeSandboxRequest(no_wait=not wait, **self._ref()),
             timeout=timeout,
@@ -670,26 +697,27 @@ class Sandbox:
     ) -> Sandbox:
         """Moves the shutdown time to now + ``ttl`` (or to ``shutdown_time``)."""
         req = _base.extend_request(self.name, self.namespace, ttl, shutdown_time)
-        return self._update(self._client._unary("ExtendSandbox", req, timeout=timeout).sandbox)
+        return self._update(self._unary("ExtendSandbox", req, timeout=timeout).sandbox)
 
     def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
         """Deletes the sandbox and its files. Raises SandboxNotFound if it was gone
-        before the call (a retry that finds it gone counts as success)."""
-        self._client._unary(
+        before the call (a retry that finds it gone counts as success). Either way the
+        handle then shows it as deleted (``status`` is ``Phase.DELETED``)."""
+        self._unary(
             "DeleteSandbox",
             _pb.DeleteSandboxRequest(**self._ref()),
             timeout=timeout,
             done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
         )
-        self._deleted = True
+        self._gone("deleted through this handle")
 
     def _release(self) -> None:
         if self._deleted:
             return
         try:
             self.delete()
-        except SandboxNotFound:
-            self._deleted = True
+        except NotFound:  # a delete can miss only the sandbox
+            self._gone("not found when released")
         except SandpodError as err:
             warnings.warn(f"sandpod: could not delete {self.name}: {err}", stacklevel=2)
 
@@ -769,7 +797,7 @@ class Sandbox:
                     on_output(out)
             raise ServerError(f"exec of {text!r} ended without an exit status")
         except grpc.RpcError as err:
-            raise _exec_error(err, text, limit) from None
+            raise self._noted(_exec_error(err, text, limit)) from None
         finally:
             sender.end()
             call.cancel()
@@ -934,7 +962,7 @@ class Process:
             first = next(call)
         except grpc.RpcError as err:
             sender.end()
-            raise _exec_error(err, command, limit) from None
+            raise sandbox._noted(_exec_error(err, command, limit)) from None
         except StopIteration:
             sender.end()
             raise ServerError(f"exec of {command!r} ended before it started") from None
@@ -970,7 +998,7 @@ class Process:
             else:
                 self._error = ServerError(f"exec of {self.command!r} ended without an exit")
         except grpc.RpcError as err:
-            self._error = _exec_error(err, self.command, self._limit)
+            self._error = self.sandbox._noted(_exec_error(err, self.command, self._limit))
         finally:
             self._sender.end()
             with self._cond:
@@ -1141,7 +1169,7 @@ class Files:
             except grpc.RpcError as err:
                 delay = state.next_delay(err.code())
                 if delay is None:
-                    raise from_rpc_error(err) from None
+                    raise self._sandbox._noted(from_rpc_error(err)) from None
                 time.sleep(delay)
 
     def download(
@@ -1191,7 +1219,7 @@ class Files:
                 wait_for_ready=True,
             )
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            raise self._sandbox._noted(from_rpc_error(err)) from None
         return FileInfo.from_pb(resp.file)
 
     def upload(
@@ -1216,7 +1244,7 @@ class Files:
         token = ""
         while True:
             req = self._req(files_pb2.ListFilesRequest, path, page_token=token)
-            resp = self._client._unary("ListFiles", req, timeout=timeout)
+            resp = self._sandbox._unary("ListFiles", req, timeout=timeout)
             out.extend(FileInfo.from_pb(f) for f in resp.files)
             token = resp.next_page_token
             if not token:
@@ -1225,8 +1253,8 @@ class Files:
     def stat(
         self, path: str, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> FileInfo:
-        """Information about one file or directory; SandboxNotFound if it is missing."""
-        resp = self._client._unary(
+        """Information about one file or directory; FileNotFound if it is missing."""
+        resp = self._sandbox._unary(
             "StatFile", self._req(files_pb2.StatFileRequest, path), timeout=timeout
         )
         return FileInfo.from_pb(resp.file)
@@ -1234,10 +1262,10 @@ class Files:
     def exists(
         self, path: str, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> bool:
-        """Whether the path exists."""
+        """Whether the path exists (a missing sandbox raises SandboxNotFound)."""
         try:
             self.stat(path, timeout=timeout)
-        except SandboxNotFound:
+        except FileNotFound:
             return False
         return True
 
@@ -1249,7 +1277,7 @@ class Files:
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> None:
         """Removes a file (or, with ``recursive=True``, a directory and its contents)."""
-        self._client._unary(
+        self._sandbox._unary(
             "RemoveFile",
             self._req(files_pb2.RemoveFileRequest, path, recursive=recursive),
             timeout=timeout,
@@ -1266,7 +1294,7 @@ class Files:
     ) -> FileInfo:
         """Creates a directory (and, by default, its missing parents; then an existing
         directory is fine)."""
-        resp = self._client._unary(
+        resp = self._sandbox._unary(
             "MakeDir",
             self._req(files_pb2.MakeDirRequest, path, parents=parents, mode=mode or 0),
             timeout=timeout,

@@ -3,7 +3,9 @@
 Every exception the client raises on purpose derives from :class:`SandpodError`::
 
     SandpodError
-    ├── SandboxNotFound        NOT_FOUND
+    ├── NotFound               NOT_FOUND (a template, a pool, ...)
+    │   ├── SandboxNotFound    NOT_FOUND, reason SANDBOX_NOT_FOUND: the sandbox itself
+    │   └── FileNotFound       NOT_FOUND, reason FILE_NOT_FOUND: a path in the sandbox
     ├── AlreadyExists          ALREADY_EXISTS
     ├── InvalidArgument        INVALID_ARGUMENT, OUT_OF_RANGE
     ├── FailedPrecondition     FAILED_PRECONDITION
@@ -19,7 +21,10 @@ Every exception the client raises on purpose derives from :class:`SandpodError`:
         └── CommandTimeout
 
 gRPC errors are translated in exactly one place, :func:`from_rpc_error`, through the
-one table :data:`STATUS_TO_ERROR`.
+table :data:`STATUS_TO_ERROR`, refined by the server's ``ErrorInfo`` reason through
+:data:`REASON_TO_ERROR`. ``SandboxNotFound`` is raised only when the server says the
+sandbox is missing, so catching it to claim a new sandbox never misfires on a missing
+file, template or program (a program that is not found is a result with exit code 127).
 """
 
 from __future__ import annotations
@@ -32,13 +37,16 @@ if TYPE_CHECKING:
     from ._models import CommandResult
 
 __all__ = [
+    "REASON_TO_ERROR",
     "STATUS_TO_ERROR",
     "AlreadyExists",
     "Cancelled",
     "CommandFailed",
     "CommandTimeout",
     "FailedPrecondition",
+    "FileNotFound",
     "InvalidArgument",
+    "NotFound",
     "PermissionDenied",
     "ResourceExhausted",
     "SandboxNotFound",
@@ -85,8 +93,20 @@ class SandpodError(Exception):
         return text
 
 
-class SandboxNotFound(SandpodError):
-    """The sandbox (or file, template, pool) does not exist."""
+class NotFound(SandpodError):
+    """Something the call names does not exist: a template, a warm pool, the sandbox of
+    a request id since deleted, or (the subclasses) the sandbox or a file in it."""
+
+
+class SandboxNotFound(NotFound):
+    """The sandbox the call names does not exist: it never did, was deleted, or is being
+    deleted (the server's reason ``SANDBOX_NOT_FOUND``). Nothing else raises it, so it is
+    safe to claim a new sandbox on it."""
+
+
+class FileNotFound(NotFound):
+    """A path a file call names (or its parent, for a write) does not exist in the
+    sandbox, which does (the server's reason ``FILE_NOT_FOUND``)."""
 
 
 class AlreadyExists(SandpodError):
@@ -164,7 +184,7 @@ class CommandTimeout(CommandFailed, SandboxTimeout):
 
 #: The one table from gRPC status codes to exception classes.
 STATUS_TO_ERROR: dict[grpc.StatusCode, type[SandpodError]] = {
-    grpc.StatusCode.NOT_FOUND: SandboxNotFound,
+    grpc.StatusCode.NOT_FOUND: NotFound,
     grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
     grpc.StatusCode.OUT_OF_RANGE: InvalidArgument,
@@ -182,6 +202,12 @@ STATUS_TO_ERROR: dict[grpc.StatusCode, type[SandpodError]] = {
     grpc.StatusCode.UNIMPLEMENTED: ServerError,
 }
 
+#: ``ErrorInfo`` reasons that narrow the class of their code (each a subclass of it).
+REASON_TO_ERROR: dict[str, type[SandpodError]] = {
+    "SANDBOX_NOT_FOUND": SandboxNotFound,
+    "FILE_NOT_FOUND": FileNotFound,
+}
+
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 
@@ -192,6 +218,9 @@ def from_rpc_error(err: grpc.RpcError, *, request_id: str = "") -> SandpodError:
     message = _details_of(err) or (code.name.lower().replace("_", " ") if code else str(err))
     cls = STATUS_TO_ERROR.get(code, ServerError) if code is not None else ServerError
     reason = error_info_reason(_trailing_bytes(err, _STATUS_DETAILS_KEY))
+    narrower = REASON_TO_ERROR.get(reason)
+    if narrower is not None and issubclass(narrower, cls):
+        cls = narrower
     return cls(message, code=code, reason=reason, request_id=request_id)
 
 

@@ -37,6 +37,9 @@ class Phase(str, enum.Enum):
     EXPIRED = "Expired"
     FAILED = "Failed"
     TERMINATING = "Terminating"
+    #: Never reported by the server: the client's mark for a handle whose sandbox is
+    #: gone (deleted through it, or a call through it got :class:`SandboxNotFound`).
+    DELETED = "Deleted"
 
     def __str__(self) -> str:
         return self.value
@@ -435,6 +438,7 @@ _PHASE_COLORS = {
     Phase.EXPIRED: "#6e7781",
     Phase.FAILED: "#cf222e",
     Phase.TERMINATING: "#6e7781",
+    Phase.DELETED: "#6e7781",
 }
 _PRE = (
     "margin:0;padding:4px 6px;max-height:24em;overflow:auto;white-space:pre-wrap;"
@@ -455,8 +459,9 @@ def sandbox_html(info: SandboxInfo, warm: bool | None = None) -> str:
         if warm is None
         else ("source", f"warm pool {info.pool}" if warm else "cold start"),
         ("created", _fmt_time(info.create_time)),
-        ("shuts down", _fmt_time(info.shutdown_time)),
     ]
+    if info.phase != Phase.DELETED:
+        rows.append(("shuts down", _fmt_time(info.shutdown_time)))
     if info.labels:
         rows.append(("labels", ", ".join(f"{k}={v}" for k, v in sorted(info.labels.items()))))
     if info.message:

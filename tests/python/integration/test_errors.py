@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import time
 
@@ -13,10 +14,10 @@ from .conftest import Server, make_client
 
 
 def test_unknown_template(client, labels):
-    with pytest.raises(sandpod.SandboxNotFound, match="nope"):
-        client.claim("nope", labels=labels)
-    with pytest.raises(sandpod.SandboxNotFound, match="nope"):
-        client.create("nope", labels=labels)
+    for call in (client.claim, client.create):
+        with pytest.raises(sandpod.NotFound, match="nope") as info:
+            call("nope", labels=labels)
+        assert not isinstance(info.value, sandpod.SandboxNotFound)
 
 
 def test_missing_sandbox(client):
@@ -32,6 +33,48 @@ def test_missing_sandbox(client):
         ghost.delete()
     with pytest.raises(sandpod.SandboxNotFound):
         ghost.suspend()
+    assert ghost.deleted and "status=Deleted" in repr(ghost)
+    assert ghost.status is sandpod.Phase.DELETED
+
+
+def test_sandbox_not_found_means_the_sandbox(sandbox):
+    """Code that claims a new sandbox on SandboxNotFound must not do so for a typo in a
+    program's name, a missing working directory or a missing file."""
+    for cmd in (["no-such-prog", "--flag"], "no-such-prog"):
+        result = sandbox.run(cmd)
+        assert result.exit_code == 127, result
+        assert "no-such-prog" in result.stderr and "not found" in result.stderr
+    with pytest.raises(sandpod.CommandFailed) as failed:
+        sandbox.run(["no-such-prog"], check=True)
+    assert failed.value.exit_code == 127
+    with pytest.raises(sandpod.FailedPrecondition, match="nowhere"):
+        sandbox.run("true", cwd="nowhere")
+    with pytest.raises(sandpod.FileNotFound):
+        sandbox.files.read("no-such-file")
+    assert sandbox.files.exists("no-such-file") is False
+    assert not sandbox.deleted and sandbox.status is sandpod.Phase.RUNNING
+
+
+async def _async_not_found(server: Server) -> None:
+    client = sandpod.AsyncClient(server.address, token=server.token, timeout=120, progress=False)
+    async with client, await client.claim("python") as sb:
+        result = await sb.run(["no-such-prog"])
+        assert result.exit_code == 127 and "not found" in result.stderr
+        with pytest.raises(sandpod.FailedPrecondition):
+            await sb.run("true", cwd="nowhere")
+        with pytest.raises(sandpod.FileNotFound):
+            await sb.files.stat("no-such-file")
+        assert not sb.deleted
+        other = await client.get(sb.name, on_exit="keep")
+        await other.delete()  # through another handle: this one learns it from a call
+        assert not sb.deleted
+        with pytest.raises(sandpod.SandboxNotFound):
+            await sb.run("true")
+        assert sb.deleted and "status=Deleted" in repr(sb) and "Deleted" in sb._repr_html_()
+
+
+def test_sandbox_not_found_means_the_sandbox_async(server):
+    asyncio.run(_async_not_found(server))
 
 
 def test_invalid_arguments(client, labels):

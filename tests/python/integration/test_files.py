@@ -83,9 +83,9 @@ def test_write_is_atomic_and_replaces(sandbox):
 
 
 def test_file_errors_are_typed(sandbox):
-    with pytest.raises(sandpod.SandboxNotFound):
+    with pytest.raises(sandpod.FileNotFound):
         sandbox.files.read("no/such/file")
-    with pytest.raises(sandpod.SandboxNotFound):
+    with pytest.raises(sandpod.FileNotFound):
         sandbox.files.stat("missing")
     with pytest.raises((sandpod.InvalidArgument, sandpod.PermissionDenied)):
         sandbox.files.read("../../etc/passwd")
@@ -94,5 +94,5 @@ def test_file_errors_are_typed(sandbox):
     sandbox.files.mkdir("exists", parents=False)
     with pytest.raises(sandpod.AlreadyExists):
         sandbox.files.mkdir("exists", parents=False)
-    with pytest.raises(sandpod.SandboxNotFound):
+    with pytest.raises(sandpod.FileNotFound):
         sandbox.files.write("no/parents/here.txt", "x", make_parents=False)

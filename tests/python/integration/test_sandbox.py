@@ -171,6 +171,7 @@ def test_reconnect_by_name_from_a_second_client(server, client, labels):
         [listed] = second.list(labels=labels)
         assert listed.name == sb.name
         again.delete()
+        assert again.deleted and "status=Deleted" in repr(again)
         with pytest.raises(sandpod.SandboxNotFound):
             second.get(sb.name)
 

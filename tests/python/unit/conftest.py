@@ -22,3 +22,21 @@ class FakeRpcError(grpc.RpcError):
 
     def trailing_metadata(self):
         return self._trailing
+
+
+def _ld(field: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (payloads under 128 bytes)."""
+    return bytes([field << 3 | 2, len(payload)]) + payload
+
+
+def with_reason(code: grpc.StatusCode, details: str, reason: str) -> FakeRpcError:
+    """An error whose status carries a google.rpc.ErrorInfo with ``reason``, as the
+    server sends it (grpc-status-details-bin)."""
+    info = _ld(1, reason.encode()) + _ld(2, b"sandpod.dev")
+    anything = _ld(1, b"type.googleapis.com/google.rpc.ErrorInfo") + _ld(2, info)
+    status = bytes([0x08, code.value[0]]) + _ld(2, details.encode()) + _ld(3, anything)
+    return FakeRpcError(code, details, [("grpc-status-details-bin", status)])
+
+
+def sandbox_not_found(details: str = "sandbox not found") -> FakeRpcError:
+    return with_reason(grpc.StatusCode.NOT_FOUND, details, "SANDBOX_NOT_FOUND")

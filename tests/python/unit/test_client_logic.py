@@ -12,7 +12,7 @@ import pytest
 import sandpod
 from sandpod.v1 import exec_pb2, files_pb2, sandbox_pb2, sandbox_service_pb2
 
-from .conftest import FakeRpcError
+from .conftest import FakeRpcError, sandbox_not_found
 
 FAST = sandpod.RetryPolicy(initial_backoff=0.001, max_backoff=0.002)
 
@@ -93,7 +93,7 @@ def test_create_reuses_given_request_id_and_reports_it_on_failure():
 
 
 def test_no_retry_on_a_permanent_error():
-    stub = FakeStub(GetSandbox=[FakeRpcError(grpc.StatusCode.NOT_FOUND, "no sandbox x")])
+    stub = FakeStub(GetSandbox=[sandbox_not_found("no sandbox x")])
     with make_client(stub) as client, pytest.raises(sandpod.SandboxNotFound, match="no sandbox x"):
         client.get("x")
     assert len(stub.calls["GetSandbox"]) == 1
@@ -117,10 +117,11 @@ def test_delete_that_finds_nothing_on_a_retry_succeeded():
 
 
 def test_delete_of_a_missing_sandbox_raises():
-    stub = FakeStub(DeleteSandbox=[FakeRpcError(grpc.StatusCode.NOT_FOUND, "gone")])
+    stub = FakeStub(DeleteSandbox=[sandbox_not_found("gone")])
     sb = sandpod.Sandbox(make_client(stub), sandpod.SandboxInfo.from_pb(sandbox_pb()))
     with pytest.raises(sandpod.SandboxNotFound):
         sb.delete()
+    assert sb.deleted and sb.status == sandpod.Phase.DELETED
 
 
 class FailingExec:

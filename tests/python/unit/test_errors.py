@@ -4,10 +4,10 @@ import pytest
 import sandpod
 from sandpod._errors import STATUS_TO_ERROR, error_info_reason, from_rpc_error
 
-from .conftest import FakeRpcError
+from .conftest import FakeRpcError, with_reason
 
 EXPECTED = {
-    grpc.StatusCode.NOT_FOUND: sandpod.SandboxNotFound,
+    grpc.StatusCode.NOT_FOUND: sandpod.NotFound,
     grpc.StatusCode.ALREADY_EXISTS: sandpod.AlreadyExists,
     grpc.StatusCode.INVALID_ARGUMENT: sandpod.InvalidArgument,
     grpc.StatusCode.FAILED_PRECONDITION: sandpod.FailedPrecondition,
@@ -59,6 +59,27 @@ def test_error_info_reason_is_decoded():
         FakeRpcError(grpc.StatusCode.NOT_FOUND, "nf", [("grpc-status-details-bin", status)])
     )
     assert err.reason == "SANDBOX_NOT_FOUND"
+
+
+def test_not_found_is_the_sandbox_only_when_the_server_says_so():
+    nf = grpc.StatusCode.NOT_FOUND
+    gone = from_rpc_error(with_reason(nf, 'sandbox "x" not found', "SANDBOX_NOT_FOUND"))
+    assert type(gone) is sandpod.SandboxNotFound and gone.reason == "SANDBOX_NOT_FOUND"
+    missing = from_rpc_error(with_reason(nf, 'read_file: "f" does not exist', "FILE_NOT_FOUND"))
+    assert type(missing) is sandpod.FileNotFound
+    template = from_rpc_error(FakeRpcError(nf, 'template "t" not found'))
+    assert type(template) is sandpod.NotFound
+    for err in (gone, missing, template):
+        assert isinstance(err, sandpod.NotFound) and err.code == nf
+    assert not isinstance(missing, sandpod.SandboxNotFound)
+    assert not isinstance(template, sandpod.SandboxNotFound)
+
+
+def test_a_reason_of_another_code_narrows_nothing():
+    err = from_rpc_error(
+        with_reason(grpc.StatusCode.FAILED_PRECONDITION, "unclaimed", "SANDBOX_NOT_FOUND")
+    )
+    assert type(err) is sandpod.FailedPrecondition
 
 
 def test_error_info_reason_tolerates_garbage():
