@@ -26,16 +26,22 @@ type Client struct {
 	cfg    *config
 	ns     string
 	closed *atomic.Bool
+	// probe is the connection as awaitServer sees it (nil: never wait);
+	// reached says it has been connected once. Shared by InNamespace.
+	probe   probeConn
+	reached *atomic.Bool
 }
 
 // Dial makes a client for the server at address ("host:port", or any
 // gRPC target such as "unix:///run/sandpod.sock"; empty means
 // $SANDPOD_ADDRESS, else DefaultAddress). Like the Python client, it takes
 // the token from $SANDPOD_TOKEN and the namespace from $SANDPOD_NAMESPACE
-// unless WithToken or WithNamespace is given. It does not connect:
-// the first call does, and a server that is down shows as ErrUnavailable
-// on calls (retried per the RetryPolicy), not as an error here. ctx only
-// guards against being called with a finished context.
+// unless WithToken or WithNamespace is given. It does not connect: the
+// first call does, and a server that is not there fails calls with
+// ErrUnavailable naming the address after WithConnectTimeout (3s), not
+// Dial. Once connected, a server that restarts is waited for by the
+// calls' retries (RetryPolicy). ctx only guards against being called with
+// a finished context.
 //
 // Without WithTLS or WithInsecure, loopback addresses and unix sockets
 // use plaintext and other addresses TLS with the system's roots.
@@ -85,14 +91,17 @@ func New(conn grpc.ClientConnInterface, opts ...Option) *Client {
 }
 
 func newClient(conn grpc.ClientConnInterface, cfg *config) *Client {
+	probe, _ := conn.(probeConn)
 	if cfg.token != "" {
 		conn = authConn{ClientConnInterface: conn, value: "Bearer " + cfg.token}
 	}
 	return &Client{
-		rpc:    pb.NewSandboxServiceClient(conn),
-		cfg:    cfg,
-		ns:     cfg.namespace,
-		closed: new(atomic.Bool),
+		rpc:     pb.NewSandboxServiceClient(conn),
+		cfg:     cfg,
+		ns:      cfg.namespace,
+		closed:  new(atomic.Bool),
+		probe:   probe,
+		reached: new(atomic.Bool),
 	}
 }
 

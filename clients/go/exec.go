@@ -236,6 +236,9 @@ func (s *Sandbox) start(ctx context.Context, start *pb.ExecStart, display string
 	start.Env, start.WorkingDir = cfg.env, cfg.dir
 	start.Timeout, start.MaxOutputBytes = durationToProto(cfg.timeout), cfg.maxOutput
 
+	if err := s.c.awaitServer(ctx, "exec"); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := s.c.rpc.Exec(ctx)
 	if err != nil {

@@ -244,6 +244,9 @@ func (f *Files) Create(ctx context.Context, path string, opts ...FileOption) (*F
 	if err := s.c.check(); err != nil {
 		return nil, err
 	}
+	if err := s.c.awaitServer(ctx, "files.write"); err != nil {
+		return nil, err
+	}
 	cfg := newFileConfig(opts)
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := s.c.rpc.WriteFile(ctx)

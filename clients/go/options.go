@@ -40,6 +40,8 @@ type config struct {
 	nsSet       bool
 	keepalive   keepalive.ClientParameters
 	dialOpts    []grpc.DialOption
+	// connectTimeout bounds the wait for a first connection (awaitServer).
+	connectTimeout time.Duration
 }
 
 func newConfig(opts []Option) *config {
@@ -51,7 +53,8 @@ func newConfig(opts []Option) *config {
 		// minutes is what a gRPC server allows by default
 		// (keepalive.EnforcementPolicy.MinTime); a client that pings more
 		// often is sent away with "too_many_pings".
-		keepalive: keepalive.ClientParameters{Time: 5 * time.Minute, Timeout: 20 * time.Second},
+		keepalive:      keepalive.ClientParameters{Time: 5 * time.Minute, Timeout: 20 * time.Second},
+		connectTimeout: DefaultConnectTimeout,
 	}
 	for _, o := range opts {
 		o(cfg)

@@ -38,6 +38,12 @@ func TestOptions(t *testing.T) {
 	if cfg.namespace != DefaultNamespace {
 		t.Errorf("empty namespace = %q", cfg.namespace)
 	}
+	if cfg.connectTimeout != DefaultConnectTimeout {
+		t.Errorf("connect timeout = %v, want %v by default", cfg.connectTimeout, DefaultConnectTimeout)
+	}
+	if cfg = newConfig([]Option{WithConnectTimeout(0)}); cfg.connectTimeout != 0 {
+		t.Errorf("WithConnectTimeout(0) = %v", cfg.connectTimeout)
+	}
 
 	sc := newSandboxConfig([]SandboxOption{WithEnv(map[string]string{"A": "1"}), WithEnv(map[string]string{"B": "2"}), WithLabels(map[string]string{"l": "v"})})
 	if len(sc.env) != 2 || sc.labels["l"] != "v" || sc.requestID == "" {

@@ -146,6 +146,9 @@ func (c *Client) doRetry(ctx context.Context, op string, timeout time.Duration, 
 	if err := c.check(); err != nil {
 		return err
 	}
+	if err := c.awaitServer(ctx, op); err != nil {
+		return err
+	}
 	attempt := 0
 	var last error
 	err := backoff.RetryNotify(func() error {

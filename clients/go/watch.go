@@ -69,6 +69,10 @@ func (c *Client) Watch(ctx context.Context, opts ...ListOption) iter.Seq2[Event,
 			yield(Event{}, err)
 			return
 		}
+		if err := c.awaitServer(ctx, "watch"); err != nil {
+			yield(Event{}, err)
+			return
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		bo := c.cfg.retry.backOff(ctx)
