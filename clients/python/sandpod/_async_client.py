@@ -29,6 +29,7 @@ from ._errors import (
     SandboxTimeout,
     SandpodError,
     ServerError,
+    Unavailable,
     from_rpc_error,
 )
 from ._models import (
@@ -58,6 +59,7 @@ __all__ = [
 
 _pb = sandbox_service_pb2
 Data = bytes | bytearray | memoryview | str
+_UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 
 
 class AsyncClient:
@@ -78,14 +80,26 @@ class AsyncClient:
         progress: bool | None = None,
         keepalive: float = 300.0,
         channel_options: Sequence[tuple[str, Any]] | None = None,
+        connect_timeout: Timeout = _base.DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         self._settings = ClientSettings.resolve(
-            address, token, tls, namespace, timeout, retry, progress, keepalive, channel_options
+            address,
+            token,
+            tls,
+            namespace,
+            timeout,
+            retry,
+            progress,
+            keepalive,
+            channel_options,
+            connect_timeout,
         )
         self._metadata = self._settings.metadata()
         self._channel: grpc.aio.Channel | None = None
         self._stub_: sandbox_service_pb2_grpc.SandboxServiceStub | None = None
         self._closed = False
+        #: Whether the channel has been connected once (see _await_server).
+        self._reached = False
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -131,6 +145,27 @@ class AsyncClient:
     def __repr__(self) -> str:
         return f"AsyncClient(address={self.address!r}, namespace={self.namespace!r})"
 
+    async def _await_server(self, budget: float | None) -> None:
+        """See :meth:`sandpod.Client._await_server`."""
+        limit = self._settings.connect_timeout
+        if self._reached or limit is None:
+            return
+        self._stub  # noqa: B018 - opens the channel
+        channel = self._channel
+        if channel is None:  # a stub given without a channel (tests)
+            return
+        wait = limit if budget is None else min(limit, budget)
+        try:
+            await asyncio.wait_for(channel.channel_ready(), wait)
+        except asyncio.TimeoutError:
+            cause = await _why_unreachable(channel)
+            if cause is not None:
+                raise Unavailable(
+                    _base.no_server_message(self.address, wait, cause),
+                    code=grpc.StatusCode.UNAVAILABLE,
+                ) from None
+        self._reached = True
+
     async def _unary(
         self,
         method: str,
@@ -149,6 +184,7 @@ class AsyncClient:
             idempotent,
             backpressure=backpressure,
         )
+        await self._await_server(state.remaining())
         callable_ = getattr(self._stub, method)
         while True:
             attempt_timeout = state.attempt_timeout()
@@ -310,7 +346,7 @@ class AsyncClient:
         )
         deadline = None if timeout is None else _base.seconds_of(timeout)
         call = self._stub.WatchSandboxes(req, timeout=deadline, metadata=self._metadata)
-        return AsyncWatch(call, bounded=deadline is not None)
+        return AsyncWatch(call, bounded=deadline is not None, client=self)
 
     def claim_many(
         self,
@@ -451,10 +487,11 @@ async def _delete_all(sandboxes: Iterable[AsyncSandbox]) -> None:
 class AsyncWatch:
     """The async iterator of :class:`WatchEvent` returned by ``AsyncClient.watch``."""
 
-    def __init__(self, call: Any, *, bounded: bool) -> None:
+    def __init__(self, call: Any, *, bounded: bool, client: AsyncClient | None = None) -> None:
         self._call = call
         self._bounded = bounded
         self._closed = False
+        self._client = client
 
     def __aiter__(self) -> AsyncWatch:
         return self
@@ -465,6 +502,14 @@ class AsyncWatch:
         except grpc.RpcError as err:
             if _watch_ended(err, self._closed, self._bounded):
                 raise StopAsyncIteration from None
+            client = self._client
+            if client is not None and not client._reached and err.code() == _UNAVAILABLE:
+                # watch() cannot wait for the connection (it returns at once): say here
+                # what the other calls say when there was never a server to talk to.
+                raise Unavailable(
+                    _base.no_server_message(client.address, 0, err.details() or "unavailable"),
+                    code=_UNAVAILABLE,
+                ) from None
             raise from_rpc_error(err) from None
         except asyncio.CancelledError:
             if self._closed:
@@ -827,6 +872,7 @@ class AsyncSandbox:
             timeout=limit,
             max_output_bytes=max_output_bytes,
         )
+        await self._client._await_server(_base.exec_deadline(limit))
         call = self._open_exec(limit)
         sender = _ExecSender(call, first)
         decoder = OutputDecoder()
@@ -873,6 +919,7 @@ class AsyncSandbox:
             timeout=limit,
             max_output_bytes=max_output_bytes,
         )
+        await self._client._await_server(_base.exec_deadline(limit))
         call = self._open_exec(limit)
         sender = _ExecSender(call, first)
         try:
@@ -1202,6 +1249,7 @@ class AsyncFiles:
         """See :meth:`sandpod.Files.read_chunks`."""
         client = self._client
         state = RetryState(client._settings.retry, client._settings.timeout_for(timeout), True)
+        await client._await_server(state.remaining())
         got = 0
         while True:
             want = 0 if length == 0 else length - got
@@ -1257,10 +1305,12 @@ class AsyncFiles:
             for chunk in _iter_source(data):
                 yield files_pb2.WriteFileRequest(data=chunk)
 
+        budget = client._settings.timeout_for(timeout)
+        await client._await_server(budget)
         try:
             resp = await client._stub.WriteFile(
                 requests(),
-                timeout=client._settings.timeout_for(timeout),
+                timeout=budget,
                 metadata=client._metadata,
                 wait_for_ready=True,
             )
@@ -1347,3 +1397,14 @@ class AsyncFiles:
         if resp is None:
             return await self.stat(path, timeout=timeout)
         return FileInfo.from_pb(resp.file)
+
+
+async def _why_unreachable(channel: grpc.aio.Channel) -> str | None:
+    """See :meth:`sandpod.Client._why_unreachable`."""
+    check = channel.unary_unary(_base.HEALTH_CHECK)
+    try:
+        await check(b"", timeout=1.0)
+    except grpc.RpcError as err:
+        if err.code() in (_UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            return err.details() or err.code().name.lower()
+    return None

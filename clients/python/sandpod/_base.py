@@ -30,6 +30,11 @@ __all__ = ["USE_CLIENT_DEFAULT", "ClientSettings", "UseClientDefault"]
 DEFAULT_ADDRESS: Final = "127.0.0.1:50051"
 DEFAULT_NAMESPACE: Final = "default"
 DEFAULT_TIMEOUT: Final = 60.0
+#: How long a client that has never reached its server waits for a first connection
+#: before it raises Unavailable naming the address (see ``await_server`` in the clients).
+DEFAULT_CONNECT_TIMEOUT: Final = 3.0
+#: A call every server answers without a token: a probe of whether it is there at all.
+HEALTH_CHECK: Final = "/grpc.health.v1.Health/Check"
 #: Extra time the gRPC deadline of an exec gets over the command's own timeout, so that
 #: the server's kill (and the output so far) arrives before the client gives up.
 EXEC_GRACE: Final = 15.0
@@ -68,6 +73,7 @@ class ClientSettings:
     credentials: grpc.ChannelCredentials | None
     namespace: str
     timeout: float | None
+    connect_timeout: float | None
     retry: RetryPolicy
     progress: bool
     options: tuple[tuple[str, Any], ...]
@@ -84,6 +90,7 @@ class ClientSettings:
         progress: bool | None,
         keepalive: float,
         channel_options: Sequence[tuple[str, Any]] | None,
+        connect_timeout: Timeout = DEFAULT_CONNECT_TIMEOUT,
     ) -> ClientSettings:
         address = address or os.environ.get("SANDPOD_ADDRESS") or DEFAULT_ADDRESS
         token = token if token is not None else (os.environ.get("SANDPOD_TOKEN") or None)
@@ -99,6 +106,7 @@ class ClientSettings:
             credentials=creds,
             namespace=namespace or os.environ.get("SANDPOD_NAMESPACE") or DEFAULT_NAMESPACE,
             timeout=None if timeout is None else seconds_of(timeout),
+            connect_timeout=_connect_timeout(connect_timeout),
             retry=retry or RetryPolicy(),
             progress=auto_progress() if progress is None else progress,
             options=channel_options_for(keepalive, channel_options),
@@ -148,6 +156,23 @@ def channel_options_for(
     for key, value in extra or ():
         options[key] = value
     return tuple(options.items())
+
+
+def _connect_timeout(value: Timeout) -> float | None:
+    if value is None:
+        return None
+    secs = seconds_of(value)
+    if secs <= 0:
+        raise ValueError("connect_timeout must be positive (or None to wait like any call)")
+    return secs
+
+
+def no_server_message(address: str, waited: float, cause: str) -> str:
+    """The message of a first connection that did not come."""
+    return (
+        f"no sandpod server at {address}: is `make run` running? "
+        f"(no connection within {waited:.3g}s: {cause})"
+    )
 
 
 def auto_progress() -> bool:

@@ -29,6 +29,7 @@ from ._errors import (
     SandboxTimeout,
     SandpodError,
     ServerError,
+    Unavailable,
     from_rpc_error,
 )
 from ._models import (
@@ -71,6 +72,11 @@ class Client:
             The default, 5 minutes, is what a gRPC server accepts by default; ping more
             often only if the server's keepalive enforcement policy allows it.
         channel_options: extra gRPC channel options, applied last.
+        connect_timeout: until the client has reached its server once, how long a call
+            waits for a connection before it raises :class:`Unavailable` naming the
+            address (a server that is not running, a wrong address). Once connected,
+            calls ride out a server restart with retries until their own deadline.
+            ``None``: wait like any call, until its deadline.
     """
 
     def __init__(
@@ -85,9 +91,19 @@ class Client:
         progress: bool | None = None,
         keepalive: float = 300.0,
         channel_options: Sequence[tuple[str, Any]] | None = None,
+        connect_timeout: Timeout = _base.DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         self._settings = ClientSettings.resolve(
-            address, token, tls, namespace, timeout, retry, progress, keepalive, channel_options
+            address,
+            token,
+            tls,
+            namespace,
+            timeout,
+            retry,
+            progress,
+            keepalive,
+            channel_options,
+            connect_timeout,
         )
         s = self._settings
         if s.credentials is not None:
@@ -97,6 +113,8 @@ class Client:
         self._stub = sandbox_service_pb2_grpc.SandboxServiceStub(self._channel)
         self._metadata = s.metadata()
         self._closed = False
+        #: Whether the channel has been connected once (see _await_server).
+        self._reached = False
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -128,6 +146,42 @@ class Client:
     def __repr__(self) -> str:
         return f"Client(address={self.address!r}, namespace={self.namespace!r})"
 
+    def _await_server(self, budget: float | None) -> None:
+        """Until the client has reached its server once, waits at most
+        ``connect_timeout`` (and the call's ``budget``) for a connection, then raises
+        Unavailable naming the address: a server that is not running, or a wrong
+        address, fails in seconds instead of after a whole deadline of retries. Once
+        the channel has been connected, this does nothing: a lost connection is then a
+        server restart, which the calls' retries ride out."""
+        limit = self._settings.connect_timeout
+        if self._reached or limit is None:
+            return
+        wait = limit if budget is None else min(limit, budget)
+        ready = grpc.channel_ready_future(self._channel)
+        try:
+            ready.result(timeout=wait)
+        except grpc.FutureTimeoutError:
+            ready.cancel()
+            cause = self._why_unreachable()
+            if cause is not None:
+                raise Unavailable(
+                    _base.no_server_message(self.address, wait, cause),
+                    code=grpc.StatusCode.UNAVAILABLE,
+                ) from None
+        self._reached = True
+
+    def _why_unreachable(self) -> str | None:
+        """gRPC's reason why the server cannot be reached (refused, no such host, a TLS
+        handshake that failed), from one health check that does not wait for a
+        connection; None if the server answered it after all."""
+        check = self._channel.unary_unary(_base.HEALTH_CHECK)
+        try:
+            check(b"", timeout=1.0)
+        except grpc.RpcError as err:
+            if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                return err.details() or err.code().name.lower()
+        return None
+
     def _unary(
         self,
         method: str,
@@ -148,6 +202,7 @@ class Client:
             idempotent,
             backpressure=backpressure,
         )
+        self._await_server(state.remaining())
         callable_ = getattr(self._stub, method)
         while True:
             attempt_timeout = state.attempt_timeout()
@@ -321,6 +376,7 @@ class Client:
             self._settings.ns(namespace), labels, include_pool_members, send_initial_events
         )
         deadline = None if timeout is None else _base.seconds_of(timeout)
+        self._await_server(deadline)
         call = self._stub.WatchSandboxes(req, timeout=deadline, metadata=self._metadata)
         call.initial_metadata()  # the server sends its headers once the watch is live
         return Watch(call, bounded=deadline is not None)
@@ -841,8 +897,9 @@ class Sandbox:
     def _open_exec(
         self, first: exec_pb2.ExecRequest, limit: float | None
     ) -> tuple[Any, _ExecSender]:
-        sender = _ExecSender(first)
         client = self._client
+        client._await_server(_base.exec_deadline(limit))
+        sender = _ExecSender(first)
         # wait_for_ready: a call made while the server restarts waits for it instead of
         # failing; the command is still sent exactly once.
         call = client._stub.Exec(
@@ -1155,6 +1212,7 @@ class Files:
         A transient failure resumes where the stream broke off."""
         client = self._client
         state = RetryState(client._settings.retry, client._settings.timeout_for(timeout), True)
+        client._await_server(state.remaining())
         got = 0
         while True:
             want = 0 if length == 0 else length - got
@@ -1211,10 +1269,12 @@ class Files:
             for chunk in _iter_source(data):
                 yield files_pb2.WriteFileRequest(data=chunk)
 
+        budget = client._settings.timeout_for(timeout)
+        client._await_server(budget)
         try:
             resp = client._stub.WriteFile(
                 requests(),
-                timeout=client._settings.timeout_for(timeout),
+                timeout=budget,
                 metadata=client._metadata,
                 wait_for_ready=True,
             )

@@ -51,7 +51,10 @@ def unavailable():
 
 
 def make_client(stub):
-    client = sandpod.Client("127.0.0.1:1", retry=FAST, progress=False, timeout=5)
+    """A client whose calls go to ``stub``; there is no server to wait for."""
+    client = sandpod.Client(
+        "127.0.0.1:1", retry=FAST, progress=False, timeout=5, connect_timeout=None
+    )
     client._stub = stub
     return client
 
@@ -84,6 +87,7 @@ def test_create_reuses_given_request_id_and_reports_it_on_failure():
         "127.0.0.1:1",
         retry=sandpod.RetryPolicy(initial_backoff=0.001, max_backoff=0.002, max_attempts=4),
         progress=False,
+        connect_timeout=None,
     )
     client._stub = stub
     with pytest.raises(sandpod.Unavailable) as info:
