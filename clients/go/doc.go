@@ -28,7 +28,10 @@
 // jittered backoff (see RetryPolicy). A ResourceExhausted from any other
 // call, such as a file call that hit a sandbox's limits, is returned at
 // once. Exec and file writes are never replayed: a command runs at most
-// once per call.
+// once per call. Retries are for a server that restarts under a client
+// that was connected: until the client has reached its server once, a
+// call waits at most WithConnectTimeout (3s) for the connection and then
+// fails with ErrUnavailable naming the address.
 //
 // # Errors
 //

@@ -15,6 +15,9 @@ Rules:
 * Exec and WriteFile are never retried: they are not passed through a RetryState.
 * Waits follow exponential backoff with full jitter (a uniform draw between 0 and the
   capped exponential), and never go past the call's total deadline.
+* Retries are for a server that restarts under a client that was connected. Before the
+  client has reached its server once, the clients wait at most ``connect_timeout`` for
+  the connection instead, then raise Unavailable naming the address (``_await_server``).
 """
 
 from __future__ import annotations
