@@ -41,7 +41,7 @@ def test_sandbox_not_found_means_the_sandbox(sandbox):
     """Code that claims a new sandbox on SandboxNotFound must not do so for a typo in a
     program's name, a missing working directory or a missing file."""
     for cmd in (["no-such-prog", "--flag"], "no-such-prog"):
-        result = sandbox.run(cmd)
+        result = sandbox.run(cmd, stdin=b"x" * (1 << 20))  # stdin nobody reads is fine
         assert result.exit_code == 127, result
         assert "no-such-prog" in result.stderr and "not found" in result.stderr
     with pytest.raises(sandpod.CommandFailed) as failed:
