@@ -242,7 +242,7 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	for _, r := range recs {
 		sb := &sandbox{rec: r}
 		e.sandboxes[r.key()] = sb
-		if p := adoptProcess(e.runc, containerID(&r), r.PID, r.PIDStart); p != nil {
+		if p := adoptProcess(e.runc, r.Container, r.PID, r.PIDStart); p != nil {
 			sb.proc = p
 			sb.workload = lifecycle.WorkloadStarting
 		}
@@ -269,7 +269,7 @@ func (e *Engine) sweepContainers() {
 	e.mu.Lock()
 	owned := map[string]bool{}
 	for _, sb := range e.sandboxes {
-		owned[containerID(&sb.rec)] = true
+		owned[sb.rec.Container] = true
 	}
 	e.mu.Unlock()
 	for _, id := range e.runc.list() {

@@ -186,8 +186,13 @@ func seccompArches() []specs.Arch {
 	}
 }
 
-// containerID names a sandbox's container in runc's state directory.
-func containerID(r *record) string { return cgroupID(r) }
+// newContainerID names one start of a sandbox in runc's state directory
+// (and its cgroups): a name of its own per start, so that the removal of a
+// start that just ended never races the next start of the same sandbox.
+func newContainerID(r *record) string { return containerPrefix(r) + newUID()[:8] }
+
+// containerPrefix begins the name of every container of a sandbox.
+func containerPrefix(r *record) string { return cgroupID(r) + "-" }
 
 // runAsArg is the agent's --run-as value.
 func runAsArg(uid, gid uint32) string {

@@ -96,7 +96,6 @@ func startProcess(l launch) (*process, error) {
 	if err := writeBundle(l.bundle, c); err != nil {
 		return nil, fmt.Errorf("write runc bundle: %w", err)
 	}
-	_ = l.runc.remove(l.id) // what an earlier start left, if anything
 	pid, err := l.runc.start(l.id, l.bundle, []*os.File{lisFile, gateR}, logFile)
 	if err != nil {
 		_ = l.runc.remove(l.id)

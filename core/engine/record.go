@@ -46,6 +46,8 @@ type record struct {
 	// engine finds it again and never mistakes a reused PID for it.
 	PID      int    `json:"pid,omitempty"`
 	PIDStart uint64 `json:"pidStart,omitempty"`
+	// Container is the runc container of the running init.
+	Container string `json:"container,omitempty"`
 	// IDBase is the first host id of the sandbox's user namespace (a range
 	// of its own, see idRanges); 0 until its first start.
 	IDBase uint32 `json:"idBase,omitempty"`

@@ -128,6 +128,15 @@ func (r runc) running(id string) bool {
 	return json.Unmarshal(out, &st) == nil && (st.Status == "running" || st.Status == "created" || st.Status == "paused")
 }
 
+// removeAll removes every container whose name begins with prefix.
+func (r runc) removeAll(prefix string) {
+	for _, id := range r.list() {
+		if strings.HasPrefix(id, prefix) {
+			_ = r.remove(id)
+		}
+	}
+}
+
 // list names the containers in runc's state directory.
 func (r runc) list() []string {
 	entries, _ := os.ReadDir(r.root)

@@ -127,13 +127,14 @@ func (e *Engine) launch(rec *record) (*process, error) {
 	if len(rec.Spec.Command) > 0 {
 		c.AgentArgs = append([]string{"--"}, rec.Spec.Command...)
 	}
+	id := newContainerID(rec)
 	if e.cgroups.usable() {
-		c.CgroupsPath = "/sandpod/" + containerID(rec)
+		c.CgroupsPath = "/sandpod/" + id
 		c.Resources = resources(rec.Spec)
 	}
 	return startProcess(launch{
 		runc:      e.runc,
-		id:        containerID(rec),
+		id:        id,
 		bundle:    filepath.Join(dir, "bundle"),
 		container: c,
 		socket:    e.socketPath(rec),
@@ -147,7 +148,7 @@ func (e *Engine) launch(rec *record) (*process, error) {
 			if sb == nil || sb.rec.UID != rec.UID {
 				return errGone
 			}
-			sb.rec.PID, sb.rec.PIDStart = pid, start
+			sb.rec.PID, sb.rec.PIDStart, sb.rec.Container = pid, start, id
 			return e.store.put(&sb.rec, "", nil)
 		},
 	})
@@ -302,7 +303,7 @@ func (e *Engine) agentDownLocked(sb *sandbox, now time.Time, how string, failedS
 		RanFor: ranFor, Streak: r.RestartStreak, StartFailures: r.StartFailures,
 	})
 	sb.healthFails, sb.killedFor = 0, ""
-	r.PID, r.PIDStart = 0, 0
+	r.PID, r.PIDStart, r.Container = 0, 0, ""
 	r.RestartStreak, r.StartFailures = plan.Streak, plan.StartFailures
 	r.LastAgentExit = &agentExit{Time: now, Reason: how}
 	r.RestartDue = time.Time{}
@@ -363,7 +364,7 @@ func (e *Engine) stop(sb *sandbox) {
 	p := sb.proc
 	sb.proc = nil
 	sb.workload = lifecycle.WorkloadAbsent
-	sb.rec.PID, sb.rec.PIDStart = 0, 0
+	sb.rec.PID, sb.rec.PIDStart, sb.rec.Container = 0, 0, ""
 	e.mu.Unlock()
 	if p != nil {
 		if err := p.kill(10 * time.Second); err != nil {
@@ -379,7 +380,7 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 	e.mu.Lock()
 	rec := sb.rec
 	e.mu.Unlock()
-	_ = e.runc.remove(containerID(&rec)) // also one adopted after a restart
+	e.runc.removeAll(containerPrefix(&rec)) // also one adopted after a restart
 	_ = os.Remove(e.socketPath(&rec))
 	if err := os.RemoveAll(sandboxDir(e.cfg.StateDir, &rec)); err != nil {
 		return fmt.Errorf("remove files of %s: %w", rec.key(), err)
