@@ -137,6 +137,7 @@ func (k *kwokSuite) withBridge(ctx context.Context) error {
 // claimCall is one ClaimSandbox call's outcome.
 type claimCall struct {
 	start, end time.Time
+	name       string
 	warm       bool
 	err        error
 }
@@ -146,7 +147,7 @@ func (k *kwokSuite) bridgeClaim(ctx context.Context, id string) claimCall {
 	cctx, cancel := context.WithTimeout(ctx, k.p.ReadyWithin)
 	defer cancel()
 	resp, err := k.bridge.api.ClaimSandbox(cctx, &pb.ClaimSandboxRequest{Template: "warm", Namespace: k.ns, RequestId: id})
-	c.end, c.err, c.warm = time.Now(), err, resp.GetWarm()
+	c.end, c.err, c.warm, c.name = time.Now(), err, resp.GetWarm(), resp.GetSandbox().GetName()
 	return c
 }
 
@@ -179,6 +180,9 @@ func (k *kwokSuite) bridgeBurstRun(ctx context.Context, r int) error {
 	var perf []*perfCapture
 	if k.prof && r == 0 {
 		perf = []*perfCapture{startPerf(k.bridge.pid, filepath.Join(k.outDir, "kwok-bridge-burst.perf.data"), "bridge, first bridge burst")}
+		if pid, ok := bedProcs(k.env.Dir)["kube-apiserver"]; ok {
+			perf = append(perf, startPerf(pid, filepath.Join(k.outDir, "kwok-apiserver-bridge-burst.perf.data"), "kube-apiserver, first bridge burst"))
+		}
 	}
 	n := k.p.BurstClaims
 	calls := make([]claimCall, n)
@@ -283,13 +287,18 @@ func (k *kwokSuite) bridgeOpenRun(ctx context.Context, r int, rate float64) erro
 
 // summarise turns calls into latencies (ms) of the warm ones, the time the
 // last one answered and how many were served cold; a failed call fails the
-// run (no claim may be lost).
+// run (no claim may be lost), and so does a sandbox handed out twice.
 func summarise(calls []claimCall, t0 time.Time) (lat []float64, last time.Time, cold int, err error) {
 	last = t0
+	got := make(map[string]int, len(calls))
 	for i, c := range calls {
 		if c.err != nil {
 			return nil, last, 0, fmt.Errorf("claim %d: %w", i, c.err)
 		}
+		if j, dup := got[c.name]; dup {
+			return nil, last, 0, fmt.Errorf("sandbox %s handed out to claims %d and %d", c.name, j, i)
+		}
+		got[c.name] = i
 		if c.end.After(last) {
 			last = c.end
 		}
