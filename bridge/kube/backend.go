@@ -79,7 +79,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	co := crcache.Options{Scheme: scheme}
+	// managedFields are never read here and are most of a cached sandbox's
+	// metadata: the bridge caches every sandbox of its namespaces.
+	co := crcache.Options{Scheme: scheme, DefaultTransform: crcache.TransformStripManagedFields()}
 	if len(o.Namespaces) > 0 {
 		co.DefaultNamespaces = map[string]crcache.Config{}
 		for _, ns := range o.Namespaces {
