@@ -223,7 +223,8 @@ func (k *kwokSuite) bridgeBurstRun(ctx context.Context, r int) error {
 	f.critical["burst"] = append(f.critical["burst"], criticalWrites(c0, c1, n, cold))
 	f.cpuPerClaim["burst"] = append(f.cpuPerClaim["burst"], 1000*cpuBetween(cpu0, cpu1).CPUSeconds["bridge"]/float64(n))
 	_, hwm := memStatus(k.bridge.pid)
-	f.peakRSS, f.rssAt = mibOf(hwm), fmt.Sprintf("after bridge burst %d", r+1)
+	total, _ := k.tr.counts()
+	f.peakRSS, f.rssAt = mibOf(hwm), fmt.Sprintf("after bridge burst %d, with %d sandboxes in its namespace", r+1, total)
 	k.addCPU(fmt.Sprintf("bridge burst run %d: %d ClaimSandbox calls, until the last answered", r+1, n), cpu0, &c0)
 	k.log("kwok: bridge burst run %d: %d claims answered in %s: %.0f claims/s; p50 %.1f ms, p99 %.1f ms; %.2f writes per claim on the critical path; bridge CPU %.2f ms per claim; bridge peak RSS %.1f MiB",
 		r+1, n, last.Sub(t0).Round(time.Millisecond), rate, percentile(lat, 50), percentile(lat, 99),
