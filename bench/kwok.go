@@ -358,10 +358,11 @@ func (k *kwokSuite) runPhases(ctx context.Context, phases []kwokPhase) error {
 }
 
 // bridgeReserve is the part of the budget the scale-up leaves for the
-// bridge phases after it (a run of each, with their refills).
+// bridge phases after it (their runs and refills took about 130 s at the
+// default sizes, 35 s with -quick).
 func (k *kwokSuite) bridgeReserve() time.Duration {
 	if k.phase("bridge-open") || k.phase("bridge-burst") {
-		return 150 * time.Second
+		return min(150*time.Second, k.p.Budget/5)
 	}
 	return 0
 }
