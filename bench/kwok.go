@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,8 @@ var (
 	kwokBudget        = flag.Duration("kwok-budget", 0, "time after which the kwok suite stops growing the cluster for the memory figure and measures where it is (default 11m, 3m with -quick)")
 	kwokCtrlArgs      = flag.String("kwok-controller-args", "", "extra flags for `sandpod controller`, space-separated (e.g. \"--kube-api-qps=1000 --kube-api-burst=2000\")")
 	kwokKeepLogDir    = flag.Bool("kwok-keep", false, "keep the test bed directory (logs of etcd, kube-apiserver, kwok) after the run")
+	kwokPhases        = flag.String("kwok-phases", "cold,warm,burst,bridge,scale", "comma-separated kwok phases to run: cold, warm (SandboxClaims open loop), burst (SandboxClaims), bridge (ClaimSandbox through `sandpod bridge`: open loop and bursts), bridge-open and bridge-burst alone, scale (the memory figure)")
+	kwokBridgeRates   = flag.String("kwok-bridge-rates", "50,200", "comma-separated open-loop ClaimSandbox rates through the bridge, claims/s")
 )
 
 type suiteSet map[string]bool
@@ -72,6 +76,8 @@ type kwokParams struct {
 	CreateRate     float64       `json:"scale_up_sandboxes_per_second"`
 	MaxStarting    int           `json:"scale_up_max_not_running"`
 	Budget         time.Duration `json:"budget"`
+	Phases         []string      `json:"phases"`
+	BridgeRates    []float64     `json:"bridge_claims_per_second"`
 	// ReadyWithin bounds the wait for a run's claims after the last send;
 	// later ones are counted at it.
 	ReadyWithin time.Duration `json:"ready_within"`
@@ -99,6 +105,12 @@ func kwokDefaults(quick bool, repeats int) kwokParams {
 		p.Budget = *kwokBudget
 	}
 	p.ControllerArgs = strings.Fields(*kwokCtrlArgs)
+	p.Phases = strings.Split(strings.ReplaceAll(*kwokPhases, " ", ""), ",")
+	for _, f := range strings.Split(*kwokBridgeRates, ",") {
+		if r, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err == nil && r > 0 {
+			p.BridgeRates = append(p.BridgeRates, r)
+		}
+	}
 	// One pool serves the open-loop runs (never running dry: it holds a
 	// whole run's claims) and the bursts.
 	p.PoolSize = max(p.BurstClaims, int(p.WarmRate*p.WarmFor.Seconds())+50)
@@ -134,13 +146,16 @@ type kwokSuite struct {
 	log    func(format string, args ...any)
 	prof   bool
 
-	env     *harness.Env
-	cl      client.Client
-	ns      string
-	ctrl    *controllerProc
-	ctrlLog string
-	tr      *tracker
-	start   time.Time
+	env       *harness.Env
+	cl        client.Client
+	ns        string
+	ctrl      *controllerProc
+	ctrlLog   string
+	bridge    *bridgeProc
+	bridgeLog string
+	bridgeFig *bridgeFigures
+	tr        *tracker
+	start     time.Time
 
 	warm, burstLat, burstRate, coldPod, coldReady, sbPod, sbRun series
 
@@ -210,7 +225,7 @@ func (k *kwokSuite) note(format string, args ...any) {
 // runKwok runs the whole suite and always tears the test bed down.
 func runKwok(ctx context.Context, p kwokParams, bin, outDir string, prof bool) (*kwokSuite, error) {
 	k := &kwokSuite{p: p, bin: bin, outDir: outDir, log: logf, prof: prof, start: time.Now(),
-		writes: map[string][]map[string]float64{}, ctrlWrites: map[string][]float64{}}
+		writes: map[string][]map[string]float64{}, ctrlWrites: map[string][]float64{}, bridgeFig: newBridgeFigures()}
 	err := k.run(ctx)
 	k.teardown()
 	return k, err
@@ -279,18 +294,54 @@ func (k *kwokSuite) run(ctx context.Context) error {
 
 	// Cheap phases first, so the budget cuts the expensive ones: each phase
 	// starts another run only while the suite is within its share of the
-	// budget; the scale-up for the memory figure gets the rest.
-	phases := []struct {
-		name  string
-		share float64
-		run   func(context.Context, int) error
-	}{
-		{"cold claims and sandboxes", 0.15, k.coldRun},
-		{"open-loop warm claims", 0.35, k.warmRun},
-		{"bursts", 0.55, k.burstRun},
+	// budget. The scale-up for the memory figure gets what the bridge
+	// phases leave; they run last, on the grown cluster (the thousands of
+	// sandboxes their claims leave behind would otherwise be in the
+	// controller's memory figure), against the restarted controller.
+	claims := []kwokPhase{
+		{"cold", "cold claims and sandboxes", 0.15, k.coldRun},
+		{"warm", "open-loop warm claims", 0.35, k.warmRun},
+		{"burst", "bursts", 0.55, k.burstRun},
 	}
-	for _, ph := range phases {
+	bridge := []kwokPhase{
+		{"bridge-open", "bridge: open-loop ClaimSandbox calls", 0.85, k.bridgeOpenRuns},
+		{"bridge-burst", "bridge: bursts of ClaimSandbox calls", 0.95, k.bridgeBurstRun},
+	}
+	if err := k.runPhases(ctx, claims); err != nil {
+		return err
+	}
+	k.objectSizes(ctx)
+	if k.phase("scale") {
 		t0 = time.Now()
+		if err := k.scale(ctx); err != nil {
+			return fmt.Errorf("scale-up: %w", err)
+		}
+		k.timed("scale-up for the memory figure", t0)
+		k.cacheSizes(ctx)
+		t0 = time.Now()
+		if err := k.restart(ctx); err != nil {
+			return fmt.Errorf("controller restart: %w", err)
+		}
+		k.timed("controller restart with every sandbox", t0)
+	}
+	return k.runPhases(ctx, bridge)
+}
+
+// kwokPhase is one measured phase: up to Repeats runs while the suite is
+// within share of its budget.
+type kwokPhase struct {
+	key   string
+	name  string
+	share float64
+	run   func(context.Context, int) error
+}
+
+func (k *kwokSuite) runPhases(ctx context.Context, phases []kwokPhase) error {
+	for _, ph := range phases {
+		if !k.phase(ph.key) {
+			continue
+		}
+		t0 := time.Now()
 		done := 0
 		for r := 0; r < k.p.Repeats; r++ {
 			if r > 0 && !k.within(ph.share, ph.name, r) {
@@ -303,19 +354,33 @@ func (k *kwokSuite) run(ctx context.Context) error {
 		}
 		k.timed(fmt.Sprintf("%s (%d runs, each after a full, idle pool)", ph.name, done), t0)
 	}
-	k.objectSizes(ctx)
+	return nil
+}
 
-	t0 = time.Now()
-	if err := k.scale(ctx); err != nil {
-		return fmt.Errorf("scale-up: %w", err)
+// bridgeReserve is the part of the budget the scale-up leaves for the
+// bridge phases after it (their runs and refills took about 130 s at the
+// default sizes, 35 s with -quick).
+func (k *kwokSuite) bridgeReserve() time.Duration {
+	if k.phase("bridge-open") || k.phase("bridge-burst") {
+		return min(150*time.Second, k.p.Budget/5)
 	}
-	k.timed("scale-up for the memory figure", t0)
-	k.cacheSizes(ctx)
-	t0 = time.Now()
-	if err := k.restart(ctx); err != nil {
-		return fmt.Errorf("controller restart: %w", err)
+	return 0
+}
+
+// phase says whether -kwok-phases selects the phase ("bridge" selects both
+// bridge-open and bridge-burst).
+func (k *kwokSuite) phase(key string) bool {
+	group, _, _ := strings.Cut(key, "-")
+	return slices.Contains(k.p.Phases, key) || slices.Contains(k.p.Phases, group)
+}
+
+// bridgeOpenRuns is one open-loop bridge run at each of BridgeRates.
+func (k *kwokSuite) bridgeOpenRuns(ctx context.Context, r int) error {
+	for _, rate := range k.p.BridgeRates {
+		if err := k.bridgeOpenRun(ctx, r, rate); err != nil {
+			return err
+		}
 	}
-	k.timed("controller restart with every sandbox", t0)
 	return nil
 }
 
@@ -346,6 +411,7 @@ func (k *kwokSuite) teardown() {
 	if k.tr != nil {
 		k.tr.stop()
 	}
+	k.bridge.stop()
 	k.ctrl.stop()
 	if k.env != nil {
 		k.env.Stop()
@@ -379,13 +445,22 @@ func (k *kwokSuite) newSandbox(name string) *v1alpha1.Sandbox {
 // benchmark itself.
 func (k *kwokSuite) cpu() cpuSnap {
 	pids := bedProcs(k.env.Dir)
+	// The controller and the bridge name the test bed's kubeconfig too:
+	// count them under their roles, not as "sandpod".
+	own := map[string]int{}
 	if k.ctrl != nil {
+		own["controller"] = k.ctrl.pid
+	}
+	if k.bridge != nil {
+		own["bridge"] = k.bridge.pid
+	}
+	for role, p := range own {
 		for name, pid := range pids {
-			if pid == k.ctrl.pid {
+			if pid == p {
 				delete(pids, name)
 			}
 		}
-		pids["controller"] = k.ctrl.pid
+		pids[role] = p
 	}
 	pids["bench"] = os.Getpid()
 	return takeCPU(pids)

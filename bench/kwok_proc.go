@@ -303,6 +303,8 @@ func writer(key string) string {
 		return "scheduler stand-in"
 	case "pods/status patch", "pods/status update", "pods delete":
 		return "kwok (kubelet stand-in)"
+	case "sandboxes patch":
+		return "the claimer: controller, or the bridge in its runs"
 	}
 	return "controller"
 }

@@ -152,6 +152,7 @@ func (k *kwokSuite) rows() []Row {
 			Kind: "count", Unit: "writes", P50: ctrl, Samples: n, Runs: len(runs),
 			Note: "the controller binary's rest_client_requests_total (POST/PUT/PATCH/DELETE) ÷ claims"})
 	}
+	rows = append(rows, k.bridgeRows()...)
 	if len(k.RSS) > 0 {
 		last := k.RSS[len(k.RSS)-1]
 		note := "VmHWM of the `sandpod controller` process from /proc; the same process served every figure above, so the peak covers them too; "
@@ -202,7 +203,7 @@ func fitLine(pts []rssPoint) (slope, icept float64, ok bool) {
 // notes are the lines under the table.
 func (k *kwokSuite) allNotes() []string {
 	out := append([]string(nil), k.notes...)
-	for _, kind := range []string{"warm", "burst", "cold"} {
+	for _, kind := range []string{"warm", "burst", "cold", "bridge"} {
 		if runs := k.writes[kind]; len(runs) > 0 {
 			byRes, total := medianWrites(runs)
 			out = append(out, fmt.Sprintf("kwok: API writes per %s claim, %.2f in all (median of %d runs; controller's own client: %.2f): %s",

@@ -367,7 +367,7 @@ func (k *kwokSuite) scale(ctx context.Context) error {
 		steps = append(steps, target)
 	}
 	// Kept for the restart with every sandbox, and the teardown.
-	stopAt := k.start.Add(k.p.Budget - scaleReserve)
+	stopAt := k.start.Add(k.p.Budget - scaleReserve - k.bridgeReserve())
 	cpu0 := k.cpu()
 	made := 0
 	for _, step := range steps {

@@ -51,6 +51,7 @@ type Backend struct {
 	live     client.Reader // reads that must not come from a cache (secrets)
 	hub      *hub
 	taken    *warmpool.Taken
+	members  *memberIndex
 	recent   *recentWrites
 	secrets  *secretCache
 	activity *activity
@@ -78,7 +79,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	co := crcache.Options{Scheme: scheme}
+	// managedFields are never read here and are most of a cached sandbox's
+	// metadata: the bridge caches every sandbox of its namespaces.
+	co := crcache.Options{Scheme: scheme, DefaultTransform: crcache.TransformStripManagedFields()}
 	if len(o.Namespaces) > 0 {
 		co.DefaultNamespaces = map[string]crcache.Config{}
 		for _, ns := range o.Namespaces {
@@ -109,7 +112,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{
-		cache: c, client: cl, live: cl, hub: newHub(), taken: warmpool.NewTaken(), recent: newRecentWrites(),
+		cache: c, client: cl, live: cl, hub: newHub(), taken: warmpool.NewTaken(), members: newMemberIndex(), recent: newRecentWrites(),
 		secrets: newSecretCache(), log: o.Logger, now: time.Now, apiReader: apiReader,
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
@@ -153,6 +156,7 @@ func (b *Backend) onSandbox(o any, t eventType) {
 		return
 	}
 	b.recent.seen(sb, t == eventDeleted)
+	b.members.update(sb, t == eventDeleted)
 	b.hub.wake(sandboxKey(sb.Namespace, sb.Name))
 	if t == eventDeleted {
 		b.secrets.forget(sb.UID)

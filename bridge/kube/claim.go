@@ -89,34 +89,32 @@ func (b *Backend) byRequestID(ctx context.Context, ns, id string) (*v1alpha1.San
 }
 
 // adopt takes the best ready member of the template's pools, or returns nil
-// when none is ready. Members this process is taking or has just taken are
-// skipped (warmpool.Taken), so concurrent claims spread over the pool
-// instead of colliding on its first member while the cache catches up.
+// when none is ready. Members come from the index the informer's events keep
+// (memberIndex), not from a list of the cache per claim. Members this
+// process is taking or has just taken are skipped (warmpool.Taken), so
+// concurrent claims spread over the pool instead of colliding on its first
+// member while the cache catches up.
 func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h warmpool.Holder) (*v1alpha1.Sandbox, error) {
-	var list v1alpha1.SandboxList
-	// Read-only views of the cache's sandboxes (no deep copy of every one
-	// per claim); TakeWrite copies what it changes.
-	if err := b.client.List(ctx, &list, client.InNamespace(tmpl.Namespace), client.MatchingLabels{v1alpha1.LabelTemplate: tmpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, apiError(err, "list the warm members of %q", tmpl.Name)
-	}
-	byName := map[string]*v1alpha1.Sandbox{}
-	var views []lifecycle.PoolMember
-	for i := range list.Items {
-		if sb := &list.Items[i]; isPoolMember(sb) && sb.DeletionTimestamp == nil {
-			byName[sb.Name] = sb
-			views = append(views, warmpool.ToPoolMember(sb))
+	ns, hash := tmpl.Namespace, lifecycle.TemplateHash(tmpl.Spec)
+	tried := map[string]bool{}
+	skip := func(name string) bool { return tried[name] || b.taken.Held(ns, name) }
+	for {
+		member, ok := b.members.pick(ns, tmpl.Name, hash, skip)
+		if !ok {
+			return nil, nil
 		}
-	}
-	for _, name := range lifecycle.ClaimCandidates(views, lifecycle.TemplateHash(tmpl.Spec)) {
-		if !b.taken.Reserve(tmpl.Namespace, name) {
-			continue
+		name := member.Name
+		tried[name] = true
+		if !b.taken.Reserve(ns, name) {
+			continue // another claim reserved it since the pick
 		}
-		sb, p, err := warmpool.TakeWrite(byName[name], func(sb *v1alpha1.Sandbox) { warmpool.Take(sb, h) })
+		// member is the informer's object: TakeWrite copies what it changes.
+		sb, p, err := warmpool.TakeWrite(member, func(sb *v1alpha1.Sandbox) { warmpool.Take(sb, h) })
 		if err == nil {
 			err = b.client.Patch(ctx, sb, p)
 		}
 		if err != nil {
-			b.taken.Release(tmpl.Namespace, name)
+			b.taken.Release(ns, name)
 		}
 		switch {
 		case err == nil:
@@ -128,7 +126,6 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h w
 			return nil, apiError(err, "take warm sandbox %q", name)
 		}
 	}
-	return nil, nil
 }
 
 // CreateSandbox creates a Sandbox from a template (cold: warm pools serve

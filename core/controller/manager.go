@@ -49,9 +49,11 @@ type Options struct {
 	Workers int
 	// PoolBatch caps the members a pool creates per pass (default 16).
 	PoolBatch int
-	// PoolRefillDelay is how long a pool's deficit lasts before it refills,
-	// so refills after a burst of claims go out as one batch instead of
-	// slowing down the claims in between (default 1s; negative: at once).
+	// PoolRefillDelay is how long claims must pause before a pool refills
+	// (at most 10 times as long once its deficit appeared; a pool below
+	// half its size waits only this long after its deficit appeared), so
+	// refills yield to claims and go out as one batch after a burst
+	// (default 1s; negative: at once; warmpool.Pacer).
 	PoolRefillDelay time.Duration
 }
 

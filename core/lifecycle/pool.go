@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"iter"
 	"sort"
 	"time"
 )
@@ -122,19 +123,41 @@ func ClaimCandidates(members []PoolMember, currentHash string) []string {
 			ready = append(ready, m)
 		}
 	}
-	sort.SliceStable(ready, func(i, j int) bool {
-		ci, cj := ready[i].TemplateHash == currentHash, ready[j].TemplateHash == currentHash
-		if ci != cj {
-			return ci
-		}
-		if !ready[i].Created.Equal(ready[j].Created) {
-			return ready[i].Created.Before(ready[j].Created)
-		}
-		return ready[i].Name < ready[j].Name
-	})
+	sort.SliceStable(ready, func(i, j int) bool { return claimsBefore(ready[i], ready[j], currentHash) })
 	names := make([]string, len(ready))
 	for i, m := range ready {
 		names[i] = m.Name
 	}
 	return names
+}
+
+// BestCandidate is the member a claim takes next: the first of
+// ClaimCandidates(members, currentHash) that skip does not refuse (members
+// being taken by other claims, or already tried), found in one pass with no
+// copy and no sort. A claim that loses its member tries again with it
+// skipped. The bridge calls it on every claim over a pool of hundreds, where
+// building and sorting the whole candidate list was 13% of its CPU.
+func BestCandidate(members iter.Seq[PoolMember], currentHash string, skip func(name string) bool) (string, bool) {
+	var best PoolMember
+	found := false
+	for m := range members {
+		if !m.Ready || m.Failed || (found && !claimsBefore(m, best, currentHash)) || (skip != nil && skip(m.Name)) {
+			continue
+		}
+		best, found = m, true
+	}
+	return best.Name, found
+}
+
+// claimsBefore orders claim candidates: current template hash first, then
+// oldest, then by name (a total order, so every backend picks the same).
+func claimsBefore(a, b PoolMember, currentHash string) bool {
+	ca, cb := a.TemplateHash == currentHash, b.TemplateHash == currentHash
+	if ca != cb {
+		return ca
+	}
+	if !a.Created.Equal(b.Created) {
+		return a.Created.Before(b.Created)
+	}
+	return a.Name < b.Name
 }

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -98,6 +99,66 @@ func TestClaimCandidates(t *testing.T) {
 	}
 	if got := ClaimCandidates(nil, "h"); len(got) != 0 {
 		t.Errorf("ClaimCandidates(nil) = %v, want none", got)
+	}
+}
+
+func TestBestCandidate(t *testing.T) {
+	pool := []PoolMember{
+		member("unready", false, "h", 5*time.Minute),
+		member("stale-old", true, "old", 4*time.Minute),
+		member("current-new", true, "h", time.Minute),
+		member("current-old", true, "h", 3*time.Minute),
+		member("current-old-b", true, "h", 3*time.Minute), // same age: by name
+		{Name: "failed", Ready: true, Failed: true, TemplateHash: "h", Created: time.Unix(0, 0)},
+	}
+	skipping := func(names ...string) func(string) bool {
+		return func(n string) bool { return slices.Contains(names, n) }
+	}
+	for _, tc := range []struct {
+		name    string
+		members []PoolMember
+		skip    func(string) bool
+		want    string // "" = none
+	}{
+		{"oldest current member", pool, nil, "current-old"},
+		{"same age: by name", pool, skipping("current-old"), "current-old-b"},
+		{"then newer current ones", pool, skipping("current-old", "current-old-b"), "current-new"},
+		{"stale only when no current one is left", pool, skipping("current-old", "current-old-b", "current-new"), "stale-old"},
+		{"every ready member skipped", pool, skipping("current-old", "current-old-b", "current-new", "stale-old"), ""},
+		{"unready and failed members never", pool[:1], nil, ""},
+		{"empty pool", nil, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := BestCandidate(slices.Values(tc.members), "h", tc.skip)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("BestCandidate = %q, %v; want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestBestCandidateIsClaimCandidatesFirst: in any order of the members, the
+// one-pass pick is the head of the sorted candidates, skips included.
+func TestBestCandidateIsClaimCandidatesFirst(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0)
+	var members []PoolMember
+	for i := range 40 {
+		members = append(members, PoolMember{
+			Name: fmt.Sprintf("m%02d", (i*7)%40), Ready: i%5 != 0, Failed: i%11 == 0,
+			TemplateHash: []string{"h", "old"}[i%3%2], Created: base.Add(time.Duration(i%6) * time.Second),
+		})
+	}
+	want := ClaimCandidates(members, "h")
+	for k := range want {
+		skipped := want[:k]
+		got, ok := BestCandidate(slices.Values(members), "h", func(n string) bool { return slices.Contains(skipped, n) })
+		if !ok || got != want[k] {
+			t.Fatalf("with the first %d candidates skipped: BestCandidate = %q, %v; want %q", k, got, ok, want[k])
+		}
+	}
+	slices.Reverse(members)
+	if got, _ := BestCandidate(slices.Values(members), "h", nil); got != want[0] {
+		t.Errorf("reversed input: BestCandidate = %q, want %q", got, want[0])
 	}
 }
 

@@ -7,33 +7,73 @@ import (
 
 func TestRefillDue(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := time.Second
 	cases := map[string]struct {
-		delay, elapsed time.Duration
-		want           bool
-		wantWait       time.Duration
+		delay, lastClaim, now time.Duration // after the deficit was first seen
+		low                   bool
+		want                  bool
+		wantWait              time.Duration
 	}{
-		"no delay":          {want: true},
-		"deficit just seen": {delay: time.Second, wantWait: time.Second},
-		"part of the delay": {delay: time.Second, elapsed: 300 * time.Millisecond, wantWait: 700 * time.Millisecond},
-		"delay passed":      {delay: time.Second, elapsed: time.Second, want: true},
+		"no delay":                             {want: true},
+		"deficit just seen":                    {delay: s, wantWait: s},
+		"part of the delay":                    {delay: s, now: 300 * time.Millisecond, wantWait: 700 * time.Millisecond},
+		"delay passed with no claim":           {delay: s, now: s, want: true},
+		"a claim restarts the delay":           {delay: s, lastClaim: 2 * s, now: 2500 * time.Millisecond, wantWait: 500 * time.Millisecond},
+		"claims paused for the delay":          {delay: s, lastClaim: 2 * s, now: 3 * s, want: true},
+		"claims never pause: bounded wait":     {delay: s, lastClaim: 9800 * time.Millisecond, now: 9900 * time.Millisecond, wantWait: 100 * time.Millisecond},
+		"claims never pause: refills at last":  {delay: s, lastClaim: 10 * s, now: 10 * s, want: true},
+		"a low pool waits for the delay only":  {delay: s, lastClaim: 2 * s, now: 2 * s, low: true, want: true},
+		"a low pool, the delay not yet passed": {delay: s, lastClaim: 500 * time.Millisecond, now: 500 * time.Millisecond, low: true, wantWait: 500 * time.Millisecond},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, wait := refillDue(t0, t0.Add(tc.elapsed), tc.delay)
+			got, wait := refillDue(t0, t0.Add(tc.lastClaim), t0.Add(tc.now), tc.delay, tc.low)
 			if got != tc.want || wait != tc.wantWait {
 				t.Errorf("refillDue = %v, %s; want %v, %s", got, wait, tc.want, tc.wantWait)
 			}
 		})
 	}
+}
+
+func TestPacer(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	p := NewPacer(time.Second)
-	if ok, _ := p.Due("p", t0); ok {
-		t.Errorf("first sight of a deficit is due")
+	for _, step := range []struct {
+		what string
+		ms   int
+		have int
+		want bool
+	}{
+		{"first sight of a deficit", 0, 90, false},
+		{"no claim since: not yet a delay", 900, 90, false},
+		{"a claim (one member fewer) restarts the delay", 1000, 89, false},
+		{"a delay after the first sight, but not after the claim", 1500, 89, false},
+		{"a delay after the last claim", 2000, 89, true},
+	} {
+		if got, _ := p.Due("p", at(step.ms), step.have, 100); got != step.want {
+			t.Errorf("%s: Due = %v, want %v", step.what, got, step.want)
+		}
 	}
-	if ok, _ := p.Due("p", t0.Add(time.Second)); !ok {
-		t.Errorf("deficit not due after the delay")
+	// The due pass creates 10: they are not a claim's doing, so the refill
+	// goes on; a claim after them pauses it.
+	p.Created("p", 10)
+	if ok, _ := p.Due("p", at(2100), 99, 100); !ok {
+		t.Errorf("the pass after a refill batch is held back with no claim since")
+	}
+	if ok, _ := p.Due("p", at(2200), 98, 100); ok {
+		t.Errorf("a claim during the refill did not pause it")
 	}
 	p.Done("p")
-	if ok, _ := p.Due("p", t0.Add(2*time.Second)); ok {
+	if ok, _ := p.Due("p", at(5000), 99, 100); ok {
 		t.Errorf("Done did not reset the deficit")
+	}
+	// Below half its size a pool refills a delay after its deficit
+	// appeared, claims or not.
+	p.Done("p")
+	p.Due("p", at(10000), 60, 100)
+	p.Due("p", at(10900), 49, 100)
+	if ok, _ := p.Due("p", at(11000), 48, 100); !ok {
+		t.Errorf("a pool below half its size waited for the claims to pause")
 	}
 }

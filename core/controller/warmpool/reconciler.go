@@ -79,13 +79,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	plan := lifecycle.PlanPool(int(pool.Spec.Replicas), views, hash, inFlight, r.MaxBatch)
 	var paceWait time.Duration
 	if r.Pacer != nil {
+		// Refills yield to claims: held back while claims keep taking
+		// members, and paused again when they come back mid-refill
+		// (Pacer), so claims meet a quiet API server.
 		if plan.Create == 0 {
 			r.Pacer.Done(req.String())
-		} else if due, wait := r.Pacer.Due(req.String(), now); !due {
+		} else if due, wait := r.Pacer.Due(req.String(), now, len(members)+inFlight, int(pool.Spec.Replicas)); !due {
 			plan.Create, paceWait = 0, wait
 		}
-		// Once due, a deficit stays due until it is covered (members
-		// created or in flight), so a large refill is delayed only once.
 	}
 
 	for _, name := range plan.Delete {
@@ -103,6 +104,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("create member: %w", err)
 		}
 		r.Expectations.Expect(req.String(), sb.Name, now)
+		if r.Pacer != nil {
+			r.Pacer.Created(req.String(), 1) // not a claim's doing, next pass
+		}
 	}
 
 	reason, msg, ok := v1alpha1.ReasonReconciled, "", true

@@ -18,11 +18,20 @@ func TestTaken(t *testing.T) {
 	if !tk.Reserve("other", "a") {
 		t.Error("the same name in another namespace refused")
 	}
+	if !tk.Held("ns", "a") || tk.Held("ns", "b") {
+		t.Error("Held does not match the reservations")
+	}
 	tk.Release("ns", "a")
+	if tk.Held("ns", "a") {
+		t.Error("a released member still held")
+	}
 	if !tk.Reserve("ns", "a") {
 		t.Error("a released member refused")
 	}
 	now = now.Add(takenHold)
+	if tk.Held("ns", "a") {
+		t.Error("a member taken long ago still held")
+	}
 	if !tk.Reserve("ns", "a") {
 		t.Error("a member taken long ago (the cache has caught up) still refused")
 	}
