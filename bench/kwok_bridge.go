@@ -186,23 +186,10 @@ func (k *kwokSuite) bridgeBurstRun(ctx context.Context, r int) error {
 	}
 	n := k.p.BurstClaims
 	calls := make([]claimCall, n)
-	next := make(chan int, n)
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
 	t0 := time.Now()
-	for w := 0; w < k.p.BurstWriters; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				calls[i] = k.bridgeClaim(ctx, fmt.Sprintf("bb%d-%04d", r, i))
-			}
-		}()
-	}
-	wg.Wait()
+	fanOut(n, k.p.BurstWriters, func(i int) {
+		calls[i] = k.bridgeClaim(ctx, fmt.Sprintf("bb%d-%04d", r, i))
+	})
 	cpu1 := k.cpu()
 	c1, err := k.counters(ctx)
 	if err != nil {

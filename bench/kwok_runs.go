@@ -149,27 +149,14 @@ func (k *kwokSuite) burstRun(ctx context.Context, r int) error {
 		names[i] = fmt.Sprintf("b%d-%04d", r, i)
 		chans[i] = k.tr.expect("claim", names[i])
 	}
-	next := make(chan int, n)
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
 	var failed atomic.Value
-	var wg sync.WaitGroup
 	t0 := time.Now()
-	for w := 0; w < k.p.BurstWriters; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				starts[i] = time.Now()
-				if err := k.cl.Create(ctx, k.newClaim(names[i], "warm")); err != nil {
-					failed.Store(fmt.Errorf("create claim %s: %w", names[i], err))
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	fanOut(n, k.p.BurstWriters, func(i int) {
+		starts[i] = time.Now()
+		if err := k.cl.Create(ctx, k.newClaim(names[i], "warm")); err != nil {
+			failed.Store(fmt.Errorf("create claim %s: %w", names[i], err))
+		}
+	})
 	created := time.Since(t0)
 	if err, _ := failed.Load().(error); err != nil {
 		return err
@@ -519,4 +506,25 @@ func (k *kwokSuite) restart(ctx context.Context) error {
 	k.Restart = &pt
 	k.log("kwok: restarted controller with %d sandboxes: reconciled all in %s; RSS %.1f MiB, peak %.1f MiB", total, synced.Round(100*time.Millisecond), pt.RSSMiB, pt.HWMMiB)
 	return nil
+}
+
+// fanOut calls do(0) … do(n-1) from workers goroutines, as a burst of
+// callers does, and returns when every call has returned.
+func fanOut(n, workers int, do func(i int)) {
+	next := make(chan int, n)
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				do(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
