@@ -106,6 +106,7 @@ func startProcess(l launch) (*process, error) {
 	go p.reap()
 	fail := func(err error) (*process, error) {
 		_ = p.kill(10 * time.Second)
+		p.release()
 		return nil, err
 	}
 	if err := l.setupPID(p.pid, p.start); err != nil {
