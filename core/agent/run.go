@@ -37,7 +37,7 @@ type Options struct {
 	// without TLS, there: a kubelet's gRPC probe speaks no TLS.
 	HealthListen string
 	// GateFD, when set, is a pipe the local engine writes the secret to once
-	// the sandbox's cgroups are in place; init waits on it before starting
+	// it has recorded the init's PID; init waits on it before starting
 	// anything.
 	GateFD int
 	// RunAs is "UID:GID": commands (and the template's command) run as this

@@ -14,12 +14,10 @@ import (
 // so there is nothing beyond it to confine to. What it creates belongs to
 // the user commands run as (owner), so that they can change it.
 type sandboxFS struct {
-	// owner is the uid:gid commands run as, when the agent runs as another
-	// user (the local engine's root agent); nil leaves files as made.
-	owner *ids
+	// owner is the user commands run as, when the agent runs as another
+	// (the local engine's root agent); nil leaves files as made.
+	owner *syscall.Credential
 }
-
-type ids struct{ uid, gid int }
 
 func (sandboxFS) Open(name string) (*os.File, error)          { return os.Open(name) }
 func (sandboxFS) Stat(name string) (fs.FileInfo, error)       { return os.Stat(name) }
@@ -73,5 +71,5 @@ func (f sandboxFS) own(name string) error {
 	if f.owner == nil {
 		return nil
 	}
-	return os.Lchown(name, f.owner.uid, f.owner.gid)
+	return os.Lchown(name, int(f.owner.Uid), int(f.owner.Gid))
 }

@@ -67,11 +67,7 @@ func New(cfg Config) (*Server, error) {
 	if fi, err := os.Stat(cfg.Root); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("agent: workspace %s is not a directory (%v)", cfg.Root, err)
 	}
-	root := sandboxFS{}
-	if cfg.RunAs != nil {
-		root.owner = &ids{uid: int(cfg.RunAs.Uid), gid: int(cfg.RunAs.Gid)}
-	}
-	s := &Server{cfg: cfg, root: root, start: time.Now()}
+	s := &Server{cfg: cfg, root: sandboxFS{owner: cfg.RunAs}, start: time.Now()}
 	s.touch()
 	return s, nil
 }

@@ -48,6 +48,7 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 		}
 		if err != nil {
 			_ = p.kill(10 * time.Second)
+			p.release()
 		}
 	}
 
@@ -222,7 +223,7 @@ func (e *Engine) prepareWorkDir(wd string, uid, gid uint32) error {
 }
 
 func (e *Engine) logPath(r *record) string {
-	return filepath.Join(e.cfg.StateDir, "sandboxes", r.Namespace, r.Name, "agent.log")
+	return filepath.Join(sandboxDir(e.cfg.StateDir, r), "agent.log")
 }
 
 // awaitAgent waits until the agent answers a health call, or p dies.
