@@ -1,0 +1,509 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandpod/sandpod/tests/testserver"
+)
+
+// The CLI as a user runs it: the built binary against a real
+// `sandpod serve`, its exit codes, its output parsed as a script would.
+
+// cli runs sandpod with args; env replaces the SANDPOD_* variables.
+type cli struct {
+	t    *testing.T
+	bin  string
+	env  []string // KEY=VALUE added to a clean environment
+	home string
+}
+
+func newCLI(t *testing.T, addr string) *cli {
+	// A home of its own: a config file of the person running the tests
+	// must not change what the CLI does.
+	c := &cli{t: t, bin: testserver.Binary(t), home: t.TempDir()}
+	if addr != "" {
+		c.env = append(c.env, "SANDPOD_ADDRESS="+addr)
+	}
+	return c
+}
+
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+func (c *cli) environ(extra []string) []string {
+	env := []string{"HOME=" + c.home, "XDG_CONFIG_HOME=" + filepath.Join(c.home, ".config"), "PATH=" + os.Getenv("PATH")}
+	env = append(env, c.env...)
+	return append(env, extra...)
+}
+
+// runIn runs the CLI with stdin and extra environment.
+func (c *cli) runIn(stdin string, extraEnv []string, args ...string) cliResult {
+	c.t.Helper()
+	cx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cx, c.bin, args...)
+	cmd.Env = c.environ(extraEnv)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Dir = c.home
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		c.t.Fatalf("sandpod %v: %v", args, err)
+	}
+	return cliResult{out.String(), errb.String(), code}
+}
+
+func (c *cli) run(args ...string) cliResult {
+	c.t.Helper()
+	return c.runIn("", nil, args...)
+}
+
+// ok runs the CLI and fails the test unless it exits 0.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	r := c.run(args...)
+	if r.code != 0 {
+		c.t.Fatalf("sandpod %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// want checks an exit code and that stderr holds one line mentioning each
+// of parts.
+func (r cliResult) want(t *testing.T, code int, parts ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, p := range parts {
+		if !strings.Contains(r.stderr, p) {
+			t.Fatalf("stderr does not mention %q:\n%s", p, r.stderr)
+		}
+	}
+}
+
+type cliSandbox struct {
+	Name         string            `json:"name"`
+	Namespace    string            `json:"namespace"`
+	Phase        string            `json:"phase"`
+	Labels       map[string]string `json:"labels"`
+	ShutdownTime time.Time         `json:"shutdownTime"`
+	Warm         *bool             `json:"warm"`
+	Claimed      bool              `json:"claimed"`
+}
+
+func decodeJSON[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("not JSON (%v):\n%s", err, s)
+	}
+	return v
+}
+
+func TestCLILifecycle(t *testing.T) {
+	srv := startServer(t, "")
+	c := newCLI(t, srv.Addr())
+
+	sb := decodeJSON[cliSandbox](t, c.ok("claim", "python", "-o", "json", "-l", "team=cli", "--ttl", "30m"))
+	if sb.Name == "" || sb.Phase != "Running" || sb.Labels["team"] != "cli" || sb.Warm == nil || !sb.Claimed {
+		t.Fatalf("claim -o json: %+v", sb)
+	}
+	name := sb.Name
+
+	t.Run("ls", func(t *testing.T) {
+		if out := c.ok("ls"); !strings.Contains(out, "NAME") || !strings.Contains(out, name) || !strings.Contains(out, "Running") {
+			t.Fatalf("ls table:\n%s", out)
+		}
+		list := decodeJSON[struct{ Sandboxes []cliSandbox }](t, c.ok("ls", "-o", "json"))
+		if len(list.Sandboxes) != 1 || list.Sandboxes[0].Name != name {
+			t.Fatalf("ls -o json: %+v", list)
+		}
+		if out := c.ok("ls", "-l", "team=cli", "-o", "name"); out != name+"\n" {
+			t.Fatalf("ls -l team=cli -o name: %q", out)
+		}
+		if out := c.ok("ls", "--phase", "suspended", "-o", "name"); out != "" {
+			t.Fatalf("ls --phase suspended: %q", out)
+		}
+		// The pool's unclaimed members show with --all only.
+		if out := c.ok("ls", "--all", "-o", "name"); strings.Count(out, "\n") < 2 {
+			t.Fatalf("ls --all lists no pool members:\n%s", out)
+		}
+		if out := c.ok("get", name, "-o", "yaml"); !strings.Contains(out, "name: "+name) || !strings.Contains(out, "phase: Running") {
+			t.Fatalf("get -o yaml:\n%s", out)
+		}
+	})
+
+	t.Run("exec passes the exit code through", func(t *testing.T) {
+		r := c.run("exec", name, "--", "sh", "-c", "echo out; echo err >&2; exit 7")
+		if r.code != 7 || r.stdout != "out\n" || !strings.Contains(r.stderr, "err") {
+			t.Fatalf("exec: %+v", r)
+		}
+		if r := c.runIn("hello from stdin", nil, "exec", name, "--", "cat"); r.code != 0 || r.stdout != "hello from stdin" {
+			t.Fatalf("exec with stdin: %+v", r)
+		}
+		if out := c.ok("exec", "-w", "/tmp", "-e", "GREETING=hi", name, "--", "sh", "-c", "echo $PWD $GREETING"); out != "/tmp hi\n" {
+			t.Fatalf("exec -w -e: %q", out)
+		}
+		c.run("exec", "--timeout", "1s", name, "--", "sleep", "60").want(t, 124, "timed out")
+		c.run("exec", name, "--", "sh", "-c", "kill -KILL $$").want(t, 128+9, "signal 9")
+		c.run("exec", name, "--", "no-such-program").want(t, 127)
+	})
+
+	t.Run("cp both ways with a directory", func(t *testing.T) {
+		src := filepath.Join(c.home, "project")
+		files := map[string]string{"a.txt": "alpha\n", "sub/b.sh": "#!/bin/sh\necho b\n", "sub/deeper/c.bin": strings.Repeat("\x00\x01binary", 50000)}
+		for p, data := range files {
+			full := filepath.Join(src, p)
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chmod(filepath.Join(src, "sub/b.sh"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c.ok("cp", "./project", name+":/workspace/dir")
+		if out := c.ok("exec", name, "--", "sh", "/workspace/dir/sub/b.sh"); out != "b\n" {
+			t.Fatalf("the copied script says %q", out)
+		}
+		if out := c.ok("exec", name, "--", "cat", "dir/a.txt"); out != "alpha\n" {
+			t.Fatalf("dir/a.txt holds %q", out)
+		}
+		// Into an existing directory: under its own name.
+		c.ok("cp", "./project", name+":/workspace/dir")
+		if out := c.ok("exec", name, "--", "cat", "/workspace/dir/project/a.txt"); out != "alpha\n" {
+			t.Fatalf("dir/project/a.txt holds %q", out)
+		}
+
+		c.ok("cp", name+":/workspace/dir", "./back")
+		for p, data := range files {
+			got, err := os.ReadFile(filepath.Join(c.home, "back", p))
+			if err != nil || string(got) != data {
+				t.Fatalf("back/%s: %v (%d bytes, want %d)", p, err, len(got), len(data))
+			}
+		}
+		if st, err := os.Stat(filepath.Join(c.home, "back/sub/b.sh")); err != nil || st.Mode().Perm() != 0o755 {
+			t.Fatalf("back/sub/b.sh: %v %v, want mode 0755", st.Mode(), err)
+		}
+		if _, err := os.Stat(filepath.Join(c.home, "back/project/sub/deeper/c.bin")); err != nil {
+			t.Fatalf("the nested copy did not come back: %v", err)
+		}
+
+		// One file into a local directory, and - for stdin and stdout.
+		c.ok("cp", name+":dir/a.txt", ".")
+		if got, _ := os.ReadFile(filepath.Join(c.home, "a.txt")); string(got) != "alpha\n" {
+			t.Fatalf("a.txt copied into . holds %q", got)
+		}
+		if r := c.runIn("piped\n", nil, "cp", "-", name+":notes/piped.txt"); r.code != 0 {
+			t.Fatalf("cp - : %+v", r)
+		}
+		if out := c.ok("cp", name+":notes/piped.txt", "-"); out != "piped\n" {
+			t.Fatalf("cp to - printed %q", out)
+		}
+	})
+
+	t.Run("extend", func(t *testing.T) {
+		before := time.Now()
+		got := decodeJSON[cliSandbox](t, c.ok("extend", name, "2h", "-o", "json"))
+		if got.ShutdownTime.Before(before.Add(2*time.Hour-time.Minute)) || got.ShutdownTime.After(time.Now().Add(2*time.Hour+time.Minute)) {
+			t.Fatalf("extend 2h: shutdown time %v", got.ShutdownTime)
+		}
+	})
+
+	t.Run("suspend and resume keep the files", func(t *testing.T) {
+		if got := decodeJSON[cliSandbox](t, c.ok("suspend", name, "-o", "json")); got.Phase != "Suspended" {
+			t.Fatalf("suspend: phase %s", got.Phase)
+		}
+		if out := c.ok("ls", "--phase", "suspended", "-o", "name"); out != name+"\n" {
+			t.Fatalf("ls --phase suspended: %q", out)
+		}
+		if got := decodeJSON[cliSandbox](t, c.ok("resume", name, "-o", "json")); got.Phase != "Running" {
+			t.Fatalf("resume: phase %s", got.Phase)
+		}
+		if out := c.ok("exec", name, "--", "cat", "dir/a.txt"); out != "alpha\n" {
+			t.Fatalf("after resume dir/a.txt holds %q", out)
+		}
+	})
+
+	t.Run("shell keeps its state from line to line", func(t *testing.T) {
+		script := "cd /tmp\nX=41\nfor i in 1 2\ndo echo i=$i\ndone\necho $PWD $((X+1))\ncat\nfi\necho still here\nexit 5\necho never\n"
+		r := c.runIn(script, nil, "shell", name)
+		if r.code != 5 {
+			t.Fatalf("shell: exit %d, want 5 (from exit 5)\n%+v", r.code, r)
+		}
+		if r.stdout != "i=1\ni=2\n/tmp 42\nstill here\n" {
+			t.Fatalf("shell printed %q", r.stdout)
+		}
+		if !strings.Contains(r.stderr, `"fi" unexpected`) {
+			t.Fatalf("a syntax error is not shown: %q", r.stderr)
+		}
+		// The end of the input ends the shell with the last status.
+		if r := c.runIn("false\n", nil, "shell", name); r.code != 1 {
+			t.Fatalf("shell ending after false: exit %d", r.code)
+		}
+	})
+
+	t.Run("rm", func(t *testing.T) {
+		if out := c.ok("rm", name); out != "deleted "+name+"\n" {
+			t.Fatalf("rm printed %q", out)
+		}
+		c.run("get", name).want(t, 67, "SANDBOX_NOT_FOUND")
+		c.ok("rm", "--ignore-not-found", name)
+	})
+}
+
+func TestCLIBadInput(t *testing.T) {
+	srv := startServer(t, "")
+	c := newCLI(t, srv.Addr())
+	name := decodeJSON[cliSandbox](t, c.ok("claim", "python", "-o", "json")).Name
+
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		parts []string
+	}{
+		{[]string{"get", "nope"}, 67, []string{`"nope" not found`, "SANDBOX_NOT_FOUND"}},
+		{[]string{"exec", "nope", "--", "true"}, 67, []string{"SANDBOX_NOT_FOUND"}},
+		{[]string{"suspend", "nope"}, 67, []string{"SANDBOX_NOT_FOUND"}},
+		{[]string{"extend", "nope", "1h"}, 67, []string{"SANDBOX_NOT_FOUND"}},
+		{[]string{"rm", "nope"}, 67, []string{"SANDBOX_NOT_FOUND"}},
+		{[]string{"expose", "nope", "8080"}, 67, []string{"expose", "SANDBOX_NOT_FOUND"}},
+		{[]string{"logs", "nope"}, 67, []string{"SANDBOX_NOT_FOUND"}},
+		{[]string{"claim", "no-such-template"}, 67, []string{"no-such-template"}},
+		{[]string{"extend", name, "soon"}, 2, []string{`"soon" is not a duration`}},
+		{[]string{"extend", name, "0s"}, 2, []string{"must be positive"}},
+		{[]string{"claim", "python", "--ttl", "forever"}, 2, []string{"--ttl"}},
+		{[]string{"expose", name, "0"}, 2, []string{"from 1 to 65535"}},
+		{[]string{"expose", name, "65536"}, 2, []string{"from 1 to 65535"}},
+		{[]string{"expose", name, "http"}, 2, []string{"from 1 to 65535"}},
+		{[]string{"expose", name, "8080"}, 79, []string{"not available on this server"}},
+		{[]string{"logs", name}, 79, []string{"no log call", "agent.log"}},
+		{[]string{"cp", "./missing.txt", name + ":x"}, 66, []string{"missing.txt", "no such file"}},
+		{[]string{"cp", name + ":missing.txt", "./x"}, 67, []string{"FILE_NOT_FOUND"}},
+		{[]string{"cp", "a", "b"}, 2, []string{"NAME:PATH"}},
+		{[]string{"ls", "-o", "xml"}, 2, []string{`"xml"`}},
+		{[]string{"ls", "-l", "team in (("}, 65, []string{"invalid argument", "label_selector"}},
+		{[]string{"no-such-command"}, 2, []string{"unknown command"}},
+		{[]string{"get"}, 2, []string{"NAME"}},
+		{[]string{}, 2, nil},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := c.run(tc.args...)
+			r.want(t, tc.code, tc.parts...)
+			if tc.code != 0 && tc.code != 1 && len(tc.parts) > 0 && !strings.HasPrefix(r.stderr, "sandpod: ") {
+				t.Fatalf("the error line does not start with sandpod: %q", r.stderr)
+			}
+		})
+	}
+
+	t.Run("server not reachable", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close() // nobody listens there now
+		start := time.Now()
+		r := c.run("--address", addr, "ls")
+		r.want(t, 69, "no sandpod server at "+addr, "--address")
+		// Fails fast: the client's connect timeout (3s), not its retry budget.
+		if took := time.Since(start); took > 60*time.Second {
+			t.Fatalf("took %s to give up", took)
+		}
+		if strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Fatalf("more than one line: %q", r.stderr)
+		}
+	})
+
+	t.Run("config file that does not parse", func(t *testing.T) {
+		bad := filepath.Join(c.home, "bad.yaml")
+		if err := os.WriteFile(bad, []byte("adress: 127.0.0.1:1\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.run("--config", bad, "ls").want(t, 78, `unknown field "adress"`)
+		c.runIn("", []string{"SANDPOD_CONFIG=" + filepath.Join(c.home, "nope.yaml")}, "ls").want(t, 78, "nope.yaml", "SANDPOD_CONFIG")
+	})
+}
+
+// TestCLIConfigPrecedence: flag > environment > config file > default, for
+// the address and the token, against a server that requires a token.
+func TestCLIConfigPrecedence(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Token: "right-token"})
+	c := newCLI(t, "")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := l.Addr().String()
+	l.Close()
+
+	cfgDir := filepath.Join(c.home, ".config", "sandpod")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeConfig := func(path, body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The default file (~/.config/sandpod/config.yaml) is read without
+	// being named.
+	writeConfig(filepath.Join(cfgDir, "config.yaml"), "address: "+srv.Addr()+"\ntoken: right-token\n")
+	if out := c.ok("pools", "-o", "name"); out != "python\n" {
+		t.Fatalf("pools with the default config file: %q", out)
+	}
+	cfg := decodeJSON[struct {
+		Address  string
+		TokenSet bool
+		Sources  map[string]string
+	}](t, c.ok("config", "-o", "json"))
+	if cfg.Address != srv.Addr() || !cfg.TokenSet || !strings.HasPrefix(cfg.Sources["address"], "config ") {
+		t.Fatalf("config -o json: %+v", cfg)
+	}
+
+	// The environment beats the file...
+	r := c.runIn("", []string{"SANDPOD_ADDRESS=" + deadAddr}, "ls")
+	r.want(t, 69, deadAddr, "$SANDPOD_ADDRESS")
+	c.runIn("", []string{"SANDPOD_TOKEN=wrong"}, "ls").want(t, 77, "$SANDPOD_TOKEN")
+	// ...and the flag beats the environment.
+	if r := c.runIn("", []string{"SANDPOD_ADDRESS=" + deadAddr, "SANDPOD_TOKEN=wrong"}, "--address", srv.Addr(), "--token", "right-token", "pools", "-o", "name"); r.code != 0 {
+		t.Fatalf("flags over a wrong environment: %+v", r)
+	}
+	c.runIn("", []string{"SANDPOD_TOKEN=right-token"}, "--token", "wrong", "ls").want(t, 77, "flag --token")
+
+	// $SANDPOD_CONFIG names another file, which replaces the default one.
+	other := filepath.Join(c.home, "other.yaml")
+	writeConfig(other, "address: "+deadAddr+"\n")
+	c.runIn("", []string{"SANDPOD_CONFIG=" + other}, "ls").want(t, 69, deadAddr, "config "+other)
+	// No token anywhere: the server says so.
+	writeConfig(other, "address: "+srv.Addr()+"\n")
+	c.runIn("", []string{"SANDPOD_CONFIG=" + other}, "ls").want(t, 77, "no token was given")
+}
+
+// TestCLIWatch: a live line per change, as JSON lines; Ctrl-C ends it
+// with exit code 0.
+func TestCLIWatch(t *testing.T) {
+	srv := startServer(t, "")
+	c := newCLI(t, srv.Addr())
+	cmd := exec.Command(c.bin, "watch", "-o", "json")
+	cmd.Env = c.environ(nil)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	events := make(chan struct {
+		Type    string
+		Sandbox cliSandbox
+	}, 64)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var ev struct {
+				Type    string
+				Sandbox cliSandbox
+			}
+			if json.Unmarshal(sc.Bytes(), &ev) == nil {
+				events <- ev
+			}
+		}
+		close(events)
+	}()
+	waitFor := func(typ, name, phase string) {
+		t.Helper()
+		deadline := time.After(90 * time.Second)
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					t.Fatalf("watch ended before %s %s; stderr: %s", typ, name, stderr.String())
+				}
+				if (typ == "" || ev.Type == typ) && ev.Sandbox.Name == name && (phase == "" || ev.Sandbox.Phase == phase) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %s event for %s within 90s", typ, name)
+			}
+		}
+	}
+	// The claim shows on the watch as a change, or, when the watch
+	// connects after it, in its first listing: either way the watch is
+	// live from then on.
+	name := decodeJSON[cliSandbox](t, c.ok("claim", "python", "-o", "json")).Name
+	waitFor("", name, "")
+	c.ok("suspend", name)
+	waitFor("Modified", name, "Suspended")
+	c.ok("rm", name)
+	waitFor("Deleted", name, "")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 0) {
+		t.Fatalf("watch after Ctrl-C: %v; stderr: %s", err, stderr.String())
+	}
+}
+
+func TestCLICompletionAndServerCommands(t *testing.T) {
+	srv := startServer(t, "")
+	c := newCLI(t, srv.Addr())
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		if out := c.ok("completion", sh); len(out) < 200 || !strings.Contains(out, "sandpod") {
+			t.Fatalf("completion %s: %d bytes", sh, len(out))
+		}
+	}
+	// Sandbox names complete from the server.
+	name := decodeJSON[cliSandbox](t, c.ok("claim", "python", "-o", "json")).Name
+	if out := c.ok("__complete", "exec", ""); !strings.Contains(out, name+"\n") {
+		t.Fatalf("completing exec does not offer %s:\n%s", name, out)
+	}
+	if out := c.ok("__complete", "claim", ""); !strings.Contains(out, "python\n") {
+		t.Fatalf("completing claim does not offer the template:\n%s", out)
+	}
+	if out := c.ok("templates", "-o", "name"); out != "python\n" {
+		t.Fatalf("templates: %q", out)
+	}
+
+	// The server subcommands keep their own flags and exit codes.
+	if out := c.ok("version"); !strings.HasPrefix(out, "sandpod ") {
+		t.Fatalf("version: %q", out)
+	}
+	c.run("state").want(t, 2, "usage: sandpod state")
+	c.run("serve", "--no-such-flag").want(t, 2, "flag provided but not defined")
+	if r := c.run("state", "check", "--state-dir", filepath.Join(c.home, "fresh")); r.code != 0 || !strings.Contains(r.stdout, "serve starts on it") {
+		t.Fatalf("state check: %+v", r)
+	}
+	if r := c.run("--help"); r.code != 0 || !strings.Contains(r.stdout, "serve") || !strings.Contains(r.stdout, "claim") {
+		t.Fatalf("--help: %+v", r)
+	}
+}
