@@ -87,7 +87,8 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// shellQuote quotes s for a POSIX shell: '...' with each ' as '\”.
+// shellQuote quotes s for a POSIX shell: in single quotes, each quote in s
+// closing them, escaped, and opening them again.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
