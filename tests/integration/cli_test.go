@@ -507,3 +507,49 @@ func TestCLICompletionAndServerCommands(t *testing.T) {
 		t.Fatalf("--help: %+v", r)
 	}
 }
+
+// TestCLIDocsRun runs the shell blocks of docs/cli.md marked runnable, as
+// a reader would type them, with sandpod on the PATH.
+func TestCLIDocsRun(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	rest := string(doc)
+	for {
+		i := strings.Index(rest, "<!-- runnable -->\n```sh\n")
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len("<!-- runnable -->\n```sh\n"):]
+		end := strings.Index(rest, "\n```")
+		blocks = append(blocks, rest[:end+1])
+		rest = rest[end:]
+	}
+	if len(blocks) == 0 {
+		t.Fatal("docs/cli.md has no runnable block")
+	}
+	srv := startServer(t, "")
+	c := newCLI(t, srv.Addr())
+	binDir := t.TempDir()
+	if err := os.Symlink(c.bin, filepath.Join(binDir, "sandpod")); err != nil {
+		t.Fatal(err)
+	}
+	for i, block := range blocks {
+		cmd := exec.Command("sh", "-e", "-c", block)
+		cmd.Dir = c.home
+		cmd.Env = append(c.environ(nil), "PATH="+binDir+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("block %d: %v\n%s\n--- output:\n%s", i, err, block, out)
+		}
+		if i == 0 {
+			for _, want := range []string{"42\n", "hi\n", "exit code 3\n", `print("hi")`} {
+				if !strings.Contains(string(out), want) {
+					t.Fatalf("the quick start does not print %q:\n%s", want, out)
+				}
+			}
+		}
+	}
+}

@@ -59,7 +59,8 @@ func (a *app) execCommand() *cobra.Command {
 		Use:   "exec NAME -- COMMAND [ARG...]",
 		Short: "run a command in a sandbox; its exit code is sandpod's",
 		Long: `Run a program in the sandbox (no shell: use sh -c for one) and stream its
-output. sandpod exits with the command's exit code, 128+N when a signal N
+output. sandpod's flags go before --, the command and its arguments after
+it. sandpod exits with the command's exit code, 128+N when a signal N
 killed it, and 124 when --timeout did. Standard input is forwarded when it is
 not a terminal (a pipe or a file); -i auto|always|never changes that. Ctrl-C
 sends SIGINT to the command; a second Ctrl-C ends the call (and the command).`,
@@ -70,13 +71,11 @@ sends SIGINT to the command; a second Ctrl-C ends the call (and the command).`,
 		Args:              minArgs(2, "NAME and a COMMAND (sandpod exec NAME -- COMMAND [ARG...])"),
 		ValidArgsFunction: a.completeFirstSandbox,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// Flags stop at NAME, so a "--" after it is still here.
 			argv := args[1:]
-			if argv[0] == "--" {
-				argv = argv[1:]
-			}
-			if len(argv) == 0 {
-				return usageErrorf("exec needs a COMMAND after %s (sandpod exec NAME -- COMMAND [ARG...])", args[0])
+			if dash := cmd.ArgsLenAtDash(); dash > 1 {
+				return usageErrorf("exec takes one NAME before -- (got %q)", args[:dash])
+			} else if dash == 0 {
+				return usageErrorf("exec needs a sandbox NAME before -- (sandpod exec NAME -- COMMAND [ARG...])")
 			}
 			opts, err := f.options()
 			if err != nil {
@@ -93,8 +92,9 @@ sends SIGINT to the command; a second Ctrl-C ends the call (and the command).`,
 			return a.exec(cmd.Context(), c.Sandbox(args[0]), argv, forward, opts)
 		},
 	}
-	// Everything after NAME belongs to the command, flags included.
-	cmd.Flags().SetInterspersed(false)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return usageErrorf("%v (the command and its flags go after --: sandpod exec NAME -- COMMAND [ARG...])", err)
+	})
 	f.register(cmd, true)
 	cmd.Flags().StringVarP(&stdin, "stdin", "i", "auto", "forward standard input: auto (when not a terminal), always, never")
 	_ = cmd.RegisterFlagCompletionFunc("stdin", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))

@@ -12,7 +12,6 @@ import (
 	sandpod "github.com/sandpod/sandpod/clients/go"
 )
 
-const defaultClaimWait = 5 * time.Minute
 
 func (a *app) claimCommand() *cobra.Command {
 	var (
@@ -124,7 +123,7 @@ func (a *app) claimCommand() *cobra.Command {
 	f.StringArrayVarP(&env, "env", "e", nil, "environment KEY=VALUE of every exec in the sandbox (repeatable)")
 	f.StringVar(&ttl, "ttl", "", "time to live (30m, 2h, 7d); the template's default when not given")
 	f.StringVar(&policy, "shutdown-policy", "", "what happens at the end of the ttl: delete or retain (the template's default when not given)")
-	f.StringVar(&wait, "wait", defaultClaimWait.String(), "longest wait for a ready sandbox (a cold start)")
+	f.StringVar(&wait, "wait", "5m", "longest wait for a ready sandbox (a cold start)")
 	f.StringVar(&requestID, "request-id", "", "idempotency key: the same id returns the same sandbox")
 	_ = cmd.RegisterFlagCompletionFunc("pool", a.completePools)
 	_ = cmd.RegisterFlagCompletionFunc("shutdown-policy", cobra.FixedCompletions([]string{"delete", "retain"}, cobra.ShellCompDirectiveNoFileComp))
