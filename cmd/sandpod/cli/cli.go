@@ -180,7 +180,7 @@ on Kubernetes) at --address, $SANDPOD_ADDRESS, the config file's address, or
 // legacyCommand lists a server subcommand. main runs those before the CLI
 // sees them, so this one runs only through paths main does not take.
 func legacyCommand(l Legacy) *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:                l.Name,
 		Short:              l.Summary,
 		GroupID:            groupServer,
@@ -192,6 +192,9 @@ func legacyCommand(l Legacy) *cobra.Command {
 			return nil
 		},
 	}
+	// `sandpod help serve` shows serve's own flags.
+	c.SetHelpFunc(func(cmd *cobra.Command, _ []string) { l.Run(cmd.Context(), []string{"-h"}) })
+	return c
 }
 
 // setSignalHandler routes SIGINT and SIGTERM to h until the returned func

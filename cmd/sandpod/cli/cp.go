@@ -169,10 +169,16 @@ func (cp *copier) upload(ctx context.Context, src, dst copyArg) error {
 		if !st.IsDir() {
 			return cp.putLocalFile(ctx, src.path, target, st.Mode())
 		}
+		// A link named on the command line is followed (the walk does not
+		// follow links below it).
+		root, err := filepath.EvalSymlinks(src.path)
+		if err != nil {
+			return exitErrorf(ExitNoInput, "cp: %s: %v", src.path, unwrapPathError(err))
+		}
 		if exists && !isDir && target == dst.path {
 			return exitErrorf(ExitConflict, "cp: %s is a file: cannot copy the directory %s onto it", dst, src.path)
 		}
-		return cp.putTree(ctx, src.path, target)
+		return cp.putTree(ctx, root, target)
 	})
 }
 
