@@ -12,7 +12,6 @@ import (
 	sandpod "github.com/sandpod/sandpod/clients/go"
 )
 
-
 func (a *app) claimCommand() *cobra.Command {
 	var (
 		pool, policy, requestID string
