@@ -44,3 +44,13 @@ func TestParsePairs(t *testing.T) {
 		}
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	in := "unknown command \"sus\" for \"sandpod\"\n\nDid you mean this?\n\tls\n\tsuspend\n"
+	if got := oneLine(in); got != `unknown command "sus" for "sandpod" (did you mean ls or suspend?)` {
+		t.Fatalf("%q", got)
+	}
+	if got := oneLine("unknown flag: --x\n"); got != "unknown flag: --x" {
+		t.Fatalf("%q", got)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -99,7 +100,7 @@ func (a *app) run(ctx context.Context, args []string, legacy []Legacy) int {
 	if !errors.As(err, &ce) {
 		// Not from a command's RunE: cobra's parsing (unknown command or
 		// flag, wrong number of arguments).
-		ce = usageErrorf("%v", err)
+		ce = usageErrorf("%s", oneLine(err.Error()))
 	}
 	if ce.msg != "" {
 		fmt.Fprintln(a.err, ce.msg)
@@ -110,6 +111,15 @@ func (a *app) run(ctx context.Context, args []string, legacy []Legacy) int {
 		}
 	}
 	return ce.code
+}
+
+// oneLine folds cobra's "Did you mean this?" block into the error line.
+func oneLine(msg string) string {
+	const hint = "\n\nDid you mean this?\n"
+	if i := strings.Index(msg, hint); i >= 0 {
+		return msg[:i] + " (did you mean " + strings.Join(strings.Fields(msg[i+len(hint):]), " or ") + "?)"
+	}
+	return strings.TrimSpace(msg)
 }
 
 // commandPath names the subcommand args address, for the usage hint.

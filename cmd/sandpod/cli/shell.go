@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -191,7 +192,9 @@ func (s *lineShell) run(ctx context.Context) error {
 			continue
 		}
 		buf.Reset()
-		last = st
+		if _, err := strconv.Atoi(st); err == nil {
+			last = st // it goes back into the shell as "exit <last>"
+		}
 		s.prompt(false)
 	}
 }
