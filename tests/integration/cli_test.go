@@ -553,3 +553,98 @@ func TestCLIDocsRun(t *testing.T) {
 		}
 	}
 }
+
+// startCLI starts the CLI and returns its stdout as lines as they come.
+func (c *cli) start(stdin string, args ...string) (*exec.Cmd, <-chan string, *bytes.Buffer) {
+	c.t.Helper()
+	cmd := exec.Command(c.bin, args...)
+	cmd.Env = c.environ(nil)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return cmd, lines, &stderr
+}
+
+// awaitLine reads lines until want (failing after a generous deadline).
+func awaitLine(t *testing.T, lines <-chan string, want string) {
+	t.Helper()
+	deadline := time.After(90 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("output ended before %q", want)
+			}
+			if l == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %q within 90s", want)
+		}
+	}
+}
+
+func exitCode(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(90 * time.Second):
+		t.Fatal("the CLI did not end within 90s")
+		return -1
+	}
+}
+
+// TestCLICtrlC: Ctrl-C reaches the command in the sandbox (its trap
+// runs), and in the shell it interrupts the running command only.
+func TestCLICtrlC(t *testing.T) {
+	srv := startServer(t, "")
+	c := newCLI(t, srv.Addr())
+	name := decodeJSON[cliSandbox](t, c.ok("claim", "python", "-o", "json")).Name
+
+	cmd, lines, stderr := c.start("", "exec", name, "--", "sh", "-c", `trap 'echo got INT; exit 9' INT; echo ready; sleep 60; echo not interrupted`)
+	awaitLine(t, lines, "ready")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	awaitLine(t, lines, "got INT")
+	if code := exitCode(t, cmd); code != 9 {
+		t.Fatalf("exec after Ctrl-C: exit %d, want the trap's 9; stderr: %s", code, stderr)
+	}
+
+	cmd, lines, stderr = c.start("echo ready; sleep 60; echo after sleep\necho next line\n", "shell", name)
+	awaitLine(t, lines, "ready")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	awaitLine(t, lines, "after sleep")
+	awaitLine(t, lines, "next line")
+	if code := exitCode(t, cmd); code != 0 {
+		t.Fatalf("shell after Ctrl-C: exit %d; stderr: %s", code, stderr)
+	}
+}
