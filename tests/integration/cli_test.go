@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"net"
@@ -14,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/sandpod/sandpod/tests/testserver"
 )
@@ -647,4 +652,36 @@ func TestCLICtrlC(t *testing.T) {
 	if code := exitCode(t, cmd); code != 0 {
 		t.Fatalf("shell after Ctrl-C: exit %d; stderr: %s", code, stderr)
 	}
+}
+
+// TestCLITLS: --tls-ca (or tlsCA: in the config file) turns TLS on with a
+// private CA, for a loopback address too.
+func TestCLITLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, _ := selfSigned(t, dir, "cli")
+	roots, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(roots)
+	srv := testserver.Start(t, testserver.Options{
+		ExtraArgs:   []string{"--tls-cert", certFile, "--tls-key", keyFile},
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool}))},
+	})
+	c := newCLI(t, srv.Addr())
+	if out := c.ok("--tls-ca", certFile, "pools", "-o", "name"); out != "python\n" {
+		t.Fatalf("pools over TLS: %q", out)
+	}
+	// Plaintext to a TLS server: the server is not reachable.
+	c.run("pools").want(t, 69, srv.Addr())
+	cfg := filepath.Join(c.home, "tls.yaml")
+	if err := os.WriteFile(cfg, []byte("tlsCA: "+certFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.ok("--config", cfg, "templates", "-o", "name"); out != "python\n" {
+		t.Fatalf("templates with tlsCA in the config file: %q", out)
+	}
+	c.run("--tls-ca", cfg, "pools").want(t, 78, "no PEM certificate")
+	c.run("--tls-ca", cfg, "--insecure", "pools").want(t, 2, "contradict")
 }

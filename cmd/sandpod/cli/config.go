@@ -23,12 +23,17 @@ const EnvConfig = "SANDPOD_CONFIG"
 //	token: s3cret
 //	namespace: team-a
 //	insecure: false
+//	tlsCA: /etc/sandpod/ca.pem
 type fileConfig struct {
 	Address   string `json:"address,omitempty"`
 	Token     string `json:"token,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	// Insecure turns TLS off for a non-loopback address.
 	Insecure bool `json:"insecure,omitempty"`
+	// TLSCA is a PEM file of the CA that signed the server's certificate
+	// (a bridge or serve with --tls-cert from a private CA); it turns TLS
+	// on, for a loopback address too.
+	TLSCA string `json:"tlsCA,omitempty"`
 }
 
 // Settings is where the CLI connects, and where each value came from
@@ -39,6 +44,7 @@ type Settings struct {
 	Token     string
 	Namespace string
 	Insecure  bool
+	TLSCA     string
 	// ConfigFile is the file read ("" when none).
 	ConfigFile string
 	Sources    map[string]string
@@ -52,9 +58,9 @@ type flagValue struct {
 
 // settingsInput is everything the settings are resolved from.
 type settingsInput struct {
-	address, token, namespace, config flagValue
-	insecure                          *bool // nil: not given
-	getenv                            func(string) string
+	address, token, namespace, config, tlsCA flagValue
+	insecure                                 *bool // nil: not given
+	getenv                                   func(string) string
 	// defaultConfig is ~/.config/sandpod/config.yaml ("" when there is no
 	// home directory).
 	defaultConfig string
@@ -86,7 +92,7 @@ func resolveSettings(in settingsInput) (*Settings, error) {
 		switch {
 		case err == nil:
 			if err := yaml.UnmarshalStrict(data, &file); err != nil {
-				return nil, fmt.Errorf("config file %s (from %s): %s (it knows address, token, namespace, insecure)", path, from, yamlMessage(err))
+				return nil, fmt.Errorf("config file %s (from %s): %s (it knows address, token, namespace, insecure, tlsCA)", path, from, yamlMessage(err))
 			}
 			s.ConfigFile = path
 		case required || !errors.Is(err, fs.ErrNotExist):
@@ -112,6 +118,7 @@ func resolveSettings(in settingsInput) (*Settings, error) {
 	s.Address = pick("address", in.address, sandpod.EnvAddress, file.Address, sandpod.DefaultAddress)
 	s.Token = pick("token", in.token, sandpod.EnvToken, file.Token, "")
 	s.Namespace = pick("namespace", in.namespace, sandpod.EnvNamespace, file.Namespace, sandpod.DefaultNamespace)
+	s.TLSCA = pick("tls-ca", in.tlsCA, "", file.TLSCA, "")
 	switch {
 	case in.insecure != nil:
 		s.Insecure, s.Sources["insecure"] = *in.insecure, "flag --insecure"

@@ -33,6 +33,9 @@ func TestResolveSettingsPrecedence(t *testing.T) {
 			flags: settingsInput{config: flagValue{"/mine.yaml", true}, insecure: &yes},
 			files: map[string]string{"/other.yaml": "address: other:1\n", "/mine.yaml": "address: mine:1\n"},
 			want:  Settings{Address: "mine:1", Namespace: "default", Insecure: true}, wantFrom: "config /mine.yaml"},
+		{name: "tlsCA from the file, --tls-ca over it", flags: settingsInput{tlsCA: flagValue{"/flag-ca.pem", true}},
+			files: map[string]string{"/home/.config/sandpod/config.yaml": "tlsCA: /file-ca.pem\n"},
+			want:  Settings{Address: "127.0.0.1:50051", Namespace: "default", TLSCA: "/flag-ca.pem"}, wantFrom: "default"},
 		{name: "a named file must exist", env: map[string]string{"SANDPOD_CONFIG": "/missing.yaml"}, wantError: "/missing.yaml (from $SANDPOD_CONFIG)"},
 		{name: "unknown key", files: map[string]string{"/home/.config/sandpod/config.yaml": "adress: x\n"}, wantError: `unknown field "adress"`},
 		{name: "not YAML", flags: settingsInput{config: flagValue{"/bad.yaml", true}}, files: map[string]string{"/bad.yaml": "address: [\n"}, wantError: "/bad.yaml (from flag --config)"},
@@ -57,7 +60,7 @@ func TestResolveSettingsPrecedence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Address != tc.want.Address || s.Token != tc.want.Token || s.Namespace != tc.want.Namespace || s.Insecure != tc.want.Insecure {
+			if s.Address != tc.want.Address || s.Token != tc.want.Token || s.Namespace != tc.want.Namespace || s.Insecure != tc.want.Insecure || s.TLSCA != tc.want.TLSCA {
 				t.Fatalf("got %+v, want %+v", *s, tc.want)
 			}
 			if s.Sources["address"] != tc.wantFrom {

@@ -11,6 +11,7 @@ type configView struct {
 	Namespace  string            `json:"namespace"`
 	TokenSet   bool              `json:"tokenSet"`
 	Insecure   bool              `json:"insecure"`
+	TLSCA      string            `json:"tlsCA,omitempty"`
 	ConfigFile string            `json:"configFile,omitempty"`
 	Sources    map[string]string `json:"sources"`
 }
@@ -36,7 +37,7 @@ config file (--config, else $SANDPOD_CONFIG, else
 				return err
 			}
 			v := configView{
-				Address: s.Address, Namespace: s.Namespace, TokenSet: s.Token != "", Insecure: s.Insecure,
+				Address: s.Address, Namespace: s.Namespace, TokenSet: s.Token != "", Insecure: s.Insecure, TLSCA: s.TLSCA,
 				ConfigFile: s.ConfigFile, Sources: s.Sources,
 			}
 			if format == "json" || format == "yaml" {
@@ -55,6 +56,7 @@ config file (--config, else $SANDPOD_CONFIG, else
 			t.row("namespace", s.Namespace, s.Sources["namespace"])
 			t.row("token", token, s.Sources["token"])
 			t.row("insecure", insecure, s.Sources["insecure"])
+			t.row("tls ca", orDash(s.TLSCA), s.Sources["tls-ca"])
 			t.row("config file", orDash(s.ConfigFile), "")
 			return t.flush()
 		},

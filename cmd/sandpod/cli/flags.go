@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"os"
 
@@ -12,10 +14,10 @@ import (
 
 // globalFlags are the flags every user command takes.
 type globalFlags struct {
-	address, token, namespace, config string
-	insecure                          bool
-	output                            string
-	progress                          bool
+	address, token, namespace, config, tlsCA string
+	insecure                                 bool
+	output                                   string
+	progress                                 bool
 
 	cmd *cobra.Command // the root, to ask which flags were given
 }
@@ -28,6 +30,7 @@ func (g *globalFlags) register(root *cobra.Command) {
 	pf.StringVarP(&g.namespace, "namespace", "n", "", "namespace (default: $SANDPOD_NAMESPACE, the config file, default)")
 	pf.StringVar(&g.config, "config", "", "config file (default: $SANDPOD_CONFIG, ~/.config/sandpod/config.yaml)")
 	pf.BoolVar(&g.insecure, "insecure", false, "no TLS even for a non-loopback address")
+	pf.StringVar(&g.tlsCA, "tls-ca", "", "PEM file of the CA of the server's certificate; turns TLS on, for a loopback address too (default: the config file's tlsCA)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table, wide, name, json or yaml")
 	pf.BoolVar(&g.progress, "progress", false, "show a progress line on waits longer than a second (default: when stderr is a terminal; --progress=false never)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "name", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
@@ -51,6 +54,7 @@ func (a *app) resolve() (*Settings, error) {
 		token:         flagValue{g.token, g.given("token")},
 		namespace:     flagValue{g.namespace, g.given("namespace")},
 		config:        flagValue{g.config, g.given("config")},
+		tlsCA:         flagValue{g.tlsCA, g.given("tls-ca")},
 		getenv:        a.getenv,
 		defaultConfig: defaultConfigFile(),
 		readFile:      os.ReadFile,
@@ -83,8 +87,21 @@ func (a *app) dial(ctx context.Context) (*sandpod.Client, error) {
 		return a.client, nil
 	}
 	opts := []sandpod.Option{sandpod.WithToken(s.Token), sandpod.WithNamespace(s.Namespace)}
-	if s.Insecure {
+	switch {
+	case s.Insecure && s.TLSCA != "":
+		return nil, usageErrorf("--insecure and a TLS CA (%s) contradict each other", s.Sources["tls-ca"])
+	case s.Insecure:
 		opts = append(opts, sandpod.WithInsecure())
+	case s.TLSCA != "":
+		pem, err := os.ReadFile(s.TLSCA)
+		if err != nil {
+			return nil, exitErrorf(ExitConfig, "TLS CA from %s: %v", s.Sources["tls-ca"], err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, exitErrorf(ExitConfig, "TLS CA %s (from %s) holds no PEM certificate", s.TLSCA, s.Sources["tls-ca"])
+		}
+		opts = append(opts, sandpod.WithTLS(&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}))
 	}
 	c, err := sandpod.Dial(ctx, s.Address, opts...)
 	if err != nil {
