@@ -324,6 +324,36 @@ func TestCLIBadInput(t *testing.T) {
 		})
 	}
 
+	t.Run("cp from a sandbox makes no links and writes through none", func(t *testing.T) {
+		c.ok("exec", name, "--", "sh", "-c", "mkdir -p trap && echo data > trap/f && ln -s /etc trap/etc-link && ln -s /etc/passwd trap/passwd-link")
+		r := c.run("cp", name+":trap", "./trap-copy")
+		r.want(t, 0, "skipped the symbolic link trap/etc-link", "skipped the symbolic link trap/passwd-link")
+		if got, err := os.ReadFile(filepath.Join(c.home, "trap-copy/f")); err != nil || string(got) != "data\n" {
+			t.Fatalf("trap-copy/f: %q %v", got, err)
+		}
+		for _, l := range []string{"etc-link", "passwd-link"} {
+			if _, err := os.Lstat(filepath.Join(c.home, "trap-copy", l)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("trap-copy/%s exists (%v)", l, err)
+			}
+		}
+		// A link already on this machine where a file of the tree goes is
+		// not written through.
+		victim := filepath.Join(c.home, "victim")
+		if err := os.WriteFile(victim, []byte("mine\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(c.home, "merge/trap"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(victim, filepath.Join(c.home, "merge/trap/f")); err != nil {
+			t.Fatal(err)
+		}
+		c.run("cp", name+":trap", "./merge").want(t, 73, "merge/trap/f")
+		if got, _ := os.ReadFile(victim); string(got) != "mine\n" {
+			t.Fatalf("the file behind the link was overwritten: %q", got)
+		}
+	})
+
 	t.Run("server not reachable", func(t *testing.T) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
