@@ -280,10 +280,26 @@ func TestCLILifecycle(t *testing.T) {
 	})
 }
 
+// manualTemplate has no pool and does not resume by itself.
+const manualTemplate = `---
+apiVersion: sandpod.dev/v1alpha1
+kind: SandboxTemplate
+metadata:
+  name: manual
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: sandbox
+        image: docker.io/local/python:3
+`
+
 func TestCLIBadInput(t *testing.T) {
-	srv := startServer(t, "")
+	srv := startServer(t, defaultConfig+manualTemplate)
 	c := newCLI(t, srv.Addr())
 	name := decodeJSON[cliSandbox](t, c.ok("claim", "python", "-o", "json")).Name
+	manual := decodeJSON[cliSandbox](t, c.ok("claim", "manual", "-o", "json")).Name
+	c.ok("suspend", manual)
 
 	for _, tc := range []struct {
 		args  []string
@@ -298,6 +314,8 @@ func TestCLIBadInput(t *testing.T) {
 		{[]string{"expose", "nope", "8080"}, 67, []string{"expose", "SANDBOX_NOT_FOUND"}},
 		{[]string{"logs", "nope"}, 67, []string{"SANDBOX_NOT_FOUND"}},
 		{[]string{"claim", "no-such-template"}, 67, []string{"no-such-template"}},
+		{[]string{"exec", manual, "--", "true"}, 68, []string{"failed precondition", "suspended"}},
+		{[]string{"claim", "python", "--wait", "1ms"}, 124, []string{"no ready sandbox of python within 1ms"}},
 		{[]string{"extend", name, "soon"}, 2, []string{`"soon" is not a duration`}},
 		{[]string{"extend", name, "0s"}, 2, []string{"must be positive"}},
 		{[]string{"claim", "python", "--ttl", "forever"}, 2, []string{"--ttl"}},
