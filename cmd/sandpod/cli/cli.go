@@ -180,6 +180,13 @@ on Kubernetes) at --address, $SANDPOD_ADDRESS, the config file's address, or
 		root.AddCommand(c)
 	}
 	root.AddCommand(a.configCommand())
+	// Every error out of a command gets its exit code here, so that an
+	// error run() sees without one is cobra's (parsing: a usage error).
+	for _, c := range root.Commands() {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error { return a.commandError(run(cmd, args)) }
+		}
+	}
 	sort.Slice(legacy, func(i, j int) bool { return legacy[i].Name < legacy[j].Name })
 	for _, l := range legacy {
 		root.AddCommand(legacyCommand(l))
