@@ -692,10 +692,22 @@ func TestCLICtrlC(t *testing.T) {
 
 	cmd, lines, stderr = c.start("echo ready; sleep 60; echo after sleep\necho next line\n", "shell", name)
 	awaitLine(t, lines, "ready")
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
+	// Ctrl-C until the sleep is interrupted: one that lands between the
+	// echo and the sleep only runs the shell's trap. Between commands,
+	// Ctrl-C does nothing in line mode.
+	stop := make(chan struct{})
+	go func() {
+		for {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
 	awaitLine(t, lines, "after sleep")
+	close(stop)
 	awaitLine(t, lines, "next line")
 	if code := exitCode(t, cmd); code != 0 {
 		t.Fatalf("shell after Ctrl-C: exit %d; stderr: %s", code, stderr)
