@@ -280,7 +280,8 @@ func TestCLILifecycle(t *testing.T) {
 	})
 }
 
-// manualTemplate has no pool and does not resume by itself.
+// manualTemplate has no pool and does not resume by itself; talker has a
+// main program that writes to the sandbox's log.
 const manualTemplate = `---
 apiVersion: sandpod.dev/v1alpha1
 kind: SandboxTemplate
@@ -292,6 +293,18 @@ spec:
       containers:
       - name: sandbox
         image: docker.io/local/python:3
+---
+apiVersion: sandpod.dev/v1alpha1
+kind: SandboxTemplate
+metadata:
+  name: talker
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: sandbox
+        image: docker.io/local/python:3
+        command: ["sh", "-c", "echo main program says hi; exec sleep 100000"]
 `
 
 func TestCLIBadInput(t *testing.T) {
@@ -323,7 +336,7 @@ func TestCLIBadInput(t *testing.T) {
 		{[]string{"expose", name, "65536"}, 2, []string{"from 1 to 65535"}},
 		{[]string{"expose", name, "http"}, 2, []string{"from 1 to 65535"}},
 		{[]string{"expose", name, "8080"}, 79, []string{"not available on this server"}},
-		{[]string{"logs", name}, 79, []string{"no log call", "agent.log"}},
+		{[]string{"logs", name}, 79, []string{"no log call", "agent.log", "--state-dir"}},
 		{[]string{"cp", "./missing.txt", name + ":x"}, 66, []string{"missing.txt", "no such file"}},
 		{[]string{"cp", name + ":missing.txt", "./x"}, 67, []string{"FILE_NOT_FOUND"}},
 		{[]string{"cp", "a", "b"}, 2, []string{"NAME:PATH"}},
@@ -370,6 +383,15 @@ func TestCLIBadInput(t *testing.T) {
 		if got, _ := os.ReadFile(victim); string(got) != "mine\n" {
 			t.Fatalf("the file behind the link was overwritten: %q", got)
 		}
+	})
+
+	t.Run("logs from the state directory", func(t *testing.T) {
+		talker := decodeJSON[cliSandbox](t, c.ok("claim", "talker", "-o", "json")).Name
+		eventually(t, "the main program's line in the log", func() bool {
+			return strings.Contains(c.ok("logs", talker, "--state-dir", srv.StateDir()), "main program says hi")
+		})
+		c.run("logs", talker).want(t, 79, "--state-dir", "agent.log")
+		c.run("logs", talker, "--state-dir", filepath.Join(c.home, "not-a-state-dir")).want(t, 66, "no log at")
 	})
 
 	t.Run("server not reachable", func(t *testing.T) {

@@ -88,33 +88,3 @@ without port previews answers "not available on this server" (exit code 79).`,
 	_ = cmd.RegisterFlagCompletionFunc("protocol", cobra.FixedCompletions([]string{"http", "tcp"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
-
-func (a *app) logsCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "logs NAME",
-		Short: "where a sandbox's log is (the API has no log call yet)",
-		Long: `The sandpod API has no call that returns a sandbox's log, so this command
-says where the log is instead, and exits with code 79. A sandbox's main
-program (the template's command) and its agent write to the server's side:
-agent.log in sandboxes/<namespace>/<name>/ under the state directory of
-sandpod serve (local engine), or the sandbox pod's log on Kubernetes
-(kubectl logs). A sandbox whose start or agent failed names that file in
-its message (sandpod get NAME).`,
-		Args:              exactArgs("NAME"),
-		ValidArgsFunction: a.completeSandboxes,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			sb, err := c.Get(cmd.Context(), args[0])
-			if err != nil {
-				return a.commandError(asOp("logs", err))
-			}
-			i := sb.Info()
-			return exitErrorf(ExitUnsupported,
-				"logs: not available: the API has no log call; %s/%s logs on the server: agent.log under sandboxes/%s/%s/ in the state directory of `sandpod serve`, or its pod's log on Kubernetes (kubectl logs -n %s)",
-				i.Namespace, i.Name, i.Namespace, i.Name, i.Namespace)
-		},
-	}
-}
