@@ -76,6 +76,12 @@ func TestWatchTree(t *testing.T) {
 			want: "REMOVE /w/sub/"},
 		{name: "overflow", events: []rawEvent{{-1, unix.IN_Q_OVERFLOW, 0, ""}},
 			want: "OVERFLOW /w/"},
+		{name: "the files API's write shows as its target made and written", events: []rawEvent{
+			{1, create, 0, ".a.txt.sandpod-0123456789ab"}, {1, modify, 0, ".a.txt.sandpod-0123456789ab"},
+			{1, from, 3, ".a.txt.sandpod-0123456789ab"}, {1, to, 3, "a.txt"}},
+			want: "CREATE /w/a.txt; WRITE /w/a.txt"},
+		{name: "a name like a temporary one, but not one, is shown", events: []rawEvent{{1, create, 0, ".a.sandpod-0123456789aZ"}},
+			want: "CREATE /w/.a.sandpod-0123456789aZ"},
 		{name: "unknown watch ignored", events: []rawEvent{{42, create, 0, "x"}}, want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,5 +239,18 @@ func TestWatchFilesErrorsAgent(t *testing.T) {
 	}
 	if err := recvErr("../x"); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("..: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+func TestIsTempName(t *testing.T) {
+	for _, base := range []string{"a", "a.txt", strings.Repeat("x", MaxNameLen)} {
+		if n := tempName(base); !isTempName(n) {
+			t.Errorf("isTempName(%q) = false for a name tempName made", n)
+		}
+	}
+	for _, n := range []string{"a.sandpod-0123456789ab", ".sandpod-0123456789ab", ".a.sandpod-0123456789AB", ".a.sandpod-0123456789a", ".a.sandpod_0123456789ab"} {
+		if isTempName(n) {
+			t.Errorf("isTempName(%q) = true", n)
+		}
 	}
 }

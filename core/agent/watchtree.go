@@ -42,6 +42,9 @@ type watchTree struct {
 type movedFrom struct {
 	path  string
 	isDir bool
+	// temp: the files API's temporary file (see tempName), renamed over
+	// its target when a WriteFile ends.
+	temp bool
 }
 
 // watchActions is what the caller must do for the tree.
@@ -102,6 +105,13 @@ func (t *watchTree) handle(ev rawEvent, do watchActions) {
 		return // a subdirectory's own removal is reported by its parent
 	}
 	p := path.Join(dir, ev.name)
+	// The files API writes a file beside its target and renames it over:
+	// its temporary name is not shown, the rename shows as the target
+	// made and written.
+	temp := !isDir && isTempName(ev.name)
+	if temp && ev.mask&unix.IN_MOVED_FROM == 0 {
+		return
+	}
 	switch {
 	case ev.mask&unix.IN_CREATE != 0:
 		t.emit(sandpodv1.FileEvent_TYPE_CREATE, p, "", isDir)
@@ -113,7 +123,7 @@ func (t *watchTree) handle(ev rawEvent, do watchActions) {
 	case ev.mask&unix.IN_DELETE != 0:
 		t.emit(sandpodv1.FileEvent_TYPE_REMOVE, p, "", isDir)
 	case ev.mask&unix.IN_MOVED_FROM != 0:
-		t.moved[ev.cookie] = movedFrom{path: p, isDir: isDir}
+		t.moved[ev.cookie] = movedFrom{path: p, isDir: isDir, temp: temp}
 	case ev.mask&unix.IN_MOVED_TO != 0:
 		from, ok := t.moved[ev.cookie]
 		if !ok { // moved in from outside the watch
@@ -124,6 +134,11 @@ func (t *watchTree) handle(ev rawEvent, do watchActions) {
 			return
 		}
 		delete(t.moved, ev.cookie)
+		if from.temp {
+			t.emit(sandpodv1.FileEvent_TYPE_CREATE, p, "", false)
+			t.emit(sandpodv1.FileEvent_TYPE_WRITE, p, "", false)
+			return
+		}
 		t.emit(sandpodv1.FileEvent_TYPE_RENAME, p, from.path, isDir)
 		if isDir {
 			t.renameDir(from.path, p)
@@ -139,6 +154,9 @@ func (t *watchTree) pending() bool { return len(t.moved) > 0 }
 func (t *watchTree) flushMoves(do watchActions) {
 	for c, m := range t.moved {
 		delete(t.moved, c)
+		if m.temp {
+			continue
+		}
 		t.emit(sandpodv1.FileEvent_TYPE_REMOVE, m.path, "", m.isDir)
 		if m.isDir {
 			do.dropTree(m.path)
