@@ -33,10 +33,6 @@ const (
 	// watchBatchEvents and watchBatchBytes bound one WatchFilesResponse.
 	watchBatchEvents = 1024
 	watchBatchBytes  = 512 << 10
-	// maxSyntheticCreates bounds the CREATE events reported for what a
-	// directory already held when its watch was added (a tree moved in):
-	// past it one OVERFLOW stands for the rest.
-	maxSyntheticCreates = 10000
 	// moveWait is how long the first half of a rename waits for its
 	// second; the kernel queues both at once, so it is only ever waited
 	// for when they straddle a read.
@@ -44,6 +40,12 @@ const (
 	watchMask = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
 		unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 )
+
+// maxSyntheticCreates bounds the CREATE events reported, per batch of
+// kernel events, for what new directories already held when their
+// watches were added (a tree moved in): past it one OVERFLOW stands for
+// the rest, and the agent holds no more than that many events.
+var maxSyntheticCreates = 10000 // a var for tests
 
 // WatchFiles streams changes under a directory (see the proto).
 func (s *Server) WatchFiles(req *sandpodv1.WatchFilesRequest, stream sandpodv1.AgentService_WatchFilesServer) error {
@@ -102,7 +104,7 @@ type watcher struct {
 	wds       map[int32]bool
 	err       error // a limit reached while watching: ends the stream
 	closeOnce sync.Once
-	synth     int // CREATE events reported for trees found already made
+	synth     int // CREATE events of trees found already made, in this batch
 }
 
 func (w *watcher) close() {
@@ -216,6 +218,7 @@ func (w *watcher) loop(stream sandpodv1.AgentService_WatchFilesServer) error {
 			}
 			return status.Errorf(codes.Internal, "watch_files: read events: %v", err)
 		default:
+			w.synth = 0 // the cap is per batch: what one message sequence may hold
 			for _, ev := range parseInotify(buf[:n]) {
 				w.tree.handle(ev, w)
 				if ev.mask&unix.IN_IGNORED != 0 && w.wds[ev.wd] {

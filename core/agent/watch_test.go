@@ -254,3 +254,54 @@ func TestIsTempName(t *testing.T) {
 		}
 	}
 }
+
+// A tree moved into a watch is reported entry by entry up to a cap, then
+// with one OVERFLOW: what the agent holds for a client stays bounded.
+func TestWatchFilesCapsATreeMovedIn(t *testing.T) {
+	saved := maxSyntheticCreates
+	maxSyntheticCreates = 5
+	t.Cleanup(func() { maxSyntheticCreates = saved })
+	client, ctx, srv := startAgent(t)
+	root := srv.cfg.Root
+	for _, d := range []string{"w", "outside/tree"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		if err := os.WriteFile(filepath.Join(root, "outside/tree", fmt.Sprint("f", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := client.WatchFiles(ctx, &sandpodv1.WatchFilesRequest{Path: "w", Recursive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := stream.Recv(); err != nil || m.Events[0].Type != sandpodv1.FileEvent_TYPE_READY {
+		t.Fatalf("ready: %v %v", m, err)
+	}
+	if err := os.Rename(filepath.Join(root, "outside/tree"), filepath.Join(root, "w/tree")); err != nil {
+		t.Fatal(err)
+	}
+	var got []*sandpodv1.FileEvent
+	for len(got) < 7 {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.Events...)
+	}
+	if s := evString(got[:1]); s != "CREATE w/tree/" {
+		t.Errorf("first %q, want the tree's CREATE", s)
+	}
+	for _, e := range got[1:6] {
+		if e.Type != sandpodv1.FileEvent_TYPE_CREATE {
+			t.Errorf("%q: want 5 CREATEs of what it held", evString(got))
+		}
+	}
+	if s := evString(got[6:7]); s != "OVERFLOW w/" || len(got) != 7 {
+		t.Errorf("events %q, want 5 CREATEs then one OVERFLOW w/", evString(got))
+	}
+}
