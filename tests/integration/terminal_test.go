@@ -211,6 +211,29 @@ func TestTerminal(t *testing.T) {
 		wantCode(t, err, codes.InvalidArgument, "resize: rows and cols")
 	})
 
+	t.Run("a sandbox cannot take the host's pseudo-terminals", func(t *testing.T) {
+		// Its own devpts instance holds at most 256: opening more fails
+		// inside the sandbox, and a terminal exec works again once they
+		// are closed.
+		r := sh(t, c, sb.Name, `python3 -c '
+import os
+fds = []
+try:
+    while len(fds) < 1000:
+        fds.append(os.openpty())
+except OSError as e:
+    print(len(fds), e.errno)
+'`)
+		if strings.TrimSpace(r.stdout) != "256 28" { // ENOSPC
+			t.Errorf("ptys opened before the limit: %q (stderr %q), want 256, then ENOSPC", r.stdout, r.stderr)
+		}
+		tm := openTerm(t, c, ptyStart(sb.Name, 24, 80, "tty"))
+		tm.expect("/dev/pts/")
+		if e := tm.wait(); e.GetExitCode() != 0 {
+			t.Errorf("exit %v", e)
+		}
+	})
+
 	t.Run("output is capped like any exec's", func(t *testing.T) {
 		start := ptyStart(sb.Name, 24, 80, "/bin/sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x")
 		start.MaxOutputBytes = 100000
