@@ -130,13 +130,11 @@ func WithPty(rows, cols int) ExecOption {
 	})
 }
 
-// clampSize keeps a negative size negative-free; the server refuses 0 and
-// sizes over 1000 with ErrInvalidArgument.
+// clampSize fits a size into the wire's uint32 without wrapping (a
+// negative one becomes 0): the server refuses 0 and sizes over 1000 with
+// ErrInvalidArgument, naming what it got.
 func clampSize(n int) uint32 {
-	if n < 0 || n > 1<<16 {
-		return 0
-	}
-	return uint32(n)
+	return uint32(max(0, min(n, 1<<30)))
 }
 
 // Result is how a command ended.
