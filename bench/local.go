@@ -64,6 +64,7 @@ type localSuite struct {
 	profile                                             *profileCapture
 	cpu                                                 []cpuShare
 	data                                                []byte
+	tw                                                  termWatch
 }
 
 // cpuShare is where the CPU went during one exec-throughput run.
@@ -177,6 +178,9 @@ func (l *localSuite) runOnce(ctx context.Context, last bool) error {
 		ex = append(ex, d)
 	}
 	l.exec1.addRun(ms(ex))
+	if err := l.measureTermWatch(ctx, execBox); err != nil {
+		return err
+	}
 
 	// Execs per second with concurrent callers on one sandbox.
 	if err := l.throughput(ctx, execBox, last); err != nil {
@@ -517,7 +521,7 @@ func (l *localSuite) rows() []Row {
 	if l.coldClaims > 0 {
 		warmNote += fmt.Sprintf("; %d claims came back cold and were left out", l.coldClaims)
 	}
-	return []Row{
+	return append([]Row{
 		lat("warm claim (Go, raw gRPC)", &l.warm, "— (≤ 3 ms is for the Python client)", nil, warmNote),
 		lat("cold create (ready)", &l.cold, "", nil, "CreateSandbox, waits until RUNNING"),
 		lat("suspend", &l.suspend, "", nil, ""),
@@ -534,5 +538,5 @@ func (l *localSuite) rows() []Row {
 		xfer("file write 100 MiB", &l.w100, 100),
 		xfer("file read 100 MiB", &l.r100, 100),
 		lat("delete", &l.del, "", nil, "DeleteSandbox of a running, claimed sandbox"),
-	}
+	}, l.termWatchRows(lat)...)
 }

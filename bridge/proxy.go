@@ -123,6 +123,9 @@ func checkExecStart(st *sandpodv1.ExecStart) error {
 	if n := st.GetMaxOutputBytes(); n < 0 || n > agent.MaxMaxOutput {
 		return invalid("max_output_bytes", "must be between 0 and %d, got %d", agent.MaxMaxOutput, n)
 	}
+	if err := agent.CheckPty(st.GetPty()); err != nil {
+		return invalid("pty", "%v", err)
+	}
 	return checkEnv("env", st.GetEnv())
 }
 
@@ -174,7 +177,14 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 		_, rerr := up.Recv()
 		return agentError(st.GetSandbox(), rerr)
 	}
-	var secondStart atomic.Bool
+	// refused holds the error of a client message that ends the call (a
+	// second start, a bad resize): the command is killed, and the caller
+	// told why rather than of the cancellation.
+	var refused atomic.Pointer[error]
+	refuse := func(err error) {
+		refused.Store(&err)
+		cancel()
+	}
 	answered := false
 	// Client messages are forwarded as they come, in order. up.Send waits
 	// only when the agent stops reading, which it does only for a client
@@ -194,8 +204,11 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 				return
 			}
 			if msg.GetStart() != nil {
-				secondStart.Store(true)
-				cancel()
+				refuse(invalid("start", "only the first message of an exec may be start; the command was killed"))
+				return
+			}
+			if err := checkResize(st, msg); err != nil {
+				refuse(err)
 				return
 			}
 			if err := up.Send(msg); err != nil {
@@ -209,8 +222,8 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 			return nil
 		}
 		if err != nil {
-			if secondStart.Load() {
-				return invalid("start", "only the first message of an exec may be start; the command was killed")
+			if e := refused.Load(); e != nil {
+				return *e
 			}
 			return agentErrorAfter(st.GetSandbox(), err, answered)
 		}
@@ -220,6 +233,23 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 			return err
 		}
 	}
+}
+
+// checkResize checks a resize message of an exec: only a terminal has a
+// size to change.
+func checkResize(st *sandpodv1.ExecStart, msg *sandpodv1.ExecRequest) error {
+	m, ok := msg.GetMsg().(*sandpodv1.ExecRequest_Resize)
+	if !ok {
+		return nil
+	}
+	r := m.Resize
+	if st.GetPty() == nil {
+		return status.Error(codes.FailedPrecondition, agent.ErrNoTerminal+"; the command was killed")
+	}
+	if err := agent.CheckTerminalSize(r); err != nil {
+		return invalid("resize", "%v; the command was killed", err)
+	}
+	return nil
 }
 
 // presentExitCode sets exit_code on an ExitStatus that has none: an agent
@@ -375,4 +405,33 @@ func (s *Server) MakeDir(ctx context.Context, req *sandpodv1.MakeDirRequest) (*s
 	return forwardFile(s, ctx, req, func(c sandpodv1.AgentServiceClient, ctx context.Context, r *sandpodv1.MakeDirRequest) (*sandpodv1.MakeDirResponse, error) {
 		return c.MakeDir(ctx, r)
 	})
+}
+
+// WatchFiles streams changes under a directory of a sandbox. The agent
+// checks that the path is a directory (only it sees the sandbox's files).
+func (s *Server) WatchFiles(req *sandpodv1.WatchFilesRequest, stream sandpodv1.SandboxService_WatchFilesServer) error {
+	if err := checkPath("path", req.GetPath()); err != nil {
+		return err
+	}
+	client, actx, _, release, err := s.agentFor(stream.Context(), req.GetNamespace(), req.GetSandbox())
+	if err != nil {
+		return err
+	}
+	defer release()
+	down, err := client.WatchFiles(actx, req)
+	if err != nil {
+		return agentError(req.GetSandbox(), err)
+	}
+	for answered := false; ; answered = true {
+		msg, err := down.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return agentErrorAfter(req.GetSandbox(), err, answered)
+		}
+		if err := stream.Send(msg); err != nil {
+			return err
+		}
+	}
 }

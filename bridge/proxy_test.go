@@ -76,3 +76,42 @@ func TestExitCodeIsPresentWhateverTheAgent(t *testing.T) {
 		t.Error("a stdout message grew an exit status")
 	}
 }
+
+// A terminal's size is checked at the edge, at start and at each resize;
+// a resize on an exec without a terminal is FAILED_PRECONDITION.
+func TestTerminalChecksAtTheEdge(t *testing.T) {
+	size := func(r, c uint32) *sandpodv1.TerminalSize { return &sandpodv1.TerminalSize{Rows: r, Cols: c} }
+	resize := func(sz *sandpodv1.TerminalSize) *sandpodv1.ExecRequest {
+		return &sandpodv1.ExecRequest{Msg: &sandpodv1.ExecRequest_Resize{Resize: sz}}
+	}
+	pty := &sandpodv1.ExecStart{Shell: "sh", Pty: &sandpodv1.PtyRequest{Size: size(24, 80)}}
+	plain := &sandpodv1.ExecStart{Shell: "sh"}
+	for name, tc := range map[string]struct {
+		start *sandpodv1.ExecStart
+		msg   *sandpodv1.ExecRequest
+		code  codes.Code
+	}{
+		"resize a terminal":       {pty, resize(size(50, 200)), codes.OK},
+		"stdin is no resize":      {plain, &sandpodv1.ExecRequest{Msg: &sandpodv1.ExecRequest_Stdin{Stdin: []byte("x")}}, codes.OK},
+		"resize without terminal": {plain, resize(size(50, 200)), codes.FailedPrecondition},
+		"zero rows":               {pty, resize(size(0, 80)), codes.InvalidArgument},
+		"too many columns":        {pty, resize(size(24, 1001)), codes.InvalidArgument},
+		"resize without any size": {pty, resize(nil), codes.InvalidArgument},
+	} {
+		if err := checkResize(tc.start, tc.msg); status.Code(err) != tc.code {
+			t.Errorf("%s: %v, want %v", name, err, tc.code)
+		}
+	}
+	for name, st := range map[string]*sandpodv1.ExecStart{
+		"no size":  {Shell: "sh", Pty: &sandpodv1.PtyRequest{}},
+		"huge":     {Shell: "sh", Pty: &sandpodv1.PtyRequest{Size: size(5000, 80)}},
+		"bad term": {Shell: "sh", Pty: &sandpodv1.PtyRequest{Size: size(24, 80), Term: "a b"}},
+	} {
+		if err := checkExecStart(st); status.Code(err) != codes.InvalidArgument || !strings.HasPrefix(status.Convert(err).Message(), "pty:") {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT on pty", name, err)
+		}
+	}
+	if err := checkExecStart(pty); err != nil {
+		t.Errorf("a good pty: %v", err)
+	}
+}

@@ -33,6 +33,7 @@ type execConfig struct {
 	stdout    io.Writer
 	stderr    io.Writer
 	check     bool
+	pty       *pb.PtyRequest
 }
 
 type execOptionFunc func(*execConfig)
@@ -114,6 +115,26 @@ func WithStderr(w io.Writer) ExecOption {
 // Result.
 func WithCheck() ExecOption {
 	return execOptionFunc(func(c *execConfig) { c.check = true })
+}
+
+// WithPty runs the command on a pseudo-terminal of rows×cols (each 1 to
+// 1000) in the sandbox, as a terminal emulator would: Stdin is what is
+// typed (Ctrl-C is "\x03", backspace "\x7f", Enter "\r"), Stdout what the
+// terminal shows (output and echo; Stderr stays empty), and the command
+// leads its own session with job control. Change the size with
+// Process.Resize. TERM is xterm-256color unless WithEnv sets it. Closing
+// Stdin does not end a terminal's input: write "\x04" (Ctrl-D).
+func WithPty(rows, cols int) ExecOption {
+	return execOptionFunc(func(c *execConfig) {
+		c.pty = &pb.PtyRequest{Size: &pb.TerminalSize{Rows: clampSize(rows), Cols: clampSize(cols)}}
+	})
+}
+
+// clampSize fits a size into the wire's uint32 without wrapping (a
+// negative one becomes 0): the server refuses 0 and sizes over 1000 with
+// ErrInvalidArgument, naming what it got.
+func clampSize(n int) uint32 {
+	return uint32(max(0, min(n, 1<<30)))
 }
 
 // Result is how a command ended.
@@ -235,6 +256,7 @@ func (s *Sandbox) start(ctx context.Context, start *pb.ExecStart, display string
 	start.Sandbox, start.Namespace = s.name, s.ns
 	start.Env, start.WorkingDir = cfg.env, cfg.dir
 	start.Timeout, start.MaxOutputBytes = durationToProto(cfg.timeout), cfg.maxOutput
+	start.Pty = cfg.pty
 
 	if err := s.c.awaitServer(ctx, "exec"); err != nil {
 		return nil, err
@@ -397,6 +419,15 @@ func (p *Process) Stderr() io.Reader {
 // once, also while a Stdin write waits for a command that does not read.
 func (p *Process) Signal(sig syscall.Signal) error {
 	return p.send(&pb.ExecRequest{Msg: &pb.ExecRequest_Signal{Signal: int32(sig)}}, false)
+}
+
+// Resize changes the size of the terminal of a command started WithPty;
+// the command gets SIGWINCH. On a command without a terminal the server
+// ends the call with ErrFailedPrecondition (and kills the command): Wait
+// returns that error. It goes out at once, like Signal.
+func (p *Process) Resize(rows, cols int) error {
+	sz := &pb.TerminalSize{Rows: clampSize(rows), Cols: clampSize(cols)}
+	return p.send(&pb.ExecRequest{Msg: &pb.ExecRequest_Resize{Resize: sz}}, false)
 }
 
 // Kill sends SIGKILL to the command's process group.

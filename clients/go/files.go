@@ -88,7 +88,8 @@ func WithParents() FileOption {
 	return func(c *fileConfig) { c.parents = true }
 }
 
-// WithRecursive lets Remove delete a directory and everything in it.
+// WithRecursive lets Remove delete a directory and everything in it, and
+// makes Watch watch a whole tree.
 func WithRecursive() FileOption {
 	return func(c *fileConfig) { c.recursive = true }
 }

@@ -52,45 +52,44 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 		maxOut = DefaultMaxOutput
 	}
 
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return status.Errorf(codes.Internal, "exec: stdin pipe: %v", err)
+	var xio execIO
+	if start.GetPty() != nil {
+		xio, err = s.ptyIO(cmd, start.GetPty().GetSize())
+	} else {
+		xio, err = pipeIO(cmd)
 	}
-	outR, outW, err := os.Pipe()
 	if err != nil {
-		return status.Errorf(codes.Internal, "exec: stdout pipe: %v", err)
+		return err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return status.Errorf(codes.Internal, "exec: stderr pipe: %v", err)
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
 
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
+		xio.abort()
 		if code, why, ok := notRunnable(cmd, err); ok {
 			s.touch()
 			return shellLikeExit(stream, code, why, began)
 		}
 		return startError(start, cmd, err)
 	}
-	outW.Close()
-	errW.Close()
+	xio.started()
 	s.running.Add(1)
 	defer s.running.Add(-1)
 	pgid := cmd.Process.Pid
+	// killAll ends the command and everything it started that stayed in
+	// its group (a terminal's: its session).
+	killAll := func() {
+		killGroup(pgid, syscall.SIGKILL)
+		if xio.master != nil {
+			killSession(pgid, syscall.SIGKILL)
+		}
+	}
 
 	send := &lockedSender{stream: stream}
 	started := &sandpodv1.ExecStarted{Pid: int32(pgid), StdinWindow: StdinWindow}
 	if err := send.send(&sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Started{Started: started}}); err != nil {
-		killGroup(pgid, syscall.SIGKILL)
+		killAll()
 		_ = cmd.Wait()
+		xio.closeOutput()
 		return err
 	}
 
@@ -98,7 +97,7 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 	// the command reading its stdin (see stdinFeed).
 	feed := newStdinFeed(StdinWindow)
 	defer feed.drop()
-	go feed.run(stdin)
+	go feed.run(xio.stdin)
 	stopAcks, acksDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(acksDone)
@@ -111,32 +110,36 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 
 	var readers sync.WaitGroup
 	var outTrunc, errTrunc bool
-	readers.Add(2)
+	readers.Add(1)
 	go func() {
 		defer readers.Done()
-		outTrunc = pump(outR, maxOut, send, func(b []byte) *sandpodv1.ExecResponse {
+		outTrunc = pump(xio.stdout, maxOut, send, func(b []byte) *sandpodv1.ExecResponse {
 			return &sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Stdout{Stdout: b}}
 		})
 	}()
-	go func() {
-		defer readers.Done()
-		errTrunc = pump(errR, maxOut, send, func(b []byte) *sandpodv1.ExecResponse {
-			return &sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Stderr{Stderr: b}}
-		})
-	}()
+	if xio.stderr != nil {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			errTrunc = pump(xio.stderr, maxOut, send, func(b []byte) *sandpodv1.ExecResponse {
+				return &sandpodv1.ExecResponse{Msg: &sandpodv1.ExecResponse_Stderr{Stderr: b}}
+			})
+		}()
+	}
 
 	// Client messages: stdin, close, signals, read as they arrive: stdin is
 	// queued, so a signal behind it is acted on at once. A broken client
 	// stream kills the whole process group: nobody is left to read its
-	// output.
+	// output. So does a bad message, whose error ends the call.
 	var finished atomic.Bool
 	defer finished.Store(true)
+	refused := make(chan error, 1)
 	go func() {
 		for {
 			msg, err := stream.Recv()
 			if err != nil {
 				if !errors.Is(err, io.EOF) && !finished.Load() {
-					killGroup(pgid, syscall.SIGKILL)
+					killAll()
 				}
 				feed.close()
 				return
@@ -145,9 +148,19 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 			case *sandpodv1.ExecRequest_Stdin:
 				feed.push(m.Stdin)
 			case *sandpodv1.ExecRequest_CloseStdin:
-				feed.close()
+				if xio.master == nil { // a terminal has no end of input but Ctrl-D
+					feed.close()
+				}
 			case *sandpodv1.ExecRequest_Signal:
-				killGroup(pgid, syscall.Signal(m.Signal))
+				xio.signal(pgid, syscall.Signal(m.Signal))
+			case *sandpodv1.ExecRequest_Resize:
+				if err := xio.resize(m.Resize); err != nil {
+					refused <- err
+					return
+				}
+			case *sandpodv1.ExecRequest_Start:
+				refused <- status.Error(codes.InvalidArgument, "exec: only the first message may be start")
+				return
 			}
 		}
 	}()
@@ -166,23 +179,28 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 	case waitErr = <-waited:
 	case <-timeout:
 		timedOut = true
-		killGroup(pgid, syscall.SIGKILL)
+		killAll()
 		waitErr = <-waited
-	case <-stream.Context().Done():
-		killGroup(pgid, syscall.SIGKILL)
+	case err := <-refused:
+		killAll()
 		<-waited
+		xio.closeOutput()
+		readers.Wait()
+		return err
+	case <-stream.Context().Done():
+		killAll()
+		<-waited
+		xio.closeOutput()
 		return status.FromContextError(stream.Context().Err()).Err()
 	}
-	if timedOut {
+	if timedOut && xio.master == nil {
 		// The whole tree is gone; nothing more will be written.
 		readers.Wait()
 	} else if !waitTimeout(&readers, drainGrace) {
-		outR.Close()
-		errR.Close()
+		xio.closeOutput()
 		readers.Wait()
 	}
-	outR.Close()
-	errR.Close()
+	xio.closeOutput()
 
 	exit := exitStatus(cmd.ProcessState, waitErr)
 	exit.TimedOut = timedOut
@@ -208,6 +226,9 @@ func (s *Server) command(start *sandpodv1.ExecStart) (*exec.Cmd, error) {
 	case start.GetTimeout().AsDuration() < 0:
 		return nil, status.Error(codes.InvalidArgument, "exec: timeout must not be negative")
 	}
+	if err := CheckPty(start.GetPty()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "exec: pty: %v", err)
+	}
 	if len(argv) == 0 {
 		argv = []string{"/bin/sh", "-c", start.GetShell()}
 	}
@@ -220,6 +241,17 @@ func (s *Server) command(start *sandpodv1.ExecStart) (*exec.Cmd, error) {
 	cmd.Env = mergeEnv(s.cfg.Env, start.GetEnv())
 	// Its own process group, so a timeout or cancel kills the whole tree.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cfg.RunAs}
+	if p := start.GetPty(); p != nil {
+		term := p.GetTerm()
+		if term == "" {
+			term = DefaultTerm
+		}
+		cmd.Env = mergeEnv(mergeEnv(s.cfg.Env, map[string]string{"TERM": term}), start.GetEnv())
+		// A session of its own with the terminal (its stdin, fd 0) as its
+		// controlling terminal: job control and Ctrl-C work, and it has
+		// nothing of the agent's.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Credential: s.cfg.RunAs}
+	}
 	return cmd, nil
 }
 

@@ -364,6 +364,25 @@ func tempName(base string) string {
 	return "." + base + ".sandpod-" + randomSuffix()
 }
 
+// isTempName reports whether name is one tempName made: "." + a name +
+// ".sandpod-" + 12 hex digits.
+func isTempName(name string) bool {
+	const marker = ".sandpod-"
+	if len(name) < 1+len(marker)+12 || name[0] != '.' {
+		return false
+	}
+	hexPart := name[len(name)-12:]
+	if name[len(name)-12-len(marker):len(name)-12] != marker {
+		return false
+	}
+	for _, c := range hexPart {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 func randomSuffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)

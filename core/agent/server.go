@@ -57,6 +57,9 @@ type Server struct {
 	start        time.Time
 	lastActivity atomic.Int64 // unix nanos
 	running      atomic.Int32
+	// watchStreams and watchDirs count what WatchFiles holds (see its limits).
+	watchStreams atomic.Int32
+	watchDirs    atomic.Int64
 }
 
 // New opens the sandbox root and returns a server for it.

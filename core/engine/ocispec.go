@@ -65,6 +65,10 @@ var agentCapabilities = []string{
 	"CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
 }
 
+// MaxSandboxPTYs bounds the pseudo-terminals one sandbox can hold open
+// (terminal execs and its own programs together).
+const MaxSandboxPTYs = 256
+
 // ociSpec is the runc configuration of a sandbox: new user (mapped to a
 // host id range of its own), PID, mount, network, UTS, IPC and cgroup
 // namespaces; its own root with pivot_root; read-only host trees;
@@ -74,7 +78,11 @@ func ociSpec(c containerSpec) *specs.Spec {
 	mounts := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
-		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		// max: the kernel's pseudo-terminals are few and shared by every
+		// devpts instance of the host (kernel.pty.max, 4096 by default,
+		// of which only max - reserve outside the host's own): one sandbox
+		// must not be able to take them all.
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5", "max=" + strconv.Itoa(MaxSandboxPTYs)}},
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
 		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", "size=512m"}},

@@ -39,6 +39,7 @@ from ._errors import (
     Unauthenticated,
     Unavailable,
 )
+from ._filewatch import AsyncFileWatch, FileEvent, FileEventType, FileWatch
 from ._magic import load_ipython_extension, unload_ipython_extension
 from ._models import (
     CommandResult,
@@ -53,15 +54,18 @@ from ._models import (
     WatchEvent,
 )
 from ._retry import RetryPolicy
+from ._terminal import AsyncTerminal, Terminal
 from ._version import __version__
 
 __all__ = [
     "USE_CLIENT_DEFAULT",
     "AlreadyExists",
     "AsyncClient",
+    "AsyncFileWatch",
     "AsyncFiles",
     "AsyncProcess",
     "AsyncSandbox",
+    "AsyncTerminal",
     "AsyncWatch",
     "Cancelled",
     "ClaimBatch",
@@ -71,8 +75,11 @@ __all__ = [
     "CommandTimeout",
     "Condition",
     "FailedPrecondition",
+    "FileEvent",
+    "FileEventType",
     "FileInfo",
     "FileNotFound",
+    "FileWatch",
     "Files",
     "InvalidArgument",
     "NotFound",
@@ -91,6 +98,7 @@ __all__ = [
     "ServerError",
     "ShutdownPolicy",
     "Template",
+    "Terminal",
     "Unauthenticated",
     "Unavailable",
     "WarmPool",

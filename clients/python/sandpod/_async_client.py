@@ -32,6 +32,7 @@ from ._errors import (
     Unavailable,
     from_rpc_error,
 )
+from ._filewatch import AsyncFileWatch
 from ._models import (
     CommandResult,
     FileInfo,
@@ -46,6 +47,7 @@ from ._models import (
 )
 from ._progress import CountBar, WaitBar
 from ._retry import RetryPolicy, RetryState
+from ._terminal import AsyncTerminal, terminal_start
 from .v1 import exec_pb2, files_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
 __all__ = [
@@ -940,6 +942,48 @@ class AsyncSandbox:
             await proc.close_stdin()
         return proc
 
+    async def terminal(
+        self,
+        cmd: str | Sequence[str] | None = None,
+        *,
+        rows: int = 24,
+        cols: int = 80,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        term: str | None = None,
+        timeout: Timeout = None,
+        max_output_bytes: int | None = None,
+    ) -> AsyncTerminal:
+        """See :meth:`sandpod.Sandbox.terminal`."""
+        limit = None if timeout is None else _base.seconds_of(timeout)
+        first, text = terminal_start(
+            self.name,
+            self.namespace,
+            cmd,
+            rows=rows,
+            cols=cols,
+            env=env,
+            cwd=cwd,
+            term=term,
+            timeout=limit,
+            max_output_bytes=max_output_bytes,
+        )
+        await self._client._await_server(_base.exec_deadline(limit))
+        call = self._open_exec(limit)
+        sender = _ExecSender(call, first)
+        try:
+            resp = await call.read()
+        except grpc.RpcError as err:
+            await sender.aclose()
+            call.cancel()
+            raise self._noted(_exec_error(err, text, limit)) from None
+        if resp is grpc.aio.EOF:
+            await sender.aclose()
+            call.cancel()
+            raise ServerError(f"terminal {text!r} ended before it started")
+        sender.on_response(resp)
+        return AsyncTerminal(self, call, sender, text, resp)
+
     def _open_exec(self, limit: float | None) -> Any:
         client = self._client
         return client._stub.Exec(
@@ -1000,6 +1044,10 @@ class _ExecSender:
 
     def signal(self, signal: int) -> None:
         self._input.signal(signal)
+        self._wake()
+
+    def resize(self, size: exec_pb2.TerminalSize) -> None:
+        self._input.resize(size)
         self._wake()
 
     def on_response(self, resp: exec_pb2.ExecResponse) -> None:
@@ -1397,6 +1445,21 @@ class AsyncFiles:
         if resp is None:
             return await self.stat(path, timeout=timeout)
         return FileInfo.from_pb(resp.file)
+
+    def watch(
+        self, path: str = ".", *, recursive: bool = False, timeout: Timeout = None
+    ) -> AsyncFileWatch:
+        """See :meth:`sandpod.Files.watch`: ``async for ev in sb.files.watch(...)``, or
+        ``w = await sb.files.watch(...)`` (or ``async with``) to wait until it is ready."""
+        client = self._client
+        deadline = None if timeout is None else _base.seconds_of(timeout)
+        req = self._req(files_pb2.WatchFilesRequest, path, recursive=recursive)
+
+        async def opener() -> Any:
+            await client._await_server(deadline)
+            return client._stub.WatchFiles(req, timeout=deadline, metadata=client._metadata)
+
+        return AsyncFileWatch(self._sandbox, opener, bounded=deadline is not None)
 
 
 async def _why_unreachable(channel: grpc.aio.Channel) -> str | None:

@@ -382,6 +382,10 @@ class ExecInput:
     def signal(self, signal: int) -> None:
         self._control.append(exec_pb2.ExecRequest(signal=int(signal)))
 
+    def resize(self, size: exec_pb2.TerminalSize) -> None:
+        """A terminal's new size goes out at once, like a signal."""
+        self._control.append(exec_pb2.ExecRequest(resize=size))
+
     def end(self) -> None:
         """The call is over: nothing more is sent."""
         self.ended = True

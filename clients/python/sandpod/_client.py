@@ -32,6 +32,7 @@ from ._errors import (
     Unavailable,
     from_rpc_error,
 )
+from ._filewatch import FileWatch
 from ._models import (
     CommandResult,
     FileInfo,
@@ -46,6 +47,7 @@ from ._models import (
 )
 from ._progress import CountBar, WaitBar
 from ._retry import RetryPolicy, RetryState
+from ._terminal import Terminal, terminal_start
 from .v1 import exec_pb2, files_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
 __all__ = ["Client", "Files", "Process", "Sandbox", "SandboxList", "Watch"]
@@ -894,6 +896,40 @@ class Sandbox:
             proc.close_stdin()
         return proc
 
+    def terminal(
+        self,
+        cmd: str | Sequence[str] | None = None,
+        *,
+        rows: int = 24,
+        cols: int = 80,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        term: str | None = None,
+        timeout: Timeout = None,
+        max_output_bytes: int | None = None,
+    ) -> Terminal:
+        """Starts a command on a terminal of the sandbox (``cmd`` None: an interactive
+        shell, bash if the image has it) and returns a :class:`Terminal` handle: ``send``
+        keystrokes, ``resize``, read what it shows (iterate, ``read``, ``expect``),
+        ``wait`` for the exit code, ``close``. ``rows`` and ``cols`` are each 1 to 1000;
+        ``term`` is TERM (default ``xterm-256color``). ``timeout`` (default none) kills
+        the command and everything it started on the terminal when it runs out."""
+        limit = None if timeout is None else _base.seconds_of(timeout)
+        first, text = terminal_start(
+            self.name,
+            self.namespace,
+            cmd,
+            rows=rows,
+            cols=cols,
+            env=env,
+            cwd=cwd,
+            term=term,
+            timeout=limit,
+            max_output_bytes=max_output_bytes,
+        )
+        call, sender = self._open_exec(first, limit)
+        return Terminal(self, call, sender, text)
+
     def _open_exec(
         self, first: exec_pb2.ExecRequest, limit: float | None
     ) -> tuple[Any, _ExecSender]:
@@ -933,6 +969,11 @@ class _ExecSender:
     def signal(self, signal: int) -> None:
         with self._cond:
             self._input.signal(signal)
+            self._cond.notify_all()
+
+    def resize(self, size: exec_pb2.TerminalSize) -> None:
+        with self._cond:
+            self._input.resize(size)
             self._cond.notify_all()
 
     def end(self) -> None:
@@ -1363,3 +1404,19 @@ class Files:
         if resp is None:  # an earlier attempt made it
             return self.stat(path, timeout=timeout)
         return FileInfo.from_pb(resp.file)
+
+    def watch(
+        self, path: str = ".", *, recursive: bool = False, timeout: Timeout = None
+    ) -> FileWatch:
+        """Watches a directory (``recursive``: its whole tree, directories made later
+        included) and returns a :class:`FileWatch` of :class:`FileEvent` (``.type``,
+        ``.path``, ``.old_path``). It returns once the watch is in place, so every change
+        made after it returns is reported. Iterate it; ``close()`` it (or use it as a
+        context manager) to stop; it ends by itself after ``timeout`` seconds. A missing
+        directory raises FileNotFound, a file InvalidArgument."""
+        client = self._client
+        deadline = None if timeout is None else _base.seconds_of(timeout)
+        client._await_server(deadline)
+        req = self._req(files_pb2.WatchFilesRequest, path, recursive=recursive)
+        call = client._stub.WatchFiles(req, timeout=deadline, metadata=client._metadata)
+        return FileWatch(self._sandbox, call, bounded=deadline is not None)

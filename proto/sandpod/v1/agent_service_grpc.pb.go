@@ -27,6 +27,7 @@ const (
 	AgentService_StatFile_FullMethodName     = "/sandpod.v1.AgentService/StatFile"
 	AgentService_RemoveFile_FullMethodName   = "/sandpod.v1.AgentService/RemoveFile"
 	AgentService_MakeDir_FullMethodName      = "/sandpod.v1.AgentService/MakeDir"
+	AgentService_WatchFiles_FullMethodName   = "/sandpod.v1.AgentService/WatchFiles"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -47,6 +48,7 @@ type AgentServiceClient interface {
 	StatFile(ctx context.Context, in *StatFileRequest, opts ...grpc.CallOption) (*StatFileResponse, error)
 	RemoveFile(ctx context.Context, in *RemoveFileRequest, opts ...grpc.CallOption) (*RemoveFileResponse, error)
 	MakeDir(ctx context.Context, in *MakeDirRequest, opts ...grpc.CallOption) (*MakeDirResponse, error)
+	WatchFiles(ctx context.Context, in *WatchFilesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchFilesResponse], error)
 }
 
 type agentServiceClient struct {
@@ -152,6 +154,25 @@ func (c *agentServiceClient) MakeDir(ctx context.Context, in *MakeDirRequest, op
 	return out, nil
 }
 
+func (c *agentServiceClient) WatchFiles(ctx context.Context, in *WatchFilesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchFilesResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[3], AgentService_WatchFiles_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchFilesRequest, WatchFilesResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_WatchFilesClient = grpc.ServerStreamingClient[WatchFilesResponse]
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -170,6 +191,7 @@ type AgentServiceServer interface {
 	StatFile(context.Context, *StatFileRequest) (*StatFileResponse, error)
 	RemoveFile(context.Context, *RemoveFileRequest) (*RemoveFileResponse, error)
 	MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error)
+	WatchFiles(*WatchFilesRequest, grpc.ServerStreamingServer[WatchFilesResponse]) error
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -203,6 +225,9 @@ func (UnimplementedAgentServiceServer) RemoveFile(context.Context, *RemoveFileRe
 }
 func (UnimplementedAgentServiceServer) MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MakeDir not implemented")
+}
+func (UnimplementedAgentServiceServer) WatchFiles(*WatchFilesRequest, grpc.ServerStreamingServer[WatchFilesResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchFiles not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -340,6 +365,17 @@ func _AgentService_MakeDir_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_WatchFiles_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchFilesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServiceServer).WatchFiles(m, &grpc.GenericServerStream[WatchFilesRequest, WatchFilesResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_WatchFilesServer = grpc.ServerStreamingServer[WatchFilesResponse]
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -384,6 +420,11 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "WriteFile",
 			Handler:       _AgentService_WriteFile_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "WatchFiles",
+			Handler:       _AgentService_WatchFiles_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "sandpod/v1/agent_service.proto",

@@ -31,6 +31,7 @@ type ExecRequest struct {
 	//	*ExecRequest_Stdin
 	//	*ExecRequest_CloseStdin
 	//	*ExecRequest_Signal
+	//	*ExecRequest_Resize
 	Msg           isExecRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -109,6 +110,15 @@ func (x *ExecRequest) GetSignal() int32 {
 	return 0
 }
 
+func (x *ExecRequest) GetResize() *TerminalSize {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecRequest_Resize); ok {
+			return x.Resize
+		}
+	}
+	return nil
+}
+
 type isExecRequest_Msg interface {
 	isExecRequest_Msg()
 }
@@ -134,6 +144,13 @@ type ExecRequest_Signal struct {
 	Signal int32 `protobuf:"varint,4,opt,name=signal,proto3,oneof"`
 }
 
+type ExecRequest_Resize struct {
+	// A new size for the terminal of an exec started with pty. On an exec
+	// without one the call fails with FAILED_PRECONDITION (and the command
+	// is killed, as for any bad message).
+	Resize *TerminalSize `protobuf:"bytes,5,opt,name=resize,proto3,oneof"`
+}
+
 func (*ExecRequest_Start) isExecRequest_Msg() {}
 
 func (*ExecRequest_Stdin) isExecRequest_Msg() {}
@@ -141,6 +158,121 @@ func (*ExecRequest_Stdin) isExecRequest_Msg() {}
 func (*ExecRequest_CloseStdin) isExecRequest_Msg() {}
 
 func (*ExecRequest_Signal) isExecRequest_Msg() {}
+
+func (*ExecRequest_Resize) isExecRequest_Msg() {}
+
+// The size of a terminal, in character cells: each 1 to 1000.
+type TerminalSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          uint32                 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalSize) Reset() {
+	*x = TerminalSize{}
+	mi := &file_sandpod_v1_exec_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalSize) ProtoMessage() {}
+
+func (x *TerminalSize) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_exec_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
+func (*TerminalSize) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_exec_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TerminalSize) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *TerminalSize) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+// Runs the command on a pseudo-terminal of the sandbox. The command leads a
+// new session with the terminal as its controlling terminal; stdin bytes go
+// to the terminal as typed (Ctrl-C is 0x03, backspace 0x7f), and its output
+// (stdout and stderr together, with the terminal's echo) comes as stdout.
+// close_stdin is ignored: send 0x04 (Ctrl-D) for an end of input.
+type PtyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	Size *TerminalSize `protobuf:"bytes,1,opt,name=size,proto3" json:"size,omitempty"`
+	// The TERM variable; empty means "xterm-256color". Printable ASCII, at
+	// most 64 bytes. An env TERM wins.
+	Term          string `protobuf:"bytes,2,opt,name=term,proto3" json:"term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PtyRequest) Reset() {
+	*x = PtyRequest{}
+	mi := &file_sandpod_v1_exec_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PtyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PtyRequest) ProtoMessage() {}
+
+func (x *PtyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_exec_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PtyRequest.ProtoReflect.Descriptor instead.
+func (*PtyRequest) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_exec_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PtyRequest) GetSize() *TerminalSize {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+func (x *PtyRequest) GetTerm() string {
+	if x != nil {
+		return x.Term
+	}
+	return ""
+}
 
 // ExecStart describes the command to run.
 type ExecStart struct {
@@ -162,13 +294,15 @@ type ExecStart struct {
 	// Cap on bytes kept per stream (stdout, stderr); past it output is dropped
 	// and the truncated flag set. 0 means the default (16 MiB), max 1 GiB.
 	MaxOutputBytes int64 `protobuf:"varint,8,opt,name=max_output_bytes,json=maxOutputBytes,proto3" json:"max_output_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Run on a pseudo-terminal; see PtyRequest.
+	Pty           *PtyRequest `protobuf:"bytes,9,opt,name=pty,proto3" json:"pty,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecStart) Reset() {
 	*x = ExecStart{}
-	mi := &file_sandpod_v1_exec_proto_msgTypes[1]
+	mi := &file_sandpod_v1_exec_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -180,7 +314,7 @@ func (x *ExecStart) String() string {
 func (*ExecStart) ProtoMessage() {}
 
 func (x *ExecStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_exec_proto_msgTypes[1]
+	mi := &file_sandpod_v1_exec_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -193,7 +327,7 @@ func (x *ExecStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
 func (*ExecStart) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_exec_proto_rawDescGZIP(), []int{1}
+	return file_sandpod_v1_exec_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ExecStart) GetSandbox() string {
@@ -252,6 +386,13 @@ func (x *ExecStart) GetMaxOutputBytes() int64 {
 	return 0
 }
 
+func (x *ExecStart) GetPty() *PtyRequest {
+	if x != nil {
+		return x.Pty
+	}
+	return nil
+}
+
 type ExecResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -268,7 +409,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_sandpod_v1_exec_proto_msgTypes[2]
+	mi := &file_sandpod_v1_exec_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -280,7 +421,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_exec_proto_msgTypes[2]
+	mi := &file_sandpod_v1_exec_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -293,7 +434,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_exec_proto_rawDescGZIP(), []int{2}
+	return file_sandpod_v1_exec_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ExecResponse) GetMsg() isExecResponse_Msg {
@@ -407,7 +548,7 @@ type ExecStarted struct {
 
 func (x *ExecStarted) Reset() {
 	*x = ExecStarted{}
-	mi := &file_sandpod_v1_exec_proto_msgTypes[3]
+	mi := &file_sandpod_v1_exec_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +560,7 @@ func (x *ExecStarted) String() string {
 func (*ExecStarted) ProtoMessage() {}
 
 func (x *ExecStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_exec_proto_msgTypes[3]
+	mi := &file_sandpod_v1_exec_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +573,7 @@ func (x *ExecStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStarted.ProtoReflect.Descriptor instead.
 func (*ExecStarted) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_exec_proto_rawDescGZIP(), []int{3}
+	return file_sandpod_v1_exec_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExecStarted) GetPid() int32 {
@@ -471,7 +612,7 @@ type ExitStatus struct {
 
 func (x *ExitStatus) Reset() {
 	*x = ExitStatus{}
-	mi := &file_sandpod_v1_exec_proto_msgTypes[4]
+	mi := &file_sandpod_v1_exec_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +624,7 @@ func (x *ExitStatus) String() string {
 func (*ExitStatus) ProtoMessage() {}
 
 func (x *ExitStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_exec_proto_msgTypes[4]
+	mi := &file_sandpod_v1_exec_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +637,7 @@ func (x *ExitStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitStatus.ProtoReflect.Descriptor instead.
 func (*ExitStatus) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_exec_proto_rawDescGZIP(), []int{4}
+	return file_sandpod_v1_exec_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExitStatus) GetExitCode() int32 {
@@ -546,14 +687,22 @@ var File_sandpod_v1_exec_proto protoreflect.FileDescriptor
 const file_sandpod_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"\x15sandpod/v1/exec.proto\x12\n" +
-	"sandpod.v1\x1a\x1egoogle/protobuf/duration.proto\"\x98\x01\n" +
+	"sandpod.v1\x1a\x1egoogle/protobuf/duration.proto\"\xcc\x01\n" +
 	"\vExecRequest\x12-\n" +
 	"\x05start\x18\x01 \x01(\v2\x15.sandpod.v1.ExecStartH\x00R\x05start\x12\x16\n" +
 	"\x05stdin\x18\x02 \x01(\fH\x00R\x05stdin\x12!\n" +
 	"\vclose_stdin\x18\x03 \x01(\bH\x00R\n" +
 	"closeStdin\x12\x18\n" +
-	"\x06signal\x18\x04 \x01(\x05H\x00R\x06signalB\x05\n" +
-	"\x03msg\"\xd7\x02\n" +
+	"\x06signal\x18\x04 \x01(\x05H\x00R\x06signal\x122\n" +
+	"\x06resize\x18\x05 \x01(\v2\x18.sandpod.v1.TerminalSizeH\x00R\x06resizeB\x05\n" +
+	"\x03msg\"6\n" +
+	"\fTerminalSize\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\"N\n" +
+	"\n" +
+	"PtyRequest\x12,\n" +
+	"\x04size\x18\x01 \x01(\v2\x18.sandpod.v1.TerminalSizeR\x04size\x12\x12\n" +
+	"\x04term\x18\x02 \x01(\tR\x04term\"\x81\x03\n" +
 	"\tExecStart\x12\x18\n" +
 	"\asandbox\x18\x01 \x01(\tR\asandbox\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -563,7 +712,8 @@ const file_sandpod_v1_exec_proto_rawDesc = "" +
 	"\vworking_dir\x18\x06 \x01(\tR\n" +
 	"workingDir\x123\n" +
 	"\atimeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12(\n" +
-	"\x10max_output_bytes\x18\b \x01(\x03R\x0emaxOutputBytes\x1a6\n" +
+	"\x10max_output_bytes\x18\b \x01(\x03R\x0emaxOutputBytes\x12(\n" +
+	"\x03pty\x18\t \x01(\v2\x16.sandpod.v1.PtyRequestR\x03pty\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcf\x01\n" +
@@ -601,28 +751,33 @@ func file_sandpod_v1_exec_proto_rawDescGZIP() []byte {
 	return file_sandpod_v1_exec_proto_rawDescData
 }
 
-var file_sandpod_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_sandpod_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_sandpod_v1_exec_proto_goTypes = []any{
 	(*ExecRequest)(nil),         // 0: sandpod.v1.ExecRequest
-	(*ExecStart)(nil),           // 1: sandpod.v1.ExecStart
-	(*ExecResponse)(nil),        // 2: sandpod.v1.ExecResponse
-	(*ExecStarted)(nil),         // 3: sandpod.v1.ExecStarted
-	(*ExitStatus)(nil),          // 4: sandpod.v1.ExitStatus
-	nil,                         // 5: sandpod.v1.ExecStart.EnvEntry
-	(*durationpb.Duration)(nil), // 6: google.protobuf.Duration
+	(*TerminalSize)(nil),        // 1: sandpod.v1.TerminalSize
+	(*PtyRequest)(nil),          // 2: sandpod.v1.PtyRequest
+	(*ExecStart)(nil),           // 3: sandpod.v1.ExecStart
+	(*ExecResponse)(nil),        // 4: sandpod.v1.ExecResponse
+	(*ExecStarted)(nil),         // 5: sandpod.v1.ExecStarted
+	(*ExitStatus)(nil),          // 6: sandpod.v1.ExitStatus
+	nil,                         // 7: sandpod.v1.ExecStart.EnvEntry
+	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
 }
 var file_sandpod_v1_exec_proto_depIdxs = []int32{
-	1, // 0: sandpod.v1.ExecRequest.start:type_name -> sandpod.v1.ExecStart
-	5, // 1: sandpod.v1.ExecStart.env:type_name -> sandpod.v1.ExecStart.EnvEntry
-	6, // 2: sandpod.v1.ExecStart.timeout:type_name -> google.protobuf.Duration
-	3, // 3: sandpod.v1.ExecResponse.started:type_name -> sandpod.v1.ExecStarted
-	4, // 4: sandpod.v1.ExecResponse.exit:type_name -> sandpod.v1.ExitStatus
-	6, // 5: sandpod.v1.ExitStatus.duration:type_name -> google.protobuf.Duration
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	3, // 0: sandpod.v1.ExecRequest.start:type_name -> sandpod.v1.ExecStart
+	1, // 1: sandpod.v1.ExecRequest.resize:type_name -> sandpod.v1.TerminalSize
+	1, // 2: sandpod.v1.PtyRequest.size:type_name -> sandpod.v1.TerminalSize
+	7, // 3: sandpod.v1.ExecStart.env:type_name -> sandpod.v1.ExecStart.EnvEntry
+	8, // 4: sandpod.v1.ExecStart.timeout:type_name -> google.protobuf.Duration
+	2, // 5: sandpod.v1.ExecStart.pty:type_name -> sandpod.v1.PtyRequest
+	5, // 6: sandpod.v1.ExecResponse.started:type_name -> sandpod.v1.ExecStarted
+	6, // 7: sandpod.v1.ExecResponse.exit:type_name -> sandpod.v1.ExitStatus
+	8, // 8: sandpod.v1.ExitStatus.duration:type_name -> google.protobuf.Duration
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_sandpod_v1_exec_proto_init() }
@@ -635,22 +790,23 @@ func file_sandpod_v1_exec_proto_init() {
 		(*ExecRequest_Stdin)(nil),
 		(*ExecRequest_CloseStdin)(nil),
 		(*ExecRequest_Signal)(nil),
+		(*ExecRequest_Resize)(nil),
 	}
-	file_sandpod_v1_exec_proto_msgTypes[2].OneofWrappers = []any{
+	file_sandpod_v1_exec_proto_msgTypes[4].OneofWrappers = []any{
 		(*ExecResponse_Started)(nil),
 		(*ExecResponse_Stdout)(nil),
 		(*ExecResponse_Stderr)(nil),
 		(*ExecResponse_Exit)(nil),
 		(*ExecResponse_StdinAcked)(nil),
 	}
-	file_sandpod_v1_exec_proto_msgTypes[4].OneofWrappers = []any{}
+	file_sandpod_v1_exec_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sandpod_v1_exec_proto_rawDesc), len(file_sandpod_v1_exec_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -22,6 +22,76 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type FileEvent_Type int32
+
+const (
+	FileEvent_TYPE_UNSPECIFIED FileEvent_Type = 0
+	// The watch is in place: every change after this event is reported.
+	// Always the first event of a stream, with the watched path.
+	FileEvent_TYPE_READY FileEvent_Type = 1
+	// A file or directory appeared (made, or moved in from elsewhere).
+	FileEvent_TYPE_CREATE FileEvent_Type = 2
+	// A file's contents changed. Writes to one path are coalesced while
+	// the client has not yet received them.
+	FileEvent_TYPE_WRITE FileEvent_Type = 3
+	// A file or directory went away (removed, or moved out).
+	FileEvent_TYPE_REMOVE FileEvent_Type = 4
+	// Moved within the watched tree, from old_path to path.
+	FileEvent_TYPE_RENAME FileEvent_Type = 5
+	// Events were lost (the kernel's queue or the stream's overflowed);
+	// look at the directory again.
+	FileEvent_TYPE_OVERFLOW FileEvent_Type = 6
+)
+
+// Enum value maps for FileEvent_Type.
+var (
+	FileEvent_Type_name = map[int32]string{
+		0: "TYPE_UNSPECIFIED",
+		1: "TYPE_READY",
+		2: "TYPE_CREATE",
+		3: "TYPE_WRITE",
+		4: "TYPE_REMOVE",
+		5: "TYPE_RENAME",
+		6: "TYPE_OVERFLOW",
+	}
+	FileEvent_Type_value = map[string]int32{
+		"TYPE_UNSPECIFIED": 0,
+		"TYPE_READY":       1,
+		"TYPE_CREATE":      2,
+		"TYPE_WRITE":       3,
+		"TYPE_REMOVE":      4,
+		"TYPE_RENAME":      5,
+		"TYPE_OVERFLOW":    6,
+	}
+)
+
+func (x FileEvent_Type) Enum() *FileEvent_Type {
+	p := new(FileEvent_Type)
+	*p = x
+	return p
+}
+
+func (x FileEvent_Type) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FileEvent_Type) Descriptor() protoreflect.EnumDescriptor {
+	return file_sandpod_v1_files_proto_enumTypes[0].Descriptor()
+}
+
+func (FileEvent_Type) Type() protoreflect.EnumType {
+	return &file_sandpod_v1_files_proto_enumTypes[0]
+}
+
+func (x FileEvent_Type) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FileEvent_Type.Descriptor instead.
+func (FileEvent_Type) EnumDescriptor() ([]byte, []int) {
+	return file_sandpod_v1_files_proto_rawDescGZIP(), []int{15, 0}
+}
+
 type FileInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Relative to the sandbox's root, with forward slashes.
@@ -909,6 +979,194 @@ func (x *MakeDirResponse) GetFile() *FileInfo {
 	return nil
 }
 
+type WatchFilesRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Sandbox   string                 `protobuf:"bytes,1,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	Namespace string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// An existing directory (NOT_FOUND with reason FILE_NOT_FOUND if it is
+	// missing, INVALID_ARGUMENT if it is not a directory).
+	Path string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	// Watch the whole tree under path, directories created later included;
+	// symbolic links are not followed.
+	Recursive     bool `protobuf:"varint,4,opt,name=recursive,proto3" json:"recursive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchFilesRequest) Reset() {
+	*x = WatchFilesRequest{}
+	mi := &file_sandpod_v1_files_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchFilesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchFilesRequest) ProtoMessage() {}
+
+func (x *WatchFilesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_files_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchFilesRequest.ProtoReflect.Descriptor instead.
+func (*WatchFilesRequest) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_files_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *WatchFilesRequest) GetSandbox() string {
+	if x != nil {
+		return x.Sandbox
+	}
+	return ""
+}
+
+func (x *WatchFilesRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *WatchFilesRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *WatchFilesRequest) GetRecursive() bool {
+	if x != nil {
+		return x.Recursive
+	}
+	return false
+}
+
+// One change under a watched directory.
+type FileEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Type  FileEvent_Type         `protobuf:"varint,1,opt,name=type,proto3,enum=sandpod.v1.FileEvent_Type" json:"type,omitempty"`
+	// As the files API names paths: relative to the workspace when inside it.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// TYPE_RENAME: where it was.
+	OldPath       string `protobuf:"bytes,3,opt,name=old_path,json=oldPath,proto3" json:"old_path,omitempty"`
+	IsDir         bool   `protobuf:"varint,4,opt,name=is_dir,json=isDir,proto3" json:"is_dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileEvent) Reset() {
+	*x = FileEvent{}
+	mi := &file_sandpod_v1_files_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileEvent) ProtoMessage() {}
+
+func (x *FileEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_files_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileEvent.ProtoReflect.Descriptor instead.
+func (*FileEvent) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_files_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *FileEvent) GetType() FileEvent_Type {
+	if x != nil {
+		return x.Type
+	}
+	return FileEvent_TYPE_UNSPECIFIED
+}
+
+func (x *FileEvent) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FileEvent) GetOldPath() string {
+	if x != nil {
+		return x.OldPath
+	}
+	return ""
+}
+
+func (x *FileEvent) GetIsDir() bool {
+	if x != nil {
+		return x.IsDir
+	}
+	return false
+}
+
+type WatchFilesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In the order they happened; at most 1024 per message.
+	Events        []*FileEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchFilesResponse) Reset() {
+	*x = WatchFilesResponse{}
+	mi := &file_sandpod_v1_files_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchFilesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchFilesResponse) ProtoMessage() {}
+
+func (x *WatchFilesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_files_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchFilesResponse.ProtoReflect.Descriptor instead.
+func (*WatchFilesResponse) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_files_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *WatchFilesResponse) GetEvents() []*FileEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 var File_sandpod_v1_files_proto protoreflect.FileDescriptor
 
 const file_sandpod_v1_files_proto_rawDesc = "" +
@@ -974,7 +1232,29 @@ const file_sandpod_v1_files_proto_rawDesc = "" +
 	"\aparents\x18\x04 \x01(\bR\aparents\x12\x12\n" +
 	"\x04mode\x18\x05 \x01(\rR\x04mode\";\n" +
 	"\x0fMakeDirResponse\x12(\n" +
-	"\x04file\x18\x01 \x01(\v2\x14.sandpod.v1.FileInfoR\x04fileB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"\x04file\x18\x01 \x01(\v2\x14.sandpod.v1.FileInfoR\x04file\"}\n" +
+	"\x11WatchFilesRequest\x12\x18\n" +
+	"\asandbox\x18\x01 \x01(\tR\asandbox\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12\x1c\n" +
+	"\trecursive\x18\x04 \x01(\bR\trecursive\"\x86\x02\n" +
+	"\tFileEvent\x12.\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x1a.sandpod.v1.FileEvent.TypeR\x04type\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
+	"\bold_path\x18\x03 \x01(\tR\aoldPath\x12\x15\n" +
+	"\x06is_dir\x18\x04 \x01(\bR\x05isDir\"\x82\x01\n" +
+	"\x04Type\x12\x14\n" +
+	"\x10TYPE_UNSPECIFIED\x10\x00\x12\x0e\n" +
+	"\n" +
+	"TYPE_READY\x10\x01\x12\x0f\n" +
+	"\vTYPE_CREATE\x10\x02\x12\x0e\n" +
+	"\n" +
+	"TYPE_WRITE\x10\x03\x12\x0f\n" +
+	"\vTYPE_REMOVE\x10\x04\x12\x0f\n" +
+	"\vTYPE_RENAME\x10\x05\x12\x11\n" +
+	"\rTYPE_OVERFLOW\x10\x06\"C\n" +
+	"\x12WatchFilesResponse\x12-\n" +
+	"\x06events\x18\x01 \x03(\v2\x15.sandpod.v1.FileEventR\x06eventsB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_files_proto_rawDescOnce sync.Once
@@ -988,36 +1268,43 @@ func file_sandpod_v1_files_proto_rawDescGZIP() []byte {
 	return file_sandpod_v1_files_proto_rawDescData
 }
 
-var file_sandpod_v1_files_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_sandpod_v1_files_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_sandpod_v1_files_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_sandpod_v1_files_proto_goTypes = []any{
-	(*FileInfo)(nil),              // 0: sandpod.v1.FileInfo
-	(*ReadFileRequest)(nil),       // 1: sandpod.v1.ReadFileRequest
-	(*ReadFileResponse)(nil),      // 2: sandpod.v1.ReadFileResponse
-	(*WriteFileHeader)(nil),       // 3: sandpod.v1.WriteFileHeader
-	(*WriteFileRequest)(nil),      // 4: sandpod.v1.WriteFileRequest
-	(*WriteFileResponse)(nil),     // 5: sandpod.v1.WriteFileResponse
-	(*ListFilesRequest)(nil),      // 6: sandpod.v1.ListFilesRequest
-	(*ListFilesResponse)(nil),     // 7: sandpod.v1.ListFilesResponse
-	(*StatFileRequest)(nil),       // 8: sandpod.v1.StatFileRequest
-	(*StatFileResponse)(nil),      // 9: sandpod.v1.StatFileResponse
-	(*RemoveFileRequest)(nil),     // 10: sandpod.v1.RemoveFileRequest
-	(*RemoveFileResponse)(nil),    // 11: sandpod.v1.RemoveFileResponse
-	(*MakeDirRequest)(nil),        // 12: sandpod.v1.MakeDirRequest
-	(*MakeDirResponse)(nil),       // 13: sandpod.v1.MakeDirResponse
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(FileEvent_Type)(0),           // 0: sandpod.v1.FileEvent.Type
+	(*FileInfo)(nil),              // 1: sandpod.v1.FileInfo
+	(*ReadFileRequest)(nil),       // 2: sandpod.v1.ReadFileRequest
+	(*ReadFileResponse)(nil),      // 3: sandpod.v1.ReadFileResponse
+	(*WriteFileHeader)(nil),       // 4: sandpod.v1.WriteFileHeader
+	(*WriteFileRequest)(nil),      // 5: sandpod.v1.WriteFileRequest
+	(*WriteFileResponse)(nil),     // 6: sandpod.v1.WriteFileResponse
+	(*ListFilesRequest)(nil),      // 7: sandpod.v1.ListFilesRequest
+	(*ListFilesResponse)(nil),     // 8: sandpod.v1.ListFilesResponse
+	(*StatFileRequest)(nil),       // 9: sandpod.v1.StatFileRequest
+	(*StatFileResponse)(nil),      // 10: sandpod.v1.StatFileResponse
+	(*RemoveFileRequest)(nil),     // 11: sandpod.v1.RemoveFileRequest
+	(*RemoveFileResponse)(nil),    // 12: sandpod.v1.RemoveFileResponse
+	(*MakeDirRequest)(nil),        // 13: sandpod.v1.MakeDirRequest
+	(*MakeDirResponse)(nil),       // 14: sandpod.v1.MakeDirResponse
+	(*WatchFilesRequest)(nil),     // 15: sandpod.v1.WatchFilesRequest
+	(*FileEvent)(nil),             // 16: sandpod.v1.FileEvent
+	(*WatchFilesResponse)(nil),    // 17: sandpod.v1.WatchFilesResponse
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
 }
 var file_sandpod_v1_files_proto_depIdxs = []int32{
-	14, // 0: sandpod.v1.FileInfo.modify_time:type_name -> google.protobuf.Timestamp
-	3,  // 1: sandpod.v1.WriteFileRequest.header:type_name -> sandpod.v1.WriteFileHeader
-	0,  // 2: sandpod.v1.WriteFileResponse.file:type_name -> sandpod.v1.FileInfo
-	0,  // 3: sandpod.v1.ListFilesResponse.files:type_name -> sandpod.v1.FileInfo
-	0,  // 4: sandpod.v1.StatFileResponse.file:type_name -> sandpod.v1.FileInfo
-	0,  // 5: sandpod.v1.MakeDirResponse.file:type_name -> sandpod.v1.FileInfo
-	6,  // [6:6] is the sub-list for method output_type
-	6,  // [6:6] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	18, // 0: sandpod.v1.FileInfo.modify_time:type_name -> google.protobuf.Timestamp
+	4,  // 1: sandpod.v1.WriteFileRequest.header:type_name -> sandpod.v1.WriteFileHeader
+	1,  // 2: sandpod.v1.WriteFileResponse.file:type_name -> sandpod.v1.FileInfo
+	1,  // 3: sandpod.v1.ListFilesResponse.files:type_name -> sandpod.v1.FileInfo
+	1,  // 4: sandpod.v1.StatFileResponse.file:type_name -> sandpod.v1.FileInfo
+	1,  // 5: sandpod.v1.MakeDirResponse.file:type_name -> sandpod.v1.FileInfo
+	0,  // 6: sandpod.v1.FileEvent.type:type_name -> sandpod.v1.FileEvent.Type
+	16, // 7: sandpod.v1.WatchFilesResponse.events:type_name -> sandpod.v1.FileEvent
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_sandpod_v1_files_proto_init() }
@@ -1034,13 +1321,14 @@ func file_sandpod_v1_files_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sandpod_v1_files_proto_rawDesc), len(file_sandpod_v1_files_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   14,
+			NumEnums:      1,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_sandpod_v1_files_proto_goTypes,
 		DependencyIndexes: file_sandpod_v1_files_proto_depIdxs,
+		EnumInfos:         file_sandpod_v1_files_proto_enumTypes,
 		MessageInfos:      file_sandpod_v1_files_proto_msgTypes,
 	}.Build()
 	File_sandpod_v1_files_proto = out.File

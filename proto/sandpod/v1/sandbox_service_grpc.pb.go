@@ -39,6 +39,7 @@ const (
 	SandboxService_StatFile_FullMethodName       = "/sandpod.v1.SandboxService/StatFile"
 	SandboxService_RemoveFile_FullMethodName     = "/sandpod.v1.SandboxService/RemoveFile"
 	SandboxService_MakeDir_FullMethodName        = "/sandpod.v1.SandboxService/MakeDir"
+	SandboxService_WatchFiles_FullMethodName     = "/sandpod.v1.SandboxService/WatchFiles"
 )
 
 // SandboxServiceClient is the client API for SandboxService service.
@@ -92,6 +93,11 @@ type SandboxServiceClient interface {
 	StatFile(ctx context.Context, in *StatFileRequest, opts ...grpc.CallOption) (*StatFileResponse, error)
 	RemoveFile(ctx context.Context, in *RemoveFileRequest, opts ...grpc.CallOption) (*RemoveFileResponse, error)
 	MakeDir(ctx context.Context, in *MakeDirRequest, opts ...grpc.CallOption) (*MakeDirResponse, error)
+	// Streams changes under a directory: first a TYPE_READY event once the
+	// watch is in place, then creates, writes, removes and renames until the
+	// client cancels or the directory itself is removed (the stream then
+	// ends after its TYPE_REMOVE). Never retried by the clients.
+	WatchFiles(ctx context.Context, in *WatchFilesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchFilesResponse], error)
 }
 
 type sandboxServiceClient struct {
@@ -326,6 +332,25 @@ func (c *sandboxServiceClient) MakeDir(ctx context.Context, in *MakeDirRequest, 
 	return out, nil
 }
 
+func (c *sandboxServiceClient) WatchFiles(ctx context.Context, in *WatchFilesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchFilesResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SandboxService_ServiceDesc.Streams[4], SandboxService_WatchFiles_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchFilesRequest, WatchFilesResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SandboxService_WatchFilesClient = grpc.ServerStreamingClient[WatchFilesResponse]
+
 // SandboxServiceServer is the server API for SandboxService service.
 // All implementations must embed UnimplementedSandboxServiceServer
 // for forward compatibility.
@@ -377,6 +402,11 @@ type SandboxServiceServer interface {
 	StatFile(context.Context, *StatFileRequest) (*StatFileResponse, error)
 	RemoveFile(context.Context, *RemoveFileRequest) (*RemoveFileResponse, error)
 	MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error)
+	// Streams changes under a directory: first a TYPE_READY event once the
+	// watch is in place, then creates, writes, removes and renames until the
+	// client cancels or the directory itself is removed (the stream then
+	// ends after its TYPE_REMOVE). Never retried by the clients.
+	WatchFiles(*WatchFilesRequest, grpc.ServerStreamingServer[WatchFilesResponse]) error
 	mustEmbedUnimplementedSandboxServiceServer()
 }
 
@@ -446,6 +476,9 @@ func (UnimplementedSandboxServiceServer) RemoveFile(context.Context, *RemoveFile
 }
 func (UnimplementedSandboxServiceServer) MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MakeDir not implemented")
+}
+func (UnimplementedSandboxServiceServer) WatchFiles(*WatchFilesRequest, grpc.ServerStreamingServer[WatchFilesResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchFiles not implemented")
 }
 func (UnimplementedSandboxServiceServer) mustEmbedUnimplementedSandboxServiceServer() {}
 func (UnimplementedSandboxServiceServer) testEmbeddedByValue()                        {}
@@ -792,6 +825,17 @@ func _SandboxService_MakeDir_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SandboxService_WatchFiles_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchFilesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SandboxServiceServer).WatchFiles(m, &grpc.GenericServerStream[WatchFilesRequest, WatchFilesResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SandboxService_WatchFilesServer = grpc.ServerStreamingServer[WatchFilesResponse]
+
 // SandboxService_ServiceDesc is the grpc.ServiceDesc for SandboxService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -885,6 +929,11 @@ var SandboxService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "WriteFile",
 			Handler:       _SandboxService_WriteFile_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "WatchFiles",
+			Handler:       _SandboxService_WatchFiles_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "sandpod/v1/sandbox_service.proto",

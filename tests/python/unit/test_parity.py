@@ -12,6 +12,8 @@ PAIRS = [
     (sandpod.Files, sandpod.AsyncFiles),
     (sandpod.Process, sandpod.AsyncProcess),
     (sandpod.Watch, sandpod.AsyncWatch),
+    (sandpod.Terminal, sandpod.AsyncTerminal),
+    (sandpod.FileWatch, sandpod.AsyncFileWatch),
 ]
 # Dunder methods that differ by design (with vs async with, for vs async for).
 SYNC_ONLY = {"__enter__", "__exit__", "__iter__", "__next__"}
@@ -60,6 +62,6 @@ def test_async_methods_are_coroutines_where_sync_ones_do_io(sync_cls, async_cls)
     for name, member in public_members(async_cls).items():
         if isinstance(member, property) or name.startswith("__") or name in plain:
             continue
-        if async_cls is sandpod.AsyncWatch and name == "close":
+        if async_cls in (sandpod.AsyncWatch, sandpod.AsyncFileWatch) and name == "close":
             continue
         assert inspect.iscoroutinefunction(member) or inspect.isasyncgenfunction(member), name

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15sandpod/v1/exec.proto\x12\nsandpod.v1\x1a\x1egoogle/protobuf/duration.proto\"v\n\x0b\x45xecRequest\x12&\n\x05start\x18\x01 \x01(\x0b\x32\x15.sandpod.v1.ExecStartH\x00\x12\x0f\n\x05stdin\x18\x02 \x01(\x0cH\x00\x12\x15\n\x0b\x63lose_stdin\x18\x03 \x01(\x08H\x00\x12\x10\n\x06signal\x18\x04 \x01(\x05H\x00\x42\x05\n\x03msg\"\x80\x02\n\tExecStart\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04\x61rgv\x18\x03 \x03(\t\x12\r\n\x05shell\x18\x04 \x01(\t\x12+\n\x03\x65nv\x18\x05 \x03(\x0b\x32\x1e.sandpod.v1.ExecStart.EnvEntry\x12\x13\n\x0bworking_dir\x18\x06 \x01(\t\x12*\n\x07timeout\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10max_output_bytes\x18\x08 \x01(\x03\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xa4\x01\n\x0c\x45xecResponse\x12*\n\x07started\x18\x01 \x01(\x0b\x32\x17.sandpod.v1.ExecStartedH\x00\x12\x10\n\x06stdout\x18\x02 \x01(\x0cH\x00\x12\x10\n\x06stderr\x18\x03 \x01(\x0cH\x00\x12&\n\x04\x65xit\x18\x04 \x01(\x0b\x32\x16.sandpod.v1.ExitStatusH\x00\x12\x15\n\x0bstdin_acked\x18\x05 \x01(\x03H\x00\x42\x05\n\x03msg\"0\n\x0b\x45xecStarted\x12\x0b\n\x03pid\x18\x01 \x01(\x05\x12\x14\n\x0cstdin_window\x18\x02 \x01(\x03\"\xb6\x01\n\nExitStatus\x12\x16\n\texit_code\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x0e\n\x06signal\x18\x02 \x01(\x05\x12\x11\n\ttimed_out\x18\x03 \x01(\x08\x12+\n\x08\x64uration\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10stdout_truncated\x18\x05 \x01(\x08\x12\x18\n\x10stderr_truncated\x18\x06 \x01(\x08\x42\x0c\n\n_exit_codeB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15sandpod/v1/exec.proto\x12\nsandpod.v1\x1a\x1egoogle/protobuf/duration.proto\"\xa2\x01\n\x0b\x45xecRequest\x12&\n\x05start\x18\x01 \x01(\x0b\x32\x15.sandpod.v1.ExecStartH\x00\x12\x0f\n\x05stdin\x18\x02 \x01(\x0cH\x00\x12\x15\n\x0b\x63lose_stdin\x18\x03 \x01(\x08H\x00\x12\x10\n\x06signal\x18\x04 \x01(\x05H\x00\x12*\n\x06resize\x18\x05 \x01(\x0b\x32\x18.sandpod.v1.TerminalSizeH\x00\x42\x05\n\x03msg\"*\n\x0cTerminalSize\x12\x0c\n\x04rows\x18\x01 \x01(\r\x12\x0c\n\x04\x63ols\x18\x02 \x01(\r\"B\n\nPtyRequest\x12&\n\x04size\x18\x01 \x01(\x0b\x32\x18.sandpod.v1.TerminalSize\x12\x0c\n\x04term\x18\x02 \x01(\t\"\xa5\x02\n\tExecStart\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04\x61rgv\x18\x03 \x03(\t\x12\r\n\x05shell\x18\x04 \x01(\t\x12+\n\x03\x65nv\x18\x05 \x03(\x0b\x32\x1e.sandpod.v1.ExecStart.EnvEntry\x12\x13\n\x0bworking_dir\x18\x06 \x01(\t\x12*\n\x07timeout\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10max_output_bytes\x18\x08 \x01(\x03\x12#\n\x03pty\x18\t \x01(\x0b\x32\x16.sandpod.v1.PtyRequest\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xa4\x01\n\x0c\x45xecResponse\x12*\n\x07started\x18\x01 \x01(\x0b\x32\x17.sandpod.v1.ExecStartedH\x00\x12\x10\n\x06stdout\x18\x02 \x01(\x0cH\x00\x12\x10\n\x06stderr\x18\x03 \x01(\x0cH\x00\x12&\n\x04\x65xit\x18\x04 \x01(\x0b\x32\x16.sandpod.v1.ExitStatusH\x00\x12\x15\n\x0bstdin_acked\x18\x05 \x01(\x03H\x00\x42\x05\n\x03msg\"0\n\x0b\x45xecStarted\x12\x0b\n\x03pid\x18\x01 \x01(\x05\x12\x14\n\x0cstdin_window\x18\x02 \x01(\x03\"\xb6\x01\n\nExitStatus\x12\x16\n\texit_code\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x0e\n\x06signal\x18\x02 \x01(\x05\x12\x11\n\ttimed_out\x18\x03 \x01(\x08\x12+\n\x08\x64uration\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10stdout_truncated\x18\x05 \x01(\x08\x12\x18\n\x10stderr_truncated\x18\x06 \x01(\x08\x42\x0c\n\n_exit_codeB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,16 +35,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1'
   _globals['_EXECSTART_ENVENTRY']._loaded_options = None
   _globals['_EXECSTART_ENVENTRY']._serialized_options = b'8\001'
-  _globals['_EXECREQUEST']._serialized_start=69
-  _globals['_EXECREQUEST']._serialized_end=187
-  _globals['_EXECSTART']._serialized_start=190
-  _globals['_EXECSTART']._serialized_end=446
-  _globals['_EXECSTART_ENVENTRY']._serialized_start=404
-  _globals['_EXECSTART_ENVENTRY']._serialized_end=446
-  _globals['_EXECRESPONSE']._serialized_start=449
-  _globals['_EXECRESPONSE']._serialized_end=613
-  _globals['_EXECSTARTED']._serialized_start=615
-  _globals['_EXECSTARTED']._serialized_end=663
-  _globals['_EXITSTATUS']._serialized_start=666
-  _globals['_EXITSTATUS']._serialized_end=848
+  _globals['_EXECREQUEST']._serialized_start=70
+  _globals['_EXECREQUEST']._serialized_end=232
+  _globals['_TERMINALSIZE']._serialized_start=234
+  _globals['_TERMINALSIZE']._serialized_end=276
+  _globals['_PTYREQUEST']._serialized_start=278
+  _globals['_PTYREQUEST']._serialized_end=344
+  _globals['_EXECSTART']._serialized_start=347
+  _globals['_EXECSTART']._serialized_end=640
+  _globals['_EXECSTART_ENVENTRY']._serialized_start=598
+  _globals['_EXECSTART_ENVENTRY']._serialized_end=640
+  _globals['_EXECRESPONSE']._serialized_start=643
+  _globals['_EXECRESPONSE']._serialized_end=807
+  _globals['_EXECSTARTED']._serialized_start=809
+  _globals['_EXECSTARTED']._serialized_end=857
+  _globals['_EXITSTATUS']._serialized_start=860
+  _globals['_EXITSTATUS']._serialized_end=1042
 # @@protoc_insertion_point(module_scope)

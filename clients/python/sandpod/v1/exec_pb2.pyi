@@ -10,19 +10,37 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ExecRequest(_message.Message):
-    __slots__ = ("start", "stdin", "close_stdin", "signal")
+    __slots__ = ("start", "stdin", "close_stdin", "signal", "resize")
     START_FIELD_NUMBER: _ClassVar[int]
     STDIN_FIELD_NUMBER: _ClassVar[int]
     CLOSE_STDIN_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    RESIZE_FIELD_NUMBER: _ClassVar[int]
     start: ExecStart
     stdin: bytes
     close_stdin: bool
     signal: int
-    def __init__(self, start: _Optional[_Union[ExecStart, _Mapping]] = ..., stdin: _Optional[bytes] = ..., close_stdin: _Optional[bool] = ..., signal: _Optional[int] = ...) -> None: ...
+    resize: TerminalSize
+    def __init__(self, start: _Optional[_Union[ExecStart, _Mapping]] = ..., stdin: _Optional[bytes] = ..., close_stdin: _Optional[bool] = ..., signal: _Optional[int] = ..., resize: _Optional[_Union[TerminalSize, _Mapping]] = ...) -> None: ...
+
+class TerminalSize(_message.Message):
+    __slots__ = ("rows", "cols")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    cols: int
+    def __init__(self, rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
+
+class PtyRequest(_message.Message):
+    __slots__ = ("size", "term")
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    size: TerminalSize
+    term: str
+    def __init__(self, size: _Optional[_Union[TerminalSize, _Mapping]] = ..., term: _Optional[str] = ...) -> None: ...
 
 class ExecStart(_message.Message):
-    __slots__ = ("sandbox", "namespace", "argv", "shell", "env", "working_dir", "timeout", "max_output_bytes")
+    __slots__ = ("sandbox", "namespace", "argv", "shell", "env", "working_dir", "timeout", "max_output_bytes", "pty")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -38,6 +56,7 @@ class ExecStart(_message.Message):
     WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    PTY_FIELD_NUMBER: _ClassVar[int]
     sandbox: str
     namespace: str
     argv: _containers.RepeatedScalarFieldContainer[str]
@@ -46,7 +65,8 @@ class ExecStart(_message.Message):
     working_dir: str
     timeout: _duration_pb2.Duration
     max_output_bytes: int
-    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., shell: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_output_bytes: _Optional[int] = ...) -> None: ...
+    pty: PtyRequest
+    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., shell: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_output_bytes: _Optional[int] = ..., pty: _Optional[_Union[PtyRequest, _Mapping]] = ...) -> None: ...
 
 class ExecResponse(_message.Message):
     __slots__ = ("started", "stdout", "stderr", "exit", "stdin_acked")

@@ -2,6 +2,7 @@ import datetime
 
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -148,3 +149,49 @@ class MakeDirResponse(_message.Message):
     FILE_FIELD_NUMBER: _ClassVar[int]
     file: FileInfo
     def __init__(self, file: _Optional[_Union[FileInfo, _Mapping]] = ...) -> None: ...
+
+class WatchFilesRequest(_message.Message):
+    __slots__ = ("sandbox", "namespace", "path", "recursive")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    RECURSIVE_FIELD_NUMBER: _ClassVar[int]
+    sandbox: str
+    namespace: str
+    path: str
+    recursive: bool
+    def __init__(self, sandbox: _Optional[str] = ..., namespace: _Optional[str] = ..., path: _Optional[str] = ..., recursive: _Optional[bool] = ...) -> None: ...
+
+class FileEvent(_message.Message):
+    __slots__ = ("type", "path", "old_path", "is_dir")
+    class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        TYPE_UNSPECIFIED: _ClassVar[FileEvent.Type]
+        TYPE_READY: _ClassVar[FileEvent.Type]
+        TYPE_CREATE: _ClassVar[FileEvent.Type]
+        TYPE_WRITE: _ClassVar[FileEvent.Type]
+        TYPE_REMOVE: _ClassVar[FileEvent.Type]
+        TYPE_RENAME: _ClassVar[FileEvent.Type]
+        TYPE_OVERFLOW: _ClassVar[FileEvent.Type]
+    TYPE_UNSPECIFIED: FileEvent.Type
+    TYPE_READY: FileEvent.Type
+    TYPE_CREATE: FileEvent.Type
+    TYPE_WRITE: FileEvent.Type
+    TYPE_REMOVE: FileEvent.Type
+    TYPE_RENAME: FileEvent.Type
+    TYPE_OVERFLOW: FileEvent.Type
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OLD_PATH_FIELD_NUMBER: _ClassVar[int]
+    IS_DIR_FIELD_NUMBER: _ClassVar[int]
+    type: FileEvent.Type
+    path: str
+    old_path: str
+    is_dir: bool
+    def __init__(self, type: _Optional[_Union[FileEvent.Type, str]] = ..., path: _Optional[str] = ..., old_path: _Optional[str] = ..., is_dir: _Optional[bool] = ...) -> None: ...
+
+class WatchFilesResponse(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[FileEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[FileEvent, _Mapping]]] = ...) -> None: ...

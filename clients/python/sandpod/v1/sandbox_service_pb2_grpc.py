@@ -144,6 +144,11 @@ class SandboxServiceStub:
                 request_serializer=sandpod_dot_v1_dot_files__pb2.MakeDirRequest.SerializeToString,
                 response_deserializer=sandpod_dot_v1_dot_files__pb2.MakeDirResponse.FromString,
                 _registered_method=True)
+        self.WatchFiles = channel.unary_stream(
+                '/sandpod.v1.SandboxService/WatchFiles',
+                request_serializer=sandpod_dot_v1_dot_files__pb2.WatchFilesRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_files__pb2.WatchFilesResponse.FromString,
+                _registered_method=True)
 
 
 class SandboxServiceServicer:
@@ -295,6 +300,16 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchFiles(self, request, context):
+        """Streams changes under a directory: first a TYPE_READY event once the
+        watch is in place, then creates, writes, removes and renames until the
+        client cancels or the directory itself is removed (the stream then
+        ends after its TYPE_REMOVE). Never retried by the clients.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SandboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -397,6 +412,11 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.MakeDir,
                     request_deserializer=sandpod_dot_v1_dot_files__pb2.MakeDirRequest.FromString,
                     response_serializer=sandpod_dot_v1_dot_files__pb2.MakeDirResponse.SerializeToString,
+            ),
+            'WatchFiles': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchFiles,
+                    request_deserializer=sandpod_dot_v1_dot_files__pb2.WatchFilesRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_files__pb2.WatchFilesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -947,6 +967,33 @@ class SandboxService:
             '/sandpod.v1.SandboxService/MakeDir',
             sandpod_dot_v1_dot_files__pb2.MakeDirRequest.SerializeToString,
             sandpod_dot_v1_dot_files__pb2.MakeDirResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchFiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/WatchFiles',
+            sandpod_dot_v1_dot_files__pb2.WatchFilesRequest.SerializeToString,
+            sandpod_dot_v1_dot_files__pb2.WatchFilesResponse.FromString,
             options,
             channel_credentials,
             insecure,
