@@ -57,6 +57,7 @@ type Server struct {
 	start        time.Time
 	lastActivity atomic.Int64 // unix nanos
 	running      atomic.Int32
+	dials        atomic.Int32 // open Dial connections
 }
 
 // New opens the sandbox root and returns a server for it.

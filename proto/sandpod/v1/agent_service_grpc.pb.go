@@ -27,6 +27,7 @@ const (
 	AgentService_StatFile_FullMethodName     = "/sandpod.v1.AgentService/StatFile"
 	AgentService_RemoveFile_FullMethodName   = "/sandpod.v1.AgentService/RemoveFile"
 	AgentService_MakeDir_FullMethodName      = "/sandpod.v1.AgentService/MakeDir"
+	AgentService_Dial_FullMethodName         = "/sandpod.v1.AgentService/Dial"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -47,6 +48,9 @@ type AgentServiceClient interface {
 	StatFile(ctx context.Context, in *StatFileRequest, opts ...grpc.CallOption) (*StatFileResponse, error)
 	RemoveFile(ctx context.Context, in *RemoveFileRequest, opts ...grpc.CallOption) (*RemoveFileResponse, error)
 	MakeDir(ctx context.Context, in *MakeDirRequest, opts ...grpc.CallOption) (*MakeDirResponse, error)
+	// Opens a TCP connection to a port on the sandbox's own loopback and
+	// carries bytes both ways (port previews).
+	Dial(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DialRequest, DialResponse], error)
 }
 
 type agentServiceClient struct {
@@ -152,6 +156,19 @@ func (c *agentServiceClient) MakeDir(ctx context.Context, in *MakeDirRequest, op
 	return out, nil
 }
 
+func (c *agentServiceClient) Dial(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DialRequest, DialResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[3], AgentService_Dial_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DialRequest, DialResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_DialClient = grpc.BidiStreamingClient[DialRequest, DialResponse]
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -170,6 +187,9 @@ type AgentServiceServer interface {
 	StatFile(context.Context, *StatFileRequest) (*StatFileResponse, error)
 	RemoveFile(context.Context, *RemoveFileRequest) (*RemoveFileResponse, error)
 	MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error)
+	// Opens a TCP connection to a port on the sandbox's own loopback and
+	// carries bytes both ways (port previews).
+	Dial(grpc.BidiStreamingServer[DialRequest, DialResponse]) error
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -203,6 +223,9 @@ func (UnimplementedAgentServiceServer) RemoveFile(context.Context, *RemoveFileRe
 }
 func (UnimplementedAgentServiceServer) MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MakeDir not implemented")
+}
+func (UnimplementedAgentServiceServer) Dial(grpc.BidiStreamingServer[DialRequest, DialResponse]) error {
+	return status.Error(codes.Unimplemented, "method Dial not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -340,6 +363,13 @@ func _AgentService_MakeDir_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_Dial_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(AgentServiceServer).Dial(&grpc.GenericServerStream[DialRequest, DialResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_DialServer = grpc.BidiStreamingServer[DialRequest, DialResponse]
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -383,6 +413,12 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WriteFile",
 			Handler:       _AgentService_WriteFile_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Dial",
+			Handler:       _AgentService_Dial_Handler,
+			ServerStreams: true,
 			ClientStreams: true,
 		},
 	},
