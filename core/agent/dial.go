@@ -23,9 +23,8 @@ const MaxDials = 256
 // dialChunk is the most bytes one DialResponse carries.
 const dialChunk = 32 << 10
 
-// ReasonPortClosed is the ErrorInfo-free marker in a Dial refusal's message:
-// the bridge tells "nothing listens there yet" from other failures by the
-// code FAILED_PRECONDITION.
+// portClosedMsg starts the message of a refusal because nothing listens;
+// the bridge tells it from other failures by its code, FAILED_PRECONDITION.
 const portClosedMsg = "nothing listens on port"
 
 // dialLoopback connects to port on the sandbox's own loopback: 127.0.0.1

@@ -43,6 +43,7 @@ from ._magic import load_ipython_extension, unload_ipython_extension
 from ._models import (
     CommandResult,
     Condition,
+    ExposedPort,
     FileInfo,
     Output,
     Phase,
@@ -70,6 +71,7 @@ __all__ = [
     "CommandResult",
     "CommandTimeout",
     "Condition",
+    "ExposedPort",
     "FailedPrecondition",
     "FileInfo",
     "FileNotFound",
