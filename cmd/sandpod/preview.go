@@ -51,8 +51,16 @@ func previewKey(path string) ([]byte, error) {
 	if _, err := rand.Read(k); err != nil {
 		return nil, err
 	}
-	return k, os.WriteFile(path, k, 0o600)
+	if err := os.WriteFile(path, k, 0o600); err != nil {
+		// A read-only mount of an absent optional Secret (the bridge): a
+		// key of this process only, said in the log by the caller.
+		return k, fmt.Errorf("%w: %v", errEphemeralKey, err)
+	}
+	return k, nil
 }
+
+// errEphemeralKey: the key could not be kept; links die with the process.
+var errEphemeralKey = errors.New("the preview key could not be saved; signed preview URLs will not outlive this process")
 
 // servePreviews starts the preview listener when asked; it stops with ctx.
 func servePreviews(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridge.Options, f previewFlags) error {
@@ -60,7 +68,9 @@ func servePreviews(ctx context.Context, log *slog.Logger, b *bridge.Server, bo b
 		return nil
 	}
 	key, err := previewKey(f.keyFile)
-	if err != nil {
+	if errors.Is(err, errEphemeralKey) {
+		log.Warn(err.Error())
+	} else if err != nil {
 		return err
 	}
 	lis, err := net.Listen("tcp", f.listen)
