@@ -98,7 +98,7 @@ func servePreviews(ctx context.Context, log *slog.Logger, b *bridge.Server, bo b
 			return err
 		}
 	}
-	srv := &http.Server{Handler: b.PreviewHandler(bo), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	srv := &http.Server{Handler: b.PreviewHandler(bo), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

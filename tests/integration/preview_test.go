@@ -344,3 +344,26 @@ func TestPreviewTCP(t *testing.T) {
 		t.Fatalf("plain GET of a tcp port: %d %q, want 400", resp.StatusCode, body)
 	}
 }
+
+// serve keeps its exposures and its signing key across a restart: the
+// sandbox and its server outlive serve, and so do their links.
+func TestPreviewSurvivesServeRestart(t *testing.T) {
+	srv := startPreviewServer(t, "")
+	c := srv.Client()
+	sb, _ := claim(t, c, "python")
+	startPreviewApp(t, c, sb.Name, "http", 8080, 0)
+	ex := expose(t, c, &sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 8080})
+	srv.Restart(t)
+	c = srv.Client()
+	hc := srv.httpClient()
+	if resp, body := get(t, hc, ex.GetUrl()); resp.StatusCode != 200 {
+		t.Fatalf("after a restart: %d %q", resp.StatusCode, body)
+	}
+	if resp, body := get(t, hc, ex.GetSignedUrl()); resp.StatusCode != http.StatusFound {
+		t.Fatalf("the signed URL after a restart: %d %q, want 302", resp.StatusCode, body)
+	}
+	lr, err := c.ListExposedPorts(ctx(t), &sandpodv1.ListExposedPortsRequest{Sandbox: sb.Name})
+	if err != nil || len(lr.GetPorts()) != 1 {
+		t.Fatalf("list after a restart: %v %v", lr, err)
+	}
+}
