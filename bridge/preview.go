@@ -62,10 +62,35 @@ type previews struct {
 	byID   map[string]*exposure
 	conns  map[string]map[int]context.CancelFunc // ns/name -> open tunnels
 	nextID int
+	// suspended: sandboxes suspended through this bridge, until resumed.
+	// On Kubernetes a suspend returns before the pod is gone and the
+	// phase changes, and a port exposed in that gap would outlive the
+	// suspend (a resume brings the same UID back).
+	suspended map[string]time.Time
 }
 
+// suspendGap bounds how long a suspend through this bridge is remembered:
+// by then the backend reports the sandbox suspended itself.
+const suspendGap = 2 * time.Minute
+
 func newPreviews() *previews {
-	return &previews{byID: map[string]*exposure{}, conns: map[string]map[int]context.CancelFunc{}}
+	return &previews{byID: map[string]*exposure{}, conns: map[string]map[int]context.CancelFunc{}, suspended: map[string]time.Time{}}
+}
+
+// suspending notes a suspend (true) or a resume or delete (false).
+func (p *previews) suspending(ns, name string, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, t := range p.suspended { // forget the old ones on the way
+		if time.Since(t) > suspendGap {
+			delete(p.suspended, k)
+		}
+	}
+	if on {
+		p.suspended[nsKey(ns, name)] = time.Now()
+	} else {
+		delete(p.suspended, nsKey(ns, name))
+	}
 }
 
 // EnablePreviews turns on ExposePort; serve the handler of PreviewHandler
@@ -235,6 +260,9 @@ func (s *Server) runningSandbox(ctx context.Context, ns, name string) (*sandpodv
 		return nil, err
 	}
 	if sb.GetPhase() != sandpodv1.Phase_PHASE_RUNNING {
+		if sb.GetPhase() == sandpodv1.Phase_PHASE_SUSPENDED {
+			s.previews.suspending(ns, name, false) // the suspend is seen: no gap left
+		}
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q is %s, not running: its ports cannot be reached (resume it first)", name, phaseWord(sb.GetPhase()))
 	}
 	return sb, nil
@@ -298,10 +326,20 @@ func (p *previews) checkNew(ns, name, uid string, port int32) error {
 	return p.checkNewLocked(ns, name, uid, port)
 }
 
+func (p *previews) checkNotSuspendingLocked(ns, name string) error {
+	if t, ok := p.suspended[nsKey(ns, name)]; ok && time.Since(t) < suspendGap {
+		return status.Errorf(codes.FailedPrecondition, "sandbox %q is being suspended: its ports cannot be exposed (resume it first)", name)
+	}
+	return nil
+}
+
 // checkNewLocked refuses a port already exposed (ALREADY_EXISTS, with its
 // URL) and a sandbox at its limit; exposures of an older sandbox of the
 // same name are dropped on the way.
 func (p *previews) checkNewLocked(ns, name, uid string, port int32) error {
+	if err := p.checkNotSuspendingLocked(ns, name); err != nil {
+		return err
+	}
 	n := 0
 	for id, e := range p.byID {
 		if e.Namespace != ns || e.Sandbox != name {

@@ -119,3 +119,23 @@ func TestPortCheckRetry(t *testing.T) {
 		}
 	}
 }
+
+// A suspend through the bridge refuses new exposures until a resume, even
+// while the backend still reports the sandbox running (Kubernetes).
+func TestSuspendingRefusesExposures(t *testing.T) {
+	p := newPreviews()
+	if err := p.checkNew("default", "sb", "u1", 8080); err != nil {
+		t.Fatal(err)
+	}
+	p.suspending("", "sb", true)
+	if err := p.checkNew("default", "sb", "u1", 8080); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("while suspending: %v, want FAILED_PRECONDITION", err)
+	}
+	if err := p.checkNew("default", "other", "u2", 8080); err != nil {
+		t.Fatalf("another sandbox: %v", err)
+	}
+	p.suspending("default", "sb", false)
+	if err := p.checkNew("default", "sb", "u1", 8080); err != nil {
+		t.Fatalf("after resume: %v", err)
+	}
+}

@@ -185,6 +185,7 @@ func (s *Server) SuspendSandbox(ctx context.Context, req *sandpodv1.SuspendSandb
 	if err != nil {
 		return nil, err
 	}
+	s.previews.suspending(req.GetNamespace(), req.GetName(), true)
 	s.previews.closeSandbox(req.GetNamespace(), req.GetName())
 	return &sandpodv1.SuspendSandboxResponse{Sandbox: sb}, nil
 }
@@ -198,6 +199,7 @@ func (s *Server) ResumeSandbox(ctx context.Context, req *sandpodv1.ResumeSandbox
 	if err != nil {
 		return nil, err
 	}
+	s.previews.suspending(req.GetNamespace(), req.GetName(), false)
 	return &sandpodv1.ResumeSandboxResponse{Sandbox: sb}, nil
 }
 
@@ -233,6 +235,7 @@ func (s *Server) DeleteSandbox(ctx context.Context, req *sandpodv1.DeleteSandbox
 		return nil, err
 	}
 	s.agents.forget(req.GetNamespace(), req.GetName())
+	s.previews.suspending(req.GetNamespace(), req.GetName(), false)
 	s.previews.closeSandbox(req.GetNamespace(), req.GetName())
 	return &sandpodv1.DeleteSandboxResponse{}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,7 +139,8 @@ func TestBridgePreviewWebServer(t *testing.T) {
 			if resp, body := get("", true); resp.StatusCode != http.StatusNotFound {
 				t.Errorf("after suspend: %d %q, want 404", resp.StatusCode, body)
 			}
-			if _, err := sb.ExposePort(ctx, 8080); !errors.Is(err, sandpod.ErrFailedPrecondition) {
+			// Refused at once, though the pod may still be stopping.
+			if _, err := sb.ExposePort(ctx, 8080); !errors.Is(err, sandpod.ErrFailedPrecondition) || !strings.Contains(err.Error(), "suspended") {
 				t.Errorf("expose on a suspended sandbox: %v", err)
 			}
 		})
