@@ -39,19 +39,19 @@ func get(t *testing.T, hc *http.Client, u string, header ...string) (*http.Respo
 	return resp, string(b)
 }
 
-// A web server that starts listening 2 s after ExposePort is waited for,
+// A web server that starts listening 3 s after it is started is waited for,
 // then reached with plain net/http: a page, a 50 MiB streamed download and
 // a WebSocket echo.
 func TestPreviewHTTPServer(t *testing.T) {
 	srv := startPreviewServer(t, "")
 	c := srv.Client()
 	sb, _ := claim(t, c, "python")
-	startPreviewApp(t, c, sb.Name, "http", 8080, 2)
+	startPreviewApp(t, c, sb.Name, "http", 8080, 3)
 
 	start := time.Now()
 	ex := expose(t, c, &sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 8080})
 	if waited := time.Since(start); waited < time.Second {
-		t.Errorf("ExposePort returned after %s, before the server listened (it starts after 2 s)", waited)
+		t.Errorf("ExposePort returned after %s, before the server listened (it starts after 3 s)", waited)
 	}
 	if !strings.HasPrefix(ex.GetUrl(), "http://p8080-") || !strings.Contains(ex.GetUrl(), ".preview.localhost:") {
 		t.Errorf("url = %q, want http://p8080-<id>.preview.localhost:PORT/", ex.GetUrl())
