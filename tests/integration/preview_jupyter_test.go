@@ -3,13 +3,19 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image/png"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/websocket"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -102,6 +108,93 @@ func TestPreviewJupyterInChromium(t *testing.T) {
 		t.Fatalf("the screenshot (%s, %dx%d) has %d pixels of Jupyter's orange, want its logo", shot, b.Dx(), b.Dy(), orange)
 	}
 	t.Logf("screenshot %dx%d with %d orange logo pixels", b.Dx(), b.Dy(), orange)
+
+	// A kernel, run over its WebSocket through the preview: Jupyter checks
+	// the Origin against the Host, which the proxy keeps.
+	base := resp.GetExposed().GetUrl()
+	if got := runInKernel(t, srv, base, "jupyter-secret", "print(6 * 7)"); got != "42\n" {
+		t.Fatalf("the kernel printed %q, want 42", got)
+	}
+}
+
+// runInKernel starts a Jupyter kernel through the preview at base, runs
+// code in it over the kernel's WebSocket and returns its stdout.
+func runInKernel(t *testing.T, srv *previewServer, base, token, code string) string {
+	t.Helper()
+	hc := srv.httpClient()
+	auth := "Bearer " + token
+	// The _xsrf cookie Jupyter wants echoed on a POST.
+	resp, _ := get(t, hc, base+"tree", "Authorization", auth)
+	var xsrf string
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "_xsrf" {
+			xsrf = ck.Value
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"api/kernels", strings.NewReader(`{"name": "python3"}`))
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("X-XSRFToken", xsrf)
+	req.Header.Set("Cookie", "_xsrf="+xsrf)
+	kresp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kernel struct{ ID string }
+	err = json.NewDecoder(kresp.Body).Decode(&kernel)
+	kresp.Body.Close()
+	if err != nil || kresp.StatusCode != http.StatusCreated {
+		t.Fatalf("start a kernel: %d %v", kresp.StatusCode, err)
+	}
+	u, _ := url.Parse(base)
+	cfg, err := websocket.NewConfig("ws://"+u.Host+"/api/kernels/"+kernel.ID+"/channels", strings.TrimSuffix(base, "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Header = http.Header{"Authorization": {auth}}
+	raw, err := net.Dial("tcp", srv.previewAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := websocket.NewClient(cfg, raw)
+	if err != nil {
+		t.Fatalf("the kernel's WebSocket through the preview: %v", err)
+	}
+	defer ws.Close()
+	_ = ws.SetDeadline(time.Now().Add(2 * time.Minute))
+	msg := map[string]any{
+		"header":        map[string]any{"msg_id": "probe-1", "username": "test", "session": "probe", "msg_type": "execute_request", "version": "5.3"},
+		"parent_header": map[string]any{}, "metadata": map[string]any{}, "channel": "shell", "buffers": []any{},
+		"content": map[string]any{"code": code, "silent": false, "store_history": false, "user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true},
+	}
+	if err := websocket.JSON.Send(ws, msg); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for {
+		var m struct {
+			Channel      string
+			MsgType      string `json:"msg_type"`
+			ParentHeader struct {
+				MsgID string `json:"msg_id"`
+			} `json:"parent_header"`
+			Content struct {
+				Text           string
+				ExecutionState string `json:"execution_state"`
+			}
+		}
+		if err := websocket.JSON.Receive(ws, &m); err != nil {
+			t.Fatalf("kernel messages: %v (stdout so far %q)", err, out.String())
+		}
+		if m.ParentHeader.MsgID != "probe-1" {
+			continue
+		}
+		switch {
+		case m.MsgType == "stream":
+			out.WriteString(m.Content.Text)
+		case m.MsgType == "status" && m.Content.ExecutionState == "idle":
+			return out.String()
+		}
+	}
 }
 
 func near(v, want uint32) bool { return v+24 >= want && v <= want+24 }
