@@ -57,6 +57,10 @@ func (s *Server) PreviewHandler(o Options) http.Handler {
 			IdleConnTimeout:     60 * time.Second,
 		},
 		FlushInterval: -1, // stream: server-sent events, logs, downloads
+		ModifyResponse: func(r *http.Response) error {
+			hostOnlyCookies(r.Header)
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			e := r.Context().Value(exposureKey{}).(*exposure)
 			if errors.Is(err, errPortClosed) {
@@ -194,6 +198,28 @@ func (h *previewHandler) authorize(w http.ResponseWriter, r *http.Request, e *ex
 	}
 	previewError(w, http.StatusUnauthorized, "this preview needs the caller's bearer token (Authorization: Bearer ...) or its signed URL (ExposePort's signed_url)")
 	return false
+}
+
+// hostOnlyCookies drops the Domain of every cookie a sandbox sets: with
+// Domain=preview.localhost a page could plant cookies in every other
+// preview (and in the operator's other hosts under that domain). A cookie
+// that does not parse is dropped.
+func hostOnlyCookies(h http.Header) {
+	set := h.Values("Set-Cookie")
+	if len(set) == 0 {
+		return
+	}
+	h.Del("Set-Cookie")
+	for _, line := range set {
+		c, err := http.ParseSetCookie(line)
+		if err != nil {
+			continue
+		}
+		c.Domain = ""
+		if v := c.String(); v != "" {
+			h.Add("Set-Cookie", v)
+		}
+	}
 }
 
 // stripCookie removes one cookie from the request's Cookie headers.

@@ -137,6 +137,15 @@ func TestPreviewHTTPServer(t *testing.T) {
 		}
 	})
 
+	t.Run("cookies stay on the preview host", func(t *testing.T) {
+		resp, _ := get(t, hc, ex.GetUrl()+"cookie")
+		got := resp.Header.Values("Set-Cookie")
+		if len(got) != 2 || strings.Contains(strings.ToLower(strings.Join(got, "|")), "domain") ||
+			!strings.HasPrefix(got[0], "planted=1") || !strings.Contains(got[1], "HttpOnly") {
+			t.Fatalf("Set-Cookie = %q; want both cookies, host-only (no Domain)", got)
+		}
+	})
+
 	t.Run("already exposed, list, unexpose", func(t *testing.T) {
 		_, err := c.ExposePort(ctx(t), &sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 8080})
 		wantCode(t, err, codes.AlreadyExists, ex.GetUrl())

@@ -35,6 +35,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path, _, query = self.path.partition("?")
         if path == "/":
             self.reply(b"hello from the sandbox\n")
+        elif path == "/cookie":
+            self.send_response(200)
+            self.send_header("Set-Cookie", "planted=1; Domain=preview.localhost; Path=/")
+            self.send_header("Set-Cookie", "own=2; Path=/; HttpOnly")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif path == "/headers":
             self.reply(json.dumps(dict(self.headers.items())).encode(), "application/json")
         elif path == "/big":
