@@ -274,7 +274,7 @@ func (s *Server) ExposePort(ctx context.Context, req *sandpodv1.ExposePortReques
 		return nil, err
 	}
 	if !s.previews.enabled() {
-		return nil, status.Error(codes.FailedPrecondition, "port previews are off on this server: start it with --preview-listen ADDR")
+		return nil, status.Error(codes.Unimplemented, "port previews are off on this server: start it with --preview-listen ADDR")
 	}
 	ns, name, port := req.GetNamespace(), req.GetSandbox(), req.GetPort()
 	if ns == "" {

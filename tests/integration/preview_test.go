@@ -376,3 +376,29 @@ func TestPreviewSurvivesServeRestart(t *testing.T) {
 		t.Fatalf("list after a restart: %v %v", lr, err)
 	}
 }
+
+// `sandpod expose` as a user runs it: the URL and the signed URL of a web
+// server in a sandbox; a second expose is "exists already" (68).
+func TestCLIExpose(t *testing.T) {
+	srv := startPreviewServer(t, "")
+	c := srv.Client()
+	sb, _ := claim(t, c, "python")
+	startPreviewApp(t, c, sb.Name, "http", 8080, 1)
+	cl := newCLI(t, srv.Addr())
+	var ex struct {
+		Sandbox, Protocol, URL string
+		Port                   int
+		SignedURL              string    `json:"signedURL"`
+		ExpiresAt              time.Time `json:"expiresAt"`
+	}
+	if err := json.Unmarshal([]byte(cl.ok("expose", sb.Name, "8080", "-o", "json")), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex.Sandbox != sb.Name || ex.Port != 8080 || ex.Protocol != "http" || ex.SignedURL == "" || ex.ExpiresAt.IsZero() {
+		t.Fatalf("expose -o json = %+v", ex)
+	}
+	if resp, body := get(t, srv.httpClient(), ex.URL); resp.StatusCode != 200 || body != "hello from the sandbox\n" {
+		t.Fatalf("GET %s = %d %q", ex.URL, resp.StatusCode, body)
+	}
+	cl.run("expose", sb.Name, "8080").want(t, 68, "already exposed")
+}
