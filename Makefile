@@ -14,6 +14,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 LISTEN ?= 127.0.0.1:50051
+PREVIEW_LISTEN ?= 127.0.0.1:50053
 # Fuzz targets run briefly in `make test`; FUZZTIME=10m make test-go for longer.
 FUZZTIME ?= 10s
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
@@ -33,7 +34,7 @@ build:
 	@hack/local/deps.sh bin
 
 run: build
-	bin/sandpod serve --listen $(LISTEN)
+	bin/sandpod serve --listen $(LISTEN) --preview-listen $(PREVIEW_LISTEN)
 
 # The Python environment: the client (editable) with its dev tools.
 $(VENV)/.installed: pyproject.toml

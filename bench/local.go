@@ -60,6 +60,7 @@ type localSuite struct {
 	floorSeq, floorRate                                 series
 	floorCount                                          int
 	w1, r1, w100, r100                                  series
+	previewGet                                          series
 	coldClaims                                          int
 	profile                                             *profileCapture
 	cpu                                                 []cpuShare
@@ -185,6 +186,11 @@ func (l *localSuite) runOnce(ctx context.Context, last bool) error {
 	// Execs per second with concurrent callers on one sandbox.
 	if err := l.throughput(ctx, execBox, last); err != nil {
 		return err
+	}
+
+	// A small GET through a preview URL of the same sandbox.
+	if err := l.previewGets(ctx, execBox); err != nil {
+		return fmt.Errorf("preview: %w", err)
 	}
 
 	// The floor: the same `true`, started by os/exec from this process with
@@ -537,6 +543,8 @@ func (l *localSuite) rows() []Row {
 		xfer("file read 1 MiB", &l.r1, 1),
 		xfer("file write 100 MiB", &l.w100, 100),
 		xfer("file read 100 MiB", &l.r100, 100),
+		lat("small GET through a preview URL", &l.previewGet, "", nil,
+			"12-byte answer of a python http.server handler (HTTP/1.1, one write) in the sandbox, via the preview listener and the agent's Dial tunnel; keep-alive on both hops"),
 		lat("delete", &l.del, "", nil, "DeleteSandbox of a running, claimed sandbox"),
 	}, l.termWatchRows(lat)...)
 }

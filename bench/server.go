@@ -52,6 +52,7 @@ type server struct {
 	dir     string // temporary: config, state, log
 	addr    string
 	pprof   string
+	preview string // the preview listener's address
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	logPath string
@@ -101,7 +102,8 @@ func startServer(ctx context.Context, bin string, poolSize int, withPprof bool) 
 	}
 	addrFile := filepath.Join(dir, "address")
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--address-file", addrFile,
-		"--state-dir", filepath.Join(dir, "state"), "--config", cfg}
+		"--state-dir", filepath.Join(dir, "state"), "--config", cfg,
+		"--preview-listen", "127.0.0.1:0", "--preview-address-file", filepath.Join(dir, "preview-address")}
 	if withPprof {
 		if s.pprof, err = freePort(); err != nil {
 			return nil, err
@@ -150,6 +152,8 @@ func startServer(ctx context.Context, bin string, poolSize int, withPprof bool) 
 		resp, err := h.Check(rctx, &healthpb.HealthCheckRequest{})
 		cancel()
 		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			b, _ := os.ReadFile(filepath.Join(dir, "preview-address"))
+			s.preview = strings.TrimSpace(string(b))
 			return s, nil
 		}
 		select {

@@ -20,14 +20,15 @@ import (
 type Server struct {
 	sandpodv1.UnimplementedSandboxServiceServer
 
-	backend Backend
-	agents  *agentConns
-	now     func() time.Time
+	backend  Backend
+	agents   *agentConns
+	previews *previews
+	now      func() time.Time
 }
 
 // New returns a bridge over backend.
 func New(backend Backend) *Server {
-	return &Server{backend: backend, agents: newAgentConns(), now: time.Now}
+	return &Server{backend: backend, agents: newAgentConns(), previews: newPreviews(), now: time.Now}
 }
 
 // Close drops the connections to agents.
@@ -184,6 +185,8 @@ func (s *Server) SuspendSandbox(ctx context.Context, req *sandpodv1.SuspendSandb
 	if err != nil {
 		return nil, err
 	}
+	s.previews.suspending(req.GetNamespace(), req.GetName(), true)
+	s.previews.closeSandbox(req.GetNamespace(), req.GetName())
 	return &sandpodv1.SuspendSandboxResponse{Sandbox: sb}, nil
 }
 
@@ -196,6 +199,7 @@ func (s *Server) ResumeSandbox(ctx context.Context, req *sandpodv1.ResumeSandbox
 	if err != nil {
 		return nil, err
 	}
+	s.previews.suspending(req.GetNamespace(), req.GetName(), false)
 	return &sandpodv1.ResumeSandboxResponse{Sandbox: sb}, nil
 }
 
@@ -231,6 +235,8 @@ func (s *Server) DeleteSandbox(ctx context.Context, req *sandpodv1.DeleteSandbox
 		return nil, err
 	}
 	s.agents.forget(req.GetNamespace(), req.GetName())
+	s.previews.suspending(req.GetNamespace(), req.GetName(), false)
+	s.previews.closeSandbox(req.GetNamespace(), req.GetName())
 	return &sandpodv1.DeleteSandboxResponse{}, nil
 }
 

@@ -23,7 +23,7 @@ import (
 // startShared starts the server shared by the examples and most tests.
 func startShared() (addr string, stop func(), err error) {
 	tb := &mainTB{name: "TestMain"}
-	srv := testserver.Start(tb, testserver.Options{Config: testConfig})
+	srv := testserver.Start(tb, testserver.Options{Config: testConfig, ExtraArgs: []string{"--preview-listen", "127.0.0.1:0"}})
 	if tb.failed {
 		tb.cleanup()
 		return "", nil, errors.New("see the log above")

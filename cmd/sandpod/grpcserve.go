@@ -22,6 +22,7 @@ import (
 type serverFlags struct {
 	listen, addrFile, tokenFile string
 	tlsCert, tlsKey, pprof      string
+	preview                     previewFlags
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -31,6 +32,7 @@ func (f *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM); reloaded when the file changes")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.StringVar(&f.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
+	f.preview.register(fs)
 }
 
 func (f *serverFlags) check() error {
@@ -68,6 +70,10 @@ func serveGRPC(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 		return err
 	}
 	g, hs := b.GRPCServer(bo)
+	if err := servePreviews(ctx, log, b, bo, f.preview); err != nil {
+		lis.Close()
+		return err
+	}
 	if f.addrFile != "" {
 		tmp := f.addrFile + ".tmp"
 		if err := os.WriteFile(tmp, []byte(lis.Addr().String()), 0o644); err != nil {

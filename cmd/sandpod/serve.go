@@ -48,6 +48,10 @@ func runServe(ctx context.Context, args []string) int {
 		log.Error("serve: " + err.Error())
 		return 2
 	}
+	if sf.preview.keyFile == "" {
+		sf.preview.keyFile = filepath.Join(*stateDir, "preview.key")
+	}
+	sf.preview.statePath = filepath.Join(*stateDir, "previews.json")
 	o := serveOptions{server: sf, stateDir: *stateDir, configs: configs, refillDelay: *refillDelay, runc: *runc}
 	if err := serve(ctx, log, o); err != nil {
 		var se *engine.StoreError

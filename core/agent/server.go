@@ -60,6 +60,7 @@ type Server struct {
 	// watchStreams and watchDirs count what WatchFiles holds (see its limits).
 	watchStreams atomic.Int32
 	watchDirs    atomic.Int64
+	dials        atomic.Int32 // open Dial connections
 }
 
 // New opens the sandbox root and returns a server for it.

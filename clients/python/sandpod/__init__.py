@@ -44,6 +44,7 @@ from ._magic import load_ipython_extension, unload_ipython_extension
 from ._models import (
     CommandResult,
     Condition,
+    ExposedPort,
     FileInfo,
     Output,
     Phase,
@@ -74,6 +75,7 @@ __all__ = [
     "CommandResult",
     "CommandTimeout",
     "Condition",
+    "ExposedPort",
     "FailedPrecondition",
     "FileEvent",
     "FileEventType",

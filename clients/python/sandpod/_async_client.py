@@ -35,6 +35,7 @@ from ._errors import (
 from ._filewatch import AsyncFileWatch
 from ._models import (
     CommandResult,
+    ExposedPort,
     FileInfo,
     Output,
     OutputDecoder,
@@ -48,7 +49,7 @@ from ._models import (
 from ._progress import CountBar, WaitBar
 from ._retry import RetryPolicy, RetryState
 from ._terminal import AsyncTerminal, terminal_start
-from .v1 import exec_pb2, files_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
+from .v1 import exec_pb2, files_pb2, preview_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
 __all__ = [
     "AsyncClient",
@@ -817,6 +818,44 @@ class AsyncSandbox:
             done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
         )
         self._gone("deleted through this handle")
+
+    # --- port previews --------------------------------------------------------------
+
+    async def expose(
+        self,
+        port: int,
+        *,
+        protocol: str = "http",
+        signed_url_ttl: Timeout = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> ExposedPort:
+        """See :meth:`sandpod.Sandbox.expose`."""
+        req = _base.expose_request(self.name, self.namespace, port, protocol, signed_url_ttl)
+        resp = await self._unary(
+            "ExposePort",
+            req,
+            timeout=timeout,
+            idempotent=False,
+            wait_desc=f"sandpod: waiting for port {port} of {self.name}",
+        )
+        return ExposedPort.from_pb(resp.exposed)
+
+    async def unexpose(
+        self, port: int, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> None:
+        """Closes the preview of ``port``; its URLs stop working."""
+        req = preview_pb2.UnexposePortRequest(
+            sandbox=self.name, namespace=self.namespace, port=port
+        )
+        await self._unary("UnexposePort", req, timeout=timeout)
+
+    async def exposed_ports(
+        self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> list[ExposedPort]:
+        """The ports exposed now (their URLs, unsigned)."""
+        req = preview_pb2.ListExposedPortsRequest(sandbox=self.name, namespace=self.namespace)
+        resp = await self._unary("ListExposedPorts", req, timeout=timeout)
+        return [ExposedPort.from_pb(p) for p in resp.ports]
 
     async def _release(self) -> None:
         if self._deleted:

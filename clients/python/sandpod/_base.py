@@ -23,7 +23,7 @@ from ._models import (
     to_duration,
 )
 from ._retry import RetryPolicy
-from .v1 import exec_pb2, files_pb2, sandbox_service_pb2
+from .v1 import exec_pb2, files_pb2, preview_pb2, sandbox_service_pb2
 
 __all__ = ["USE_CLIENT_DEFAULT", "ClientSettings", "UseClientDefault"]
 
@@ -301,6 +301,20 @@ def watch_request(
         send_initial_events=send_initial_events,
         include_pool_members=include_pool_members,
     )
+
+
+def expose_request(
+    name: str, namespace: str, port: int, protocol: str, signed_url_ttl: Timeout
+) -> preview_pb2.ExposePortRequest:
+    protocols = {"http": preview_pb2.PORT_PROTOCOL_HTTP, "tcp": preview_pb2.PORT_PROTOCOL_TCP}
+    if protocol not in protocols:
+        raise ValueError(f"protocol must be 'http' or 'tcp', got {protocol!r}")
+    req = preview_pb2.ExposePortRequest(
+        sandbox=name, namespace=namespace, port=port, protocol=protocols[protocol]
+    )
+    if signed_url_ttl is not None:
+        req.signed_url_ttl.CopyFrom(to_duration(signed_url_ttl))
+    return req
 
 
 def extend_request(

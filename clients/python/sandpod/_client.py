@@ -35,6 +35,7 @@ from ._errors import (
 from ._filewatch import FileWatch
 from ._models import (
     CommandResult,
+    ExposedPort,
     FileInfo,
     Output,
     OutputDecoder,
@@ -48,7 +49,7 @@ from ._models import (
 from ._progress import CountBar, WaitBar
 from ._retry import RetryPolicy, RetryState
 from ._terminal import Terminal, terminal_start
-from .v1 import exec_pb2, files_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
+from .v1 import exec_pb2, files_pb2, preview_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
 __all__ = ["Client", "Files", "Process", "Sandbox", "SandboxList", "Watch"]
 
@@ -768,6 +769,51 @@ class Sandbox:
             done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
         )
         self._gone("deleted through this handle")
+
+    # --- port previews --------------------------------------------------------------
+
+    def expose(
+        self,
+        port: int,
+        *,
+        protocol: str = "http",
+        signed_url_ttl: Timeout = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> ExposedPort:
+        """Serves ``port`` of the sandbox at a preview URL, once something answers on it
+        (the call waits up to ``timeout`` for a server that is still starting).
+
+        ``protocol``: ``"http"`` (streaming and WebSockets) or ``"tcp"`` (raw bytes
+        after an HTTP upgrade). The result's ``signed_url`` works in a browser until
+        ``expires_at`` (``signed_url_ttl``, default one hour). Raises AlreadyExists when
+        the port is exposed already; ports close when the sandbox is suspended or
+        deleted."""
+        req = _base.expose_request(self.name, self.namespace, port, protocol, signed_url_ttl)
+        resp = self._unary(
+            "ExposePort",
+            req,
+            timeout=timeout,
+            idempotent=False,
+            wait_desc=f"sandpod: waiting for port {port} of {self.name}",
+        )
+        return ExposedPort.from_pb(resp.exposed)
+
+    def unexpose(
+        self, port: int, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> None:
+        """Closes the preview of ``port``; its URLs stop working."""
+        req = preview_pb2.UnexposePortRequest(
+            sandbox=self.name, namespace=self.namespace, port=port
+        )
+        self._unary("UnexposePort", req, timeout=timeout)
+
+    def exposed_ports(
+        self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> list[ExposedPort]:
+        """The ports exposed now (their URLs, unsigned)."""
+        req = preview_pb2.ListExposedPortsRequest(sandbox=self.name, namespace=self.namespace)
+        resp = self._unary("ListExposedPorts", req, timeout=timeout)
+        return [ExposedPort.from_pb(p) for p in resp.ports]
 
     def _release(self) -> None:
         if self._deleted:

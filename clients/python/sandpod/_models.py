@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from .v1 import exec_pb2, files_pb2, sandbox_pb2, sandbox_service_pb2
+from .v1 import exec_pb2, files_pb2, preview_pb2, sandbox_pb2, sandbox_service_pb2
 
 __all__ = [
     "CommandResult",
     "Condition",
+    "ExposedPort",
     "FileInfo",
     "Output",
     "Phase",
@@ -281,6 +282,39 @@ class WarmPool:
             replicas=pb.replicas,
             ready_replicas=pb.ready_replicas,
             pending_replicas=pb.pending_replicas,
+        )
+
+
+# --- port previews ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExposedPort:
+    """A port of a sandbox served at a preview URL (``Sandbox.expose``).
+
+    ``url`` needs the client's token (``Authorization: Bearer``) when the server has
+    tokens; ``signed_url`` lets anyone who holds it in (a browser) until ``expires_at``.
+    ``signed_url`` and ``expires_at`` are empty in ``Sandbox.exposed_ports()``."""
+
+    port: int
+    protocol: str
+    url: str
+    signed_url: str = ""
+    expires_at: _dt.datetime | None = None
+    sandbox: str = ""
+    namespace: str = ""
+
+    @classmethod
+    def from_pb(cls, pb: preview_pb2.ExposedPort) -> ExposedPort:
+        proto = preview_pb2.PortProtocol.Name(pb.protocol).removeprefix("PORT_PROTOCOL_")
+        return cls(
+            port=pb.port,
+            protocol="http" if proto == "UNSPECIFIED" else proto.lower(),
+            url=pb.url,
+            signed_url=pb.signed_url,
+            expires_at=ts_to_datetime(pb.expire_time, pb.HasField("expire_time")),
+            sandbox=pb.sandbox,
+            namespace=pb.namespace,
         )
 
 

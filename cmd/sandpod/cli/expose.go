@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,22 +14,26 @@ import (
 
 // exposed is what a port preview answers.
 type exposed struct {
-	Sandbox  string `json:"sandbox"`
-	Port     int    `json:"port"`
-	Protocol string `json:"protocol"`
-	URL      string `json:"url"`
+	Sandbox   string    `json:"sandbox"`
+	Port      int       `json:"port"`
+	Protocol  string    `json:"protocol"`
+	URL       string    `json:"url"`
+	SignedURL string    `json:"signedURL"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // errExposeUnsupported is the answer of a server without port previews.
 var errExposeUnsupported = exitErrorf(ExitUnsupported, "expose: not available on this server: it has no port previews (ExposePort)")
 
-// exposePort asks the server for a URL that reaches port in the sandbox.
-// It is the seam for ExposePort (issue 18, port previews): until the Go
-// client has that call, it answers as a server without it does. Wire it to
-// the client's ExposePort; an Unimplemented from an older server still
-// prints "not available on this server".
-var exposePort = func(_ context.Context, _ *sandpod.Sandbox, _ int, _ string) (exposed, error) {
-	return exposed{}, errExposeUnsupported
+// exposePort asks the server for a URL that reaches port in the sandbox,
+// waiting until the port answers. A server without previews (or an older
+// one) answers Unimplemented: "not available on this server".
+var exposePort = func(ctx context.Context, sb *sandpod.Sandbox, port int, protocol string) (exposed, error) {
+	ex, err := sb.ExposePort(ctx, port, sandpod.WithProtocol(sandpod.PortProtocol(protocol)))
+	if err != nil {
+		return exposed{}, err
+	}
+	return exposed{Sandbox: ex.Sandbox, Port: ex.Port, Protocol: string(ex.Protocol), URL: ex.URL, SignedURL: ex.SignedURL, ExpiresAt: ex.ExpiresAt}, nil
 }
 
 func (a *app) exposeCommand() *cobra.Command {
@@ -78,6 +83,11 @@ without port previews answers "not available on this server" (exit code 79).`,
 			case "name":
 				fmt.Fprintln(a.out, ex.URL)
 				return nil
+			}
+			if format == "wide" { // the signed URL opens in a browser without the token
+				t := newTable(a.out, "SANDBOX", "PORT", "PROTOCOL", "URL", "SIGNED URL", "EXPIRES")
+				t.row(ex.Sandbox, strconv.Itoa(ex.Port), ex.Protocol, ex.URL, ex.SignedURL, ex.ExpiresAt.Local().Format(time.RFC3339))
+				return t.flush()
 			}
 			t := newTable(a.out, "SANDBOX", "PORT", "PROTOCOL", "URL")
 			t.row(ex.Sandbox, strconv.Itoa(ex.Port), ex.Protocol, ex.URL)

@@ -150,7 +150,7 @@ var File_sandpod_v1_agent_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esandpod/v1/agent_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\"\x15\n" +
+	"sandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\"\x15\n" +
 	"\x13GetAgentInfoRequest\"\x88\x02\n" +
 	"\x14GetAgentInfoResponse\x12\x18\n" +
 	"\asandbox\x18\x01 \x01(\tR\asandbox\x12\x18\n" +
@@ -159,7 +159,7 @@ const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12H\n" +
 	"\x12last_activity_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastActivityTime\x12#\n" +
-	"\rrunning_execs\x18\x06 \x01(\x05R\frunningExecs2\xa6\x05\n" +
+	"\rrunning_execs\x18\x06 \x01(\x05R\frunningExecs2\xe5\x05\n" +
 	"\fAgentService\x12Q\n" +
 	"\fGetAgentInfo\x12\x1f.sandpod.v1.GetAgentInfoRequest\x1a .sandpod.v1.GetAgentInfoResponse\x12=\n" +
 	"\x04Exec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x010\x01\x12G\n" +
@@ -171,7 +171,8 @@ const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"RemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12B\n" +
 	"\aMakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12M\n" +
 	"\n" +
-	"WatchFiles\x12\x1d.sandpod.v1.WatchFilesRequest\x1a\x1e.sandpod.v1.WatchFilesResponse0\x01B7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"WatchFiles\x12\x1d.sandpod.v1.WatchFilesRequest\x1a\x1e.sandpod.v1.WatchFilesResponse0\x01\x12=\n" +
+	"\x04Dial\x12\x17.sandpod.v1.DialRequest\x1a\x18.sandpod.v1.DialResponse(\x010\x01B7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_agent_service_proto_rawDescOnce sync.Once
@@ -198,14 +199,16 @@ var file_sandpod_v1_agent_service_proto_goTypes = []any{
 	(*RemoveFileRequest)(nil),     // 8: sandpod.v1.RemoveFileRequest
 	(*MakeDirRequest)(nil),        // 9: sandpod.v1.MakeDirRequest
 	(*WatchFilesRequest)(nil),     // 10: sandpod.v1.WatchFilesRequest
-	(*ExecResponse)(nil),          // 11: sandpod.v1.ExecResponse
-	(*ReadFileResponse)(nil),      // 12: sandpod.v1.ReadFileResponse
-	(*WriteFileResponse)(nil),     // 13: sandpod.v1.WriteFileResponse
-	(*ListFilesResponse)(nil),     // 14: sandpod.v1.ListFilesResponse
-	(*StatFileResponse)(nil),      // 15: sandpod.v1.StatFileResponse
-	(*RemoveFileResponse)(nil),    // 16: sandpod.v1.RemoveFileResponse
-	(*MakeDirResponse)(nil),       // 17: sandpod.v1.MakeDirResponse
-	(*WatchFilesResponse)(nil),    // 18: sandpod.v1.WatchFilesResponse
+	(*DialRequest)(nil),           // 11: sandpod.v1.DialRequest
+	(*ExecResponse)(nil),          // 12: sandpod.v1.ExecResponse
+	(*ReadFileResponse)(nil),      // 13: sandpod.v1.ReadFileResponse
+	(*WriteFileResponse)(nil),     // 14: sandpod.v1.WriteFileResponse
+	(*ListFilesResponse)(nil),     // 15: sandpod.v1.ListFilesResponse
+	(*StatFileResponse)(nil),      // 16: sandpod.v1.StatFileResponse
+	(*RemoveFileResponse)(nil),    // 17: sandpod.v1.RemoveFileResponse
+	(*MakeDirResponse)(nil),       // 18: sandpod.v1.MakeDirResponse
+	(*WatchFilesResponse)(nil),    // 19: sandpod.v1.WatchFilesResponse
+	(*DialResponse)(nil),          // 20: sandpod.v1.DialResponse
 }
 var file_sandpod_v1_agent_service_proto_depIdxs = []int32{
 	2,  // 0: sandpod.v1.GetAgentInfoResponse.start_time:type_name -> google.protobuf.Timestamp
@@ -219,17 +222,19 @@ var file_sandpod_v1_agent_service_proto_depIdxs = []int32{
 	8,  // 8: sandpod.v1.AgentService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
 	9,  // 9: sandpod.v1.AgentService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
 	10, // 10: sandpod.v1.AgentService.WatchFiles:input_type -> sandpod.v1.WatchFilesRequest
-	1,  // 11: sandpod.v1.AgentService.GetAgentInfo:output_type -> sandpod.v1.GetAgentInfoResponse
-	11, // 12: sandpod.v1.AgentService.Exec:output_type -> sandpod.v1.ExecResponse
-	12, // 13: sandpod.v1.AgentService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
-	13, // 14: sandpod.v1.AgentService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
-	14, // 15: sandpod.v1.AgentService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
-	15, // 16: sandpod.v1.AgentService.StatFile:output_type -> sandpod.v1.StatFileResponse
-	16, // 17: sandpod.v1.AgentService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
-	17, // 18: sandpod.v1.AgentService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
-	18, // 19: sandpod.v1.AgentService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
-	11, // [11:20] is the sub-list for method output_type
-	2,  // [2:11] is the sub-list for method input_type
+	11, // 11: sandpod.v1.AgentService.Dial:input_type -> sandpod.v1.DialRequest
+	1,  // 12: sandpod.v1.AgentService.GetAgentInfo:output_type -> sandpod.v1.GetAgentInfoResponse
+	12, // 13: sandpod.v1.AgentService.Exec:output_type -> sandpod.v1.ExecResponse
+	13, // 14: sandpod.v1.AgentService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
+	14, // 15: sandpod.v1.AgentService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
+	15, // 16: sandpod.v1.AgentService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
+	16, // 17: sandpod.v1.AgentService.StatFile:output_type -> sandpod.v1.StatFileResponse
+	17, // 18: sandpod.v1.AgentService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
+	18, // 19: sandpod.v1.AgentService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
+	19, // 20: sandpod.v1.AgentService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
+	20, // 21: sandpod.v1.AgentService.Dial:output_type -> sandpod.v1.DialResponse
+	12, // [12:22] is the sub-list for method output_type
+	2,  // [2:12] is the sub-list for method input_type
 	2,  // [2:2] is the sub-list for extension type_name
 	2,  // [2:2] is the sub-list for extension extendee
 	0,  // [0:2] is the sub-list for field type_name
@@ -242,6 +247,7 @@ func file_sandpod_v1_agent_service_proto_init() {
 	}
 	file_sandpod_v1_exec_proto_init()
 	file_sandpod_v1_files_proto_init()
+	file_sandpod_v1_preview_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -28,6 +28,7 @@ const (
 	AgentService_RemoveFile_FullMethodName   = "/sandpod.v1.AgentService/RemoveFile"
 	AgentService_MakeDir_FullMethodName      = "/sandpod.v1.AgentService/MakeDir"
 	AgentService_WatchFiles_FullMethodName   = "/sandpod.v1.AgentService/WatchFiles"
+	AgentService_Dial_FullMethodName         = "/sandpod.v1.AgentService/Dial"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -49,6 +50,9 @@ type AgentServiceClient interface {
 	RemoveFile(ctx context.Context, in *RemoveFileRequest, opts ...grpc.CallOption) (*RemoveFileResponse, error)
 	MakeDir(ctx context.Context, in *MakeDirRequest, opts ...grpc.CallOption) (*MakeDirResponse, error)
 	WatchFiles(ctx context.Context, in *WatchFilesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchFilesResponse], error)
+	// Opens a TCP connection to a port on the sandbox's own loopback and
+	// carries bytes both ways (port previews).
+	Dial(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DialRequest, DialResponse], error)
 }
 
 type agentServiceClient struct {
@@ -173,6 +177,19 @@ func (c *agentServiceClient) WatchFiles(ctx context.Context, in *WatchFilesReque
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_WatchFilesClient = grpc.ServerStreamingClient[WatchFilesResponse]
 
+func (c *agentServiceClient) Dial(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DialRequest, DialResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[4], AgentService_Dial_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DialRequest, DialResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_DialClient = grpc.BidiStreamingClient[DialRequest, DialResponse]
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -192,6 +209,9 @@ type AgentServiceServer interface {
 	RemoveFile(context.Context, *RemoveFileRequest) (*RemoveFileResponse, error)
 	MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error)
 	WatchFiles(*WatchFilesRequest, grpc.ServerStreamingServer[WatchFilesResponse]) error
+	// Opens a TCP connection to a port on the sandbox's own loopback and
+	// carries bytes both ways (port previews).
+	Dial(grpc.BidiStreamingServer[DialRequest, DialResponse]) error
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -228,6 +248,9 @@ func (UnimplementedAgentServiceServer) MakeDir(context.Context, *MakeDirRequest)
 }
 func (UnimplementedAgentServiceServer) WatchFiles(*WatchFilesRequest, grpc.ServerStreamingServer[WatchFilesResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchFiles not implemented")
+}
+func (UnimplementedAgentServiceServer) Dial(grpc.BidiStreamingServer[DialRequest, DialResponse]) error {
+	return status.Error(codes.Unimplemented, "method Dial not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -376,6 +399,13 @@ func _AgentService_WatchFiles_Handler(srv interface{}, stream grpc.ServerStream)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_WatchFilesServer = grpc.ServerStreamingServer[WatchFilesResponse]
 
+func _AgentService_Dial_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(AgentServiceServer).Dial(&grpc.GenericServerStream[DialRequest, DialResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_DialServer = grpc.BidiStreamingServer[DialRequest, DialResponse]
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -425,6 +455,12 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "WatchFiles",
 			Handler:       _AgentService_WatchFiles_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Dial",
+			Handler:       _AgentService_Dial_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "sandpod/v1/agent_service.proto",

@@ -19,27 +19,30 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SandboxService_CreateSandbox_FullMethodName  = "/sandpod.v1.SandboxService/CreateSandbox"
-	SandboxService_ClaimSandbox_FullMethodName   = "/sandpod.v1.SandboxService/ClaimSandbox"
-	SandboxService_GetSandbox_FullMethodName     = "/sandpod.v1.SandboxService/GetSandbox"
-	SandboxService_ListSandboxes_FullMethodName  = "/sandpod.v1.SandboxService/ListSandboxes"
-	SandboxService_WatchSandboxes_FullMethodName = "/sandpod.v1.SandboxService/WatchSandboxes"
-	SandboxService_SuspendSandbox_FullMethodName = "/sandpod.v1.SandboxService/SuspendSandbox"
-	SandboxService_ResumeSandbox_FullMethodName  = "/sandpod.v1.SandboxService/ResumeSandbox"
-	SandboxService_ExtendSandbox_FullMethodName  = "/sandpod.v1.SandboxService/ExtendSandbox"
-	SandboxService_DeleteSandbox_FullMethodName  = "/sandpod.v1.SandboxService/DeleteSandbox"
-	SandboxService_ListTemplates_FullMethodName  = "/sandpod.v1.SandboxService/ListTemplates"
-	SandboxService_ListWarmPools_FullMethodName  = "/sandpod.v1.SandboxService/ListWarmPools"
-	SandboxService_GetWarmPool_FullMethodName    = "/sandpod.v1.SandboxService/GetWarmPool"
-	SandboxService_ScaleWarmPool_FullMethodName  = "/sandpod.v1.SandboxService/ScaleWarmPool"
-	SandboxService_Exec_FullMethodName           = "/sandpod.v1.SandboxService/Exec"
-	SandboxService_ReadFile_FullMethodName       = "/sandpod.v1.SandboxService/ReadFile"
-	SandboxService_WriteFile_FullMethodName      = "/sandpod.v1.SandboxService/WriteFile"
-	SandboxService_ListFiles_FullMethodName      = "/sandpod.v1.SandboxService/ListFiles"
-	SandboxService_StatFile_FullMethodName       = "/sandpod.v1.SandboxService/StatFile"
-	SandboxService_RemoveFile_FullMethodName     = "/sandpod.v1.SandboxService/RemoveFile"
-	SandboxService_MakeDir_FullMethodName        = "/sandpod.v1.SandboxService/MakeDir"
-	SandboxService_WatchFiles_FullMethodName     = "/sandpod.v1.SandboxService/WatchFiles"
+	SandboxService_CreateSandbox_FullMethodName    = "/sandpod.v1.SandboxService/CreateSandbox"
+	SandboxService_ClaimSandbox_FullMethodName     = "/sandpod.v1.SandboxService/ClaimSandbox"
+	SandboxService_GetSandbox_FullMethodName       = "/sandpod.v1.SandboxService/GetSandbox"
+	SandboxService_ListSandboxes_FullMethodName    = "/sandpod.v1.SandboxService/ListSandboxes"
+	SandboxService_WatchSandboxes_FullMethodName   = "/sandpod.v1.SandboxService/WatchSandboxes"
+	SandboxService_SuspendSandbox_FullMethodName   = "/sandpod.v1.SandboxService/SuspendSandbox"
+	SandboxService_ResumeSandbox_FullMethodName    = "/sandpod.v1.SandboxService/ResumeSandbox"
+	SandboxService_ExtendSandbox_FullMethodName    = "/sandpod.v1.SandboxService/ExtendSandbox"
+	SandboxService_DeleteSandbox_FullMethodName    = "/sandpod.v1.SandboxService/DeleteSandbox"
+	SandboxService_ListTemplates_FullMethodName    = "/sandpod.v1.SandboxService/ListTemplates"
+	SandboxService_ListWarmPools_FullMethodName    = "/sandpod.v1.SandboxService/ListWarmPools"
+	SandboxService_GetWarmPool_FullMethodName      = "/sandpod.v1.SandboxService/GetWarmPool"
+	SandboxService_ScaleWarmPool_FullMethodName    = "/sandpod.v1.SandboxService/ScaleWarmPool"
+	SandboxService_Exec_FullMethodName             = "/sandpod.v1.SandboxService/Exec"
+	SandboxService_ReadFile_FullMethodName         = "/sandpod.v1.SandboxService/ReadFile"
+	SandboxService_WriteFile_FullMethodName        = "/sandpod.v1.SandboxService/WriteFile"
+	SandboxService_ListFiles_FullMethodName        = "/sandpod.v1.SandboxService/ListFiles"
+	SandboxService_StatFile_FullMethodName         = "/sandpod.v1.SandboxService/StatFile"
+	SandboxService_RemoveFile_FullMethodName       = "/sandpod.v1.SandboxService/RemoveFile"
+	SandboxService_MakeDir_FullMethodName          = "/sandpod.v1.SandboxService/MakeDir"
+	SandboxService_WatchFiles_FullMethodName       = "/sandpod.v1.SandboxService/WatchFiles"
+	SandboxService_ExposePort_FullMethodName       = "/sandpod.v1.SandboxService/ExposePort"
+	SandboxService_UnexposePort_FullMethodName     = "/sandpod.v1.SandboxService/UnexposePort"
+	SandboxService_ListExposedPorts_FullMethodName = "/sandpod.v1.SandboxService/ListExposedPorts"
 )
 
 // SandboxServiceClient is the client API for SandboxService service.
@@ -98,6 +101,12 @@ type SandboxServiceClient interface {
 	// client cancels or the directory itself is removed (the stream then
 	// ends after its TYPE_REMOVE). Never retried by the clients.
 	WatchFiles(ctx context.Context, in *WatchFilesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchFilesResponse], error)
+	// Serves a port of the sandbox at a preview URL, once the port answers
+	// (waits until the call's deadline). ALREADY_EXISTS when it is exposed;
+	// ports close when the sandbox is suspended or deleted.
+	ExposePort(ctx context.Context, in *ExposePortRequest, opts ...grpc.CallOption) (*ExposePortResponse, error)
+	UnexposePort(ctx context.Context, in *UnexposePortRequest, opts ...grpc.CallOption) (*UnexposePortResponse, error)
+	ListExposedPorts(ctx context.Context, in *ListExposedPortsRequest, opts ...grpc.CallOption) (*ListExposedPortsResponse, error)
 }
 
 type sandboxServiceClient struct {
@@ -351,6 +360,36 @@ func (c *sandboxServiceClient) WatchFiles(ctx context.Context, in *WatchFilesReq
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SandboxService_WatchFilesClient = grpc.ServerStreamingClient[WatchFilesResponse]
 
+func (c *sandboxServiceClient) ExposePort(ctx context.Context, in *ExposePortRequest, opts ...grpc.CallOption) (*ExposePortResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExposePortResponse)
+	err := c.cc.Invoke(ctx, SandboxService_ExposePort_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) UnexposePort(ctx context.Context, in *UnexposePortRequest, opts ...grpc.CallOption) (*UnexposePortResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnexposePortResponse)
+	err := c.cc.Invoke(ctx, SandboxService_UnexposePort_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) ListExposedPorts(ctx context.Context, in *ListExposedPortsRequest, opts ...grpc.CallOption) (*ListExposedPortsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListExposedPortsResponse)
+	err := c.cc.Invoke(ctx, SandboxService_ListExposedPorts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SandboxServiceServer is the server API for SandboxService service.
 // All implementations must embed UnimplementedSandboxServiceServer
 // for forward compatibility.
@@ -407,6 +446,12 @@ type SandboxServiceServer interface {
 	// client cancels or the directory itself is removed (the stream then
 	// ends after its TYPE_REMOVE). Never retried by the clients.
 	WatchFiles(*WatchFilesRequest, grpc.ServerStreamingServer[WatchFilesResponse]) error
+	// Serves a port of the sandbox at a preview URL, once the port answers
+	// (waits until the call's deadline). ALREADY_EXISTS when it is exposed;
+	// ports close when the sandbox is suspended or deleted.
+	ExposePort(context.Context, *ExposePortRequest) (*ExposePortResponse, error)
+	UnexposePort(context.Context, *UnexposePortRequest) (*UnexposePortResponse, error)
+	ListExposedPorts(context.Context, *ListExposedPortsRequest) (*ListExposedPortsResponse, error)
 	mustEmbedUnimplementedSandboxServiceServer()
 }
 
@@ -479,6 +524,15 @@ func (UnimplementedSandboxServiceServer) MakeDir(context.Context, *MakeDirReques
 }
 func (UnimplementedSandboxServiceServer) WatchFiles(*WatchFilesRequest, grpc.ServerStreamingServer[WatchFilesResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchFiles not implemented")
+}
+func (UnimplementedSandboxServiceServer) ExposePort(context.Context, *ExposePortRequest) (*ExposePortResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExposePort not implemented")
+}
+func (UnimplementedSandboxServiceServer) UnexposePort(context.Context, *UnexposePortRequest) (*UnexposePortResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UnexposePort not implemented")
+}
+func (UnimplementedSandboxServiceServer) ListExposedPorts(context.Context, *ListExposedPortsRequest) (*ListExposedPortsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListExposedPorts not implemented")
 }
 func (UnimplementedSandboxServiceServer) mustEmbedUnimplementedSandboxServiceServer() {}
 func (UnimplementedSandboxServiceServer) testEmbeddedByValue()                        {}
@@ -836,6 +890,60 @@ func _SandboxService_WatchFiles_Handler(srv interface{}, stream grpc.ServerStrea
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SandboxService_WatchFilesServer = grpc.ServerStreamingServer[WatchFilesResponse]
 
+func _SandboxService_ExposePort_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExposePortRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).ExposePort(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_ExposePort_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).ExposePort(ctx, req.(*ExposePortRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_UnexposePort_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnexposePortRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).UnexposePort(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_UnexposePort_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).UnexposePort(ctx, req.(*UnexposePortRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_ListExposedPorts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListExposedPortsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).ListExposedPorts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_ListExposedPorts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).ListExposedPorts(ctx, req.(*ListExposedPortsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SandboxService_ServiceDesc is the grpc.ServiceDesc for SandboxService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -906,6 +1014,18 @@ var SandboxService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MakeDir",
 			Handler:    _SandboxService_MakeDir_Handler,
+		},
+		{
+			MethodName: "ExposePort",
+			Handler:    _SandboxService_ExposePort_Handler,
+		},
+		{
+			MethodName: "UnexposePort",
+			Handler:    _SandboxService_UnexposePort_Handler,
+		},
+		{
+			MethodName: "ListExposedPorts",
+			Handler:    _SandboxService_ListExposedPorts_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

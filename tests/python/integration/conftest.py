@@ -138,6 +138,7 @@ class Server:
         self.log_path = workdir / "server.log"
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.preview_address = f"127.0.0.1:{free_port()}"
         self.token = token
         self.token_file: Path | None = None
         if token:
@@ -156,6 +157,8 @@ class Server:
             str(self.state_dir),
             "--config",
             str(self.config),
+            "--preview-listen",
+            self.preview_address,
         ]
         if self.token_file:
             args += ["--token-file", str(self.token_file)]

@@ -6,6 +6,7 @@ import warnings
 from sandpod.v1 import agent_service_pb2 as sandpod_dot_v1_dot_agent__service__pb2
 from sandpod.v1 import exec_pb2 as sandpod_dot_v1_dot_exec__pb2
 from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
+from sandpod.v1 import preview_pb2 as sandpod_dot_v1_dot_preview__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -86,6 +87,11 @@ class AgentServiceStub:
                 request_serializer=sandpod_dot_v1_dot_files__pb2.WatchFilesRequest.SerializeToString,
                 response_deserializer=sandpod_dot_v1_dot_files__pb2.WatchFilesResponse.FromString,
                 _registered_method=True)
+        self.Dial = channel.stream_stream(
+                '/sandpod.v1.AgentService/Dial',
+                request_serializer=sandpod_dot_v1_dot_preview__pb2.DialRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_preview__pb2.DialResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -150,6 +156,14 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Dial(self, request_iterator, context):
+        """Opens a TCP connection to a port on the sandbox's own loopback and
+        carries bytes both ways (port previews).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -197,6 +211,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.WatchFiles,
                     request_deserializer=sandpod_dot_v1_dot_files__pb2.WatchFilesRequest.FromString,
                     response_serializer=sandpod_dot_v1_dot_files__pb2.WatchFilesResponse.SerializeToString,
+            ),
+            'Dial': grpc.stream_stream_rpc_method_handler(
+                    servicer.Dial,
+                    request_deserializer=sandpod_dot_v1_dot_preview__pb2.DialRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_preview__pb2.DialResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -447,6 +466,33 @@ class AgentService:
             '/sandpod.v1.AgentService/WatchFiles',
             sandpod_dot_v1_dot_files__pb2.WatchFilesRequest.SerializeToString,
             sandpod_dot_v1_dot_files__pb2.WatchFilesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Dial(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/sandpod.v1.AgentService/Dial',
+            sandpod_dot_v1_dot_preview__pb2.DialRequest.SerializeToString,
+            sandpod_dot_v1_dot_preview__pb2.DialResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -4,6 +4,7 @@ from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from sandpod.v1 import exec_pb2 as _exec_pb2
 from sandpod.v1 import files_pb2 as _files_pb2
+from sandpod.v1 import preview_pb2 as _preview_pb2
 from sandpod.v1 import sandbox_pb2 as _sandbox_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper

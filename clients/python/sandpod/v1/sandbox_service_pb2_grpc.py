@@ -5,6 +5,7 @@ import warnings
 
 from sandpod.v1 import exec_pb2 as sandpod_dot_v1_dot_exec__pb2
 from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
+from sandpod.v1 import preview_pb2 as sandpod_dot_v1_dot_preview__pb2
 from sandpod.v1 import sandbox_service_pb2 as sandpod_dot_v1_dot_sandbox__service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -148,6 +149,21 @@ class SandboxServiceStub:
                 '/sandpod.v1.SandboxService/WatchFiles',
                 request_serializer=sandpod_dot_v1_dot_files__pb2.WatchFilesRequest.SerializeToString,
                 response_deserializer=sandpod_dot_v1_dot_files__pb2.WatchFilesResponse.FromString,
+                _registered_method=True)
+        self.ExposePort = channel.unary_unary(
+                '/sandpod.v1.SandboxService/ExposePort',
+                request_serializer=sandpod_dot_v1_dot_preview__pb2.ExposePortRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_preview__pb2.ExposePortResponse.FromString,
+                _registered_method=True)
+        self.UnexposePort = channel.unary_unary(
+                '/sandpod.v1.SandboxService/UnexposePort',
+                request_serializer=sandpod_dot_v1_dot_preview__pb2.UnexposePortRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_preview__pb2.UnexposePortResponse.FromString,
+                _registered_method=True)
+        self.ListExposedPorts = channel.unary_unary(
+                '/sandpod.v1.SandboxService/ListExposedPorts',
+                request_serializer=sandpod_dot_v1_dot_preview__pb2.ListExposedPortsRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_preview__pb2.ListExposedPortsResponse.FromString,
                 _registered_method=True)
 
 
@@ -310,6 +326,27 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExposePort(self, request, context):
+        """Serves a port of the sandbox at a preview URL, once the port answers
+        (waits until the call's deadline). ALREADY_EXISTS when it is exposed;
+        ports close when the sandbox is suspended or deleted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnexposePort(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListExposedPorts(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SandboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -417,6 +454,21 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.WatchFiles,
                     request_deserializer=sandpod_dot_v1_dot_files__pb2.WatchFilesRequest.FromString,
                     response_serializer=sandpod_dot_v1_dot_files__pb2.WatchFilesResponse.SerializeToString,
+            ),
+            'ExposePort': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExposePort,
+                    request_deserializer=sandpod_dot_v1_dot_preview__pb2.ExposePortRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_preview__pb2.ExposePortResponse.SerializeToString,
+            ),
+            'UnexposePort': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnexposePort,
+                    request_deserializer=sandpod_dot_v1_dot_preview__pb2.UnexposePortRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_preview__pb2.UnexposePortResponse.SerializeToString,
+            ),
+            'ListExposedPorts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListExposedPorts,
+                    request_deserializer=sandpod_dot_v1_dot_preview__pb2.ListExposedPortsRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_preview__pb2.ListExposedPortsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -994,6 +1046,87 @@ class SandboxService:
             '/sandpod.v1.SandboxService/WatchFiles',
             sandpod_dot_v1_dot_files__pb2.WatchFilesRequest.SerializeToString,
             sandpod_dot_v1_dot_files__pb2.WatchFilesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExposePort(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/ExposePort',
+            sandpod_dot_v1_dot_preview__pb2.ExposePortRequest.SerializeToString,
+            sandpod_dot_v1_dot_preview__pb2.ExposePortResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnexposePort(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/UnexposePort',
+            sandpod_dot_v1_dot_preview__pb2.UnexposePortRequest.SerializeToString,
+            sandpod_dot_v1_dot_preview__pb2.UnexposePortResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListExposedPorts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/ListExposedPorts',
+            sandpod_dot_v1_dot_preview__pb2.ListExposedPortsRequest.SerializeToString,
+            sandpod_dot_v1_dot_preview__pb2.ListExposedPortsResponse.FromString,
             options,
             channel_credentials,
             insecure,
