@@ -57,6 +57,7 @@ type Server struct {
 	start        time.Time
 	lastActivity atomic.Int64 // unix nanos
 	running      atomic.Int32
+	code         codeContexts
 }
 
 // New opens the sandbox root and returns a server for it.
@@ -72,8 +73,11 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Close releases what the server holds (nothing today; kept for callers).
-func (s *Server) Close() error { return nil }
+// Close kills the code contexts.
+func (s *Server) Close() error {
+	s.code.killAll()
+	return nil
+}
 
 // GRPCServer returns a gRPC server with the agent service and secret check,
 // and the standard health service, which needs no secret (it tells nothing

@@ -19,14 +19,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentService_GetAgentInfo_FullMethodName = "/sandpod.v1.AgentService/GetAgentInfo"
-	AgentService_Exec_FullMethodName         = "/sandpod.v1.AgentService/Exec"
-	AgentService_ReadFile_FullMethodName     = "/sandpod.v1.AgentService/ReadFile"
-	AgentService_WriteFile_FullMethodName    = "/sandpod.v1.AgentService/WriteFile"
-	AgentService_ListFiles_FullMethodName    = "/sandpod.v1.AgentService/ListFiles"
-	AgentService_StatFile_FullMethodName     = "/sandpod.v1.AgentService/StatFile"
-	AgentService_RemoveFile_FullMethodName   = "/sandpod.v1.AgentService/RemoveFile"
-	AgentService_MakeDir_FullMethodName      = "/sandpod.v1.AgentService/MakeDir"
+	AgentService_GetAgentInfo_FullMethodName      = "/sandpod.v1.AgentService/GetAgentInfo"
+	AgentService_Exec_FullMethodName              = "/sandpod.v1.AgentService/Exec"
+	AgentService_ReadFile_FullMethodName          = "/sandpod.v1.AgentService/ReadFile"
+	AgentService_WriteFile_FullMethodName         = "/sandpod.v1.AgentService/WriteFile"
+	AgentService_ListFiles_FullMethodName         = "/sandpod.v1.AgentService/ListFiles"
+	AgentService_StatFile_FullMethodName          = "/sandpod.v1.AgentService/StatFile"
+	AgentService_RemoveFile_FullMethodName        = "/sandpod.v1.AgentService/RemoveFile"
+	AgentService_MakeDir_FullMethodName           = "/sandpod.v1.AgentService/MakeDir"
+	AgentService_RunCode_FullMethodName           = "/sandpod.v1.AgentService/RunCode"
+	AgentService_CreateCodeContext_FullMethodName = "/sandpod.v1.AgentService/CreateCodeContext"
+	AgentService_ListCodeContexts_FullMethodName  = "/sandpod.v1.AgentService/ListCodeContexts"
+	AgentService_DeleteCodeContext_FullMethodName = "/sandpod.v1.AgentService/DeleteCodeContext"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -47,6 +51,10 @@ type AgentServiceClient interface {
 	StatFile(ctx context.Context, in *StatFileRequest, opts ...grpc.CallOption) (*StatFileResponse, error)
 	RemoveFile(ctx context.Context, in *RemoveFileRequest, opts ...grpc.CallOption) (*RemoveFileResponse, error)
 	MakeDir(ctx context.Context, in *MakeDirRequest, opts ...grpc.CallOption) (*MakeDirResponse, error)
+	RunCode(ctx context.Context, in *RunCodeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunCodeResponse], error)
+	CreateCodeContext(ctx context.Context, in *CreateCodeContextRequest, opts ...grpc.CallOption) (*CreateCodeContextResponse, error)
+	ListCodeContexts(ctx context.Context, in *ListCodeContextsRequest, opts ...grpc.CallOption) (*ListCodeContextsResponse, error)
+	DeleteCodeContext(ctx context.Context, in *DeleteCodeContextRequest, opts ...grpc.CallOption) (*DeleteCodeContextResponse, error)
 }
 
 type agentServiceClient struct {
@@ -152,6 +160,55 @@ func (c *agentServiceClient) MakeDir(ctx context.Context, in *MakeDirRequest, op
 	return out, nil
 }
 
+func (c *agentServiceClient) RunCode(ctx context.Context, in *RunCodeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunCodeResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[3], AgentService_RunCode_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RunCodeRequest, RunCodeResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_RunCodeClient = grpc.ServerStreamingClient[RunCodeResponse]
+
+func (c *agentServiceClient) CreateCodeContext(ctx context.Context, in *CreateCodeContextRequest, opts ...grpc.CallOption) (*CreateCodeContextResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateCodeContextResponse)
+	err := c.cc.Invoke(ctx, AgentService_CreateCodeContext_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) ListCodeContexts(ctx context.Context, in *ListCodeContextsRequest, opts ...grpc.CallOption) (*ListCodeContextsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCodeContextsResponse)
+	err := c.cc.Invoke(ctx, AgentService_ListCodeContexts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) DeleteCodeContext(ctx context.Context, in *DeleteCodeContextRequest, opts ...grpc.CallOption) (*DeleteCodeContextResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteCodeContextResponse)
+	err := c.cc.Invoke(ctx, AgentService_DeleteCodeContext_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -170,6 +227,10 @@ type AgentServiceServer interface {
 	StatFile(context.Context, *StatFileRequest) (*StatFileResponse, error)
 	RemoveFile(context.Context, *RemoveFileRequest) (*RemoveFileResponse, error)
 	MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error)
+	RunCode(*RunCodeRequest, grpc.ServerStreamingServer[RunCodeResponse]) error
+	CreateCodeContext(context.Context, *CreateCodeContextRequest) (*CreateCodeContextResponse, error)
+	ListCodeContexts(context.Context, *ListCodeContextsRequest) (*ListCodeContextsResponse, error)
+	DeleteCodeContext(context.Context, *DeleteCodeContextRequest) (*DeleteCodeContextResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -203,6 +264,18 @@ func (UnimplementedAgentServiceServer) RemoveFile(context.Context, *RemoveFileRe
 }
 func (UnimplementedAgentServiceServer) MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MakeDir not implemented")
+}
+func (UnimplementedAgentServiceServer) RunCode(*RunCodeRequest, grpc.ServerStreamingServer[RunCodeResponse]) error {
+	return status.Error(codes.Unimplemented, "method RunCode not implemented")
+}
+func (UnimplementedAgentServiceServer) CreateCodeContext(context.Context, *CreateCodeContextRequest) (*CreateCodeContextResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateCodeContext not implemented")
+}
+func (UnimplementedAgentServiceServer) ListCodeContexts(context.Context, *ListCodeContextsRequest) (*ListCodeContextsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCodeContexts not implemented")
+}
+func (UnimplementedAgentServiceServer) DeleteCodeContext(context.Context, *DeleteCodeContextRequest) (*DeleteCodeContextResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteCodeContext not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -340,6 +413,71 @@ func _AgentService_MakeDir_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_RunCode_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(RunCodeRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServiceServer).RunCode(m, &grpc.GenericServerStream[RunCodeRequest, RunCodeResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_RunCodeServer = grpc.ServerStreamingServer[RunCodeResponse]
+
+func _AgentService_CreateCodeContext_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateCodeContextRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).CreateCodeContext(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_CreateCodeContext_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).CreateCodeContext(ctx, req.(*CreateCodeContextRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_ListCodeContexts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCodeContextsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).ListCodeContexts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_ListCodeContexts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).ListCodeContexts(ctx, req.(*ListCodeContextsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_DeleteCodeContext_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteCodeContextRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).DeleteCodeContext(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_DeleteCodeContext_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).DeleteCodeContext(ctx, req.(*DeleteCodeContextRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -367,6 +505,18 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "MakeDir",
 			Handler:    _AgentService_MakeDir_Handler,
 		},
+		{
+			MethodName: "CreateCodeContext",
+			Handler:    _AgentService_CreateCodeContext_Handler,
+		},
+		{
+			MethodName: "ListCodeContexts",
+			Handler:    _AgentService_ListCodeContexts_Handler,
+		},
+		{
+			MethodName: "DeleteCodeContext",
+			Handler:    _AgentService_DeleteCodeContext_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -384,6 +534,11 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "WriteFile",
 			Handler:       _AgentService_WriteFile_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "RunCode",
+			Handler:       _AgentService_RunCode_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "sandpod/v1/agent_service.proto",

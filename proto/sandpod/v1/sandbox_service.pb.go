@@ -1579,7 +1579,7 @@ var File_sandpod_v1_sandbox_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	" sandpod/v1/sandbox_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/sandbox.proto\"\xc5\x04\n" +
+	"sandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/sandbox.proto\"\xc5\x04\n" +
 	"\x14CreateSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -1697,7 +1697,7 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\breplicas\x18\x03 \x01(\x05R\breplicas\"J\n" +
 	"\x15ScaleWarmPoolResponse\x121\n" +
-	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xda\f\n" +
+	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xc3\x0f\n" +
 	"\x0eSandboxService\x12T\n" +
 	"\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\x12Q\n" +
 	"\fClaimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\x12K\n" +
@@ -1720,7 +1720,11 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\bStatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n" +
 	"\n" +
 	"RemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12B\n" +
-	"\aMakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"\aMakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12D\n" +
+	"\aRunCode\x12\x1a.sandpod.v1.RunCodeRequest\x1a\x1b.sandpod.v1.RunCodeResponse0\x01\x12`\n" +
+	"\x11CreateCodeContext\x12$.sandpod.v1.CreateCodeContextRequest\x1a%.sandpod.v1.CreateCodeContextResponse\x12]\n" +
+	"\x10ListCodeContexts\x12#.sandpod.v1.ListCodeContextsRequest\x1a$.sandpod.v1.ListCodeContextsResponse\x12`\n" +
+	"\x11DeleteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_sandbox_service_proto_rawDescOnce sync.Once
@@ -1781,13 +1785,21 @@ var file_sandpod_v1_sandbox_service_proto_goTypes = []any{
 	(*StatFileRequest)(nil),               // 41: sandpod.v1.StatFileRequest
 	(*RemoveFileRequest)(nil),             // 42: sandpod.v1.RemoveFileRequest
 	(*MakeDirRequest)(nil),                // 43: sandpod.v1.MakeDirRequest
-	(*ExecResponse)(nil),                  // 44: sandpod.v1.ExecResponse
-	(*ReadFileResponse)(nil),              // 45: sandpod.v1.ReadFileResponse
-	(*WriteFileResponse)(nil),             // 46: sandpod.v1.WriteFileResponse
-	(*ListFilesResponse)(nil),             // 47: sandpod.v1.ListFilesResponse
-	(*StatFileResponse)(nil),              // 48: sandpod.v1.StatFileResponse
-	(*RemoveFileResponse)(nil),            // 49: sandpod.v1.RemoveFileResponse
-	(*MakeDirResponse)(nil),               // 50: sandpod.v1.MakeDirResponse
+	(*RunCodeRequest)(nil),                // 44: sandpod.v1.RunCodeRequest
+	(*CreateCodeContextRequest)(nil),      // 45: sandpod.v1.CreateCodeContextRequest
+	(*ListCodeContextsRequest)(nil),       // 46: sandpod.v1.ListCodeContextsRequest
+	(*DeleteCodeContextRequest)(nil),      // 47: sandpod.v1.DeleteCodeContextRequest
+	(*ExecResponse)(nil),                  // 48: sandpod.v1.ExecResponse
+	(*ReadFileResponse)(nil),              // 49: sandpod.v1.ReadFileResponse
+	(*WriteFileResponse)(nil),             // 50: sandpod.v1.WriteFileResponse
+	(*ListFilesResponse)(nil),             // 51: sandpod.v1.ListFilesResponse
+	(*StatFileResponse)(nil),              // 52: sandpod.v1.StatFileResponse
+	(*RemoveFileResponse)(nil),            // 53: sandpod.v1.RemoveFileResponse
+	(*MakeDirResponse)(nil),               // 54: sandpod.v1.MakeDirResponse
+	(*RunCodeResponse)(nil),               // 55: sandpod.v1.RunCodeResponse
+	(*CreateCodeContextResponse)(nil),     // 56: sandpod.v1.CreateCodeContextResponse
+	(*ListCodeContextsResponse)(nil),      // 57: sandpod.v1.ListCodeContextsResponse
+	(*DeleteCodeContextResponse)(nil),     // 58: sandpod.v1.DeleteCodeContextResponse
 }
 var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
 	27, // 0: sandpod.v1.CreateSandboxRequest.labels:type_name -> sandpod.v1.CreateSandboxRequest.LabelsEntry
@@ -1835,28 +1847,36 @@ var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
 	41, // 42: sandpod.v1.SandboxService.StatFile:input_type -> sandpod.v1.StatFileRequest
 	42, // 43: sandpod.v1.SandboxService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
 	43, // 44: sandpod.v1.SandboxService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
-	2,  // 45: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
-	4,  // 46: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
-	6,  // 47: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
-	8,  // 48: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
-	10, // 49: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
-	12, // 50: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
-	14, // 51: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
-	16, // 52: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
-	18, // 53: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
-	20, // 54: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
-	22, // 55: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
-	24, // 56: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
-	26, // 57: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
-	44, // 58: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
-	45, // 59: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
-	46, // 60: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
-	47, // 61: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
-	48, // 62: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
-	49, // 63: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
-	50, // 64: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
-	45, // [45:65] is the sub-list for method output_type
-	25, // [25:45] is the sub-list for method input_type
+	44, // 45: sandpod.v1.SandboxService.RunCode:input_type -> sandpod.v1.RunCodeRequest
+	45, // 46: sandpod.v1.SandboxService.CreateCodeContext:input_type -> sandpod.v1.CreateCodeContextRequest
+	46, // 47: sandpod.v1.SandboxService.ListCodeContexts:input_type -> sandpod.v1.ListCodeContextsRequest
+	47, // 48: sandpod.v1.SandboxService.DeleteCodeContext:input_type -> sandpod.v1.DeleteCodeContextRequest
+	2,  // 49: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
+	4,  // 50: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
+	6,  // 51: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
+	8,  // 52: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
+	10, // 53: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
+	12, // 54: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
+	14, // 55: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
+	16, // 56: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
+	18, // 57: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
+	20, // 58: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
+	22, // 59: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
+	24, // 60: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
+	26, // 61: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
+	48, // 62: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
+	49, // 63: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
+	50, // 64: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
+	51, // 65: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
+	52, // 66: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
+	53, // 67: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
+	54, // 68: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
+	55, // 69: sandpod.v1.SandboxService.RunCode:output_type -> sandpod.v1.RunCodeResponse
+	56, // 70: sandpod.v1.SandboxService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
+	57, // 71: sandpod.v1.SandboxService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
+	58, // 72: sandpod.v1.SandboxService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
+	49, // [49:73] is the sub-list for method output_type
+	25, // [25:49] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
 	25, // [25:25] is the sub-list for extension extendee
 	0,  // [0:25] is the sub-list for field type_name
@@ -1867,6 +1887,7 @@ func file_sandpod_v1_sandbox_service_proto_init() {
 	if File_sandpod_v1_sandbox_service_proto != nil {
 		return
 	}
+	file_sandpod_v1_code_proto_init()
 	file_sandpod_v1_exec_proto_init()
 	file_sandpod_v1_files_proto_init()
 	file_sandpod_v1_sandbox_proto_init()

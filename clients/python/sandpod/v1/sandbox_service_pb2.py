@@ -24,12 +24,13 @@ _sym_db = _symbol_database.Default()
 
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from sandpod.v1 import code_pb2 as sandpod_dot_v1_dot_code__pb2
 from sandpod.v1 import exec_pb2 as sandpod_dot_v1_dot_exec__pb2
 from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
 from sandpod.v1 import sandbox_pb2 as sandpod_dot_v1_dot_sandbox__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n sandpod/v1/sandbox_service.proto\x12\nsandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/sandbox.proto\"\xcf\x03\n\x14\x43reateSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12<\n\x06labels\x18\x04 \x03(\x0b\x32,.sandpod.v1.CreateSandboxRequest.LabelsEntry\x12\x36\n\x03\x65nv\x18\x05 \x03(\x0b\x32).sandpod.v1.CreateSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x08 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\t \x01(\t\x12\x0f\n\x07no_wait\x18\n \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x15\x43reateSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\xad\x03\n\x13\x43laimSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12;\n\x06labels\x18\x03 \x03(\x0b\x32+.sandpod.v1.ClaimSandboxRequest.LabelsEntry\x12\x35\n\x03\x65nv\x18\x04 \x03(\x0b\x32(.sandpod.v1.ClaimSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x07 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"J\n\x14\x43laimSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x0c\n\x04warm\x18\x02 \x01(\x08\"4\n\x11GetSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\":\n\x12GetSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x86\x01\n\x14ListSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x1c\n\x14include_pool_members\x18\x05 \x01(\x08\"X\n\x15ListSandboxesResponse\x12&\n\tsandboxes\x18\x01 \x03(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"}\n\x15WatchSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x1b\n\x13send_initial_events\x18\x03 \x01(\x08\x12\x1c\n\x14include_pool_members\x18\x04 \x01(\x08\"\xea\x01\n\x16WatchSandboxesResponse\x12:\n\x04type\x18\x01 \x01(\x0e\x32,.sandpod.v1.WatchSandboxesResponse.EventType\x12$\n\x07sandbox\x18\x02 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"n\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45VENT_TYPE_ADDED\x10\x01\x12\x17\n\x13\x45VENT_TYPE_MODIFIED\x10\x02\x12\x16\n\x12\x45VENT_TYPE_DELETED\x10\x03\"8\n\x15SuspendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x16SuspendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"H\n\x14ResumeSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0f\n\x07no_wait\x18\x03 \x01(\x08\"=\n\x15ResumeSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x92\x01\n\x14\x45xtendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12&\n\x03ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x15\x45xtendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"7\n\x14\x44\x65leteSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\"\x17\n\x15\x44\x65leteSandboxResponse\"P\n\x14ListTemplatesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Y\n\x15ListTemplatesResponse\x12\'\n\ttemplates\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.Template\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"P\n\x14ListWarmPoolsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Z\n\x15ListWarmPoolsResponse\x12(\n\nwarm_pools\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.WarmPool\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"5\n\x12GetWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x13GetWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool\"I\n\x14ScaleWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x10\n\x08replicas\x18\x03 \x01(\x05\"@\n\x15ScaleWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool2\xda\x0c\n\x0eSandboxService\x12T\n\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\x12Q\n\x0c\x43laimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\x12K\n\nGetSandbox\x12\x1d.sandpod.v1.GetSandboxRequest\x1a\x1e.sandpod.v1.GetSandboxResponse\x12T\n\rListSandboxes\x12 .sandpod.v1.ListSandboxesRequest\x1a!.sandpod.v1.ListSandboxesResponse\x12Y\n\x0eWatchSandboxes\x12!.sandpod.v1.WatchSandboxesRequest\x1a\".sandpod.v1.WatchSandboxesResponse0\x01\x12W\n\x0eSuspendSandbox\x12!.sandpod.v1.SuspendSandboxRequest\x1a\".sandpod.v1.SuspendSandboxResponse\x12T\n\rResumeSandbox\x12 .sandpod.v1.ResumeSandboxRequest\x1a!.sandpod.v1.ResumeSandboxResponse\x12T\n\rExtendSandbox\x12 .sandpod.v1.ExtendSandboxRequest\x1a!.sandpod.v1.ExtendSandboxResponse\x12T\n\rDeleteSandbox\x12 .sandpod.v1.DeleteSandboxRequest\x1a!.sandpod.v1.DeleteSandboxResponse\x12T\n\rListTemplates\x12 .sandpod.v1.ListTemplatesRequest\x1a!.sandpod.v1.ListTemplatesResponse\x12T\n\rListWarmPools\x12 .sandpod.v1.ListWarmPoolsRequest\x1a!.sandpod.v1.ListWarmPoolsResponse\x12N\n\x0bGetWarmPool\x12\x1e.sandpod.v1.GetWarmPoolRequest\x1a\x1f.sandpod.v1.GetWarmPoolResponse\x12T\n\rScaleWarmPool\x12 .sandpod.v1.ScaleWarmPoolRequest\x1a!.sandpod.v1.ScaleWarmPoolResponse\x12=\n\x04\x45xec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x01\x30\x01\x12G\n\x08ReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse0\x01\x12J\n\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12H\n\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\x12\x45\n\x08StatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n\nRemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12\x42\n\x07MakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n sandpod/v1/sandbox_service.proto\x12\nsandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/sandbox.proto\"\xcf\x03\n\x14\x43reateSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12<\n\x06labels\x18\x04 \x03(\x0b\x32,.sandpod.v1.CreateSandboxRequest.LabelsEntry\x12\x36\n\x03\x65nv\x18\x05 \x03(\x0b\x32).sandpod.v1.CreateSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x08 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\t \x01(\t\x12\x0f\n\x07no_wait\x18\n \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x15\x43reateSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\xad\x03\n\x13\x43laimSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12;\n\x06labels\x18\x03 \x03(\x0b\x32+.sandpod.v1.ClaimSandboxRequest.LabelsEntry\x12\x35\n\x03\x65nv\x18\x04 \x03(\x0b\x32(.sandpod.v1.ClaimSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x07 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"J\n\x14\x43laimSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x0c\n\x04warm\x18\x02 \x01(\x08\"4\n\x11GetSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\":\n\x12GetSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x86\x01\n\x14ListSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x1c\n\x14include_pool_members\x18\x05 \x01(\x08\"X\n\x15ListSandboxesResponse\x12&\n\tsandboxes\x18\x01 \x03(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"}\n\x15WatchSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x1b\n\x13send_initial_events\x18\x03 \x01(\x08\x12\x1c\n\x14include_pool_members\x18\x04 \x01(\x08\"\xea\x01\n\x16WatchSandboxesResponse\x12:\n\x04type\x18\x01 \x01(\x0e\x32,.sandpod.v1.WatchSandboxesResponse.EventType\x12$\n\x07sandbox\x18\x02 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"n\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45VENT_TYPE_ADDED\x10\x01\x12\x17\n\x13\x45VENT_TYPE_MODIFIED\x10\x02\x12\x16\n\x12\x45VENT_TYPE_DELETED\x10\x03\"8\n\x15SuspendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x16SuspendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"H\n\x14ResumeSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0f\n\x07no_wait\x18\x03 \x01(\x08\"=\n\x15ResumeSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x92\x01\n\x14\x45xtendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12&\n\x03ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x15\x45xtendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"7\n\x14\x44\x65leteSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\"\x17\n\x15\x44\x65leteSandboxResponse\"P\n\x14ListTemplatesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Y\n\x15ListTemplatesResponse\x12\'\n\ttemplates\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.Template\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"P\n\x14ListWarmPoolsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Z\n\x15ListWarmPoolsResponse\x12(\n\nwarm_pools\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.WarmPool\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"5\n\x12GetWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x13GetWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool\"I\n\x14ScaleWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x10\n\x08replicas\x18\x03 \x01(\x05\"@\n\x15ScaleWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool2\xc3\x0f\n\x0eSandboxService\x12T\n\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\x12Q\n\x0c\x43laimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\x12K\n\nGetSandbox\x12\x1d.sandpod.v1.GetSandboxRequest\x1a\x1e.sandpod.v1.GetSandboxResponse\x12T\n\rListSandboxes\x12 .sandpod.v1.ListSandboxesRequest\x1a!.sandpod.v1.ListSandboxesResponse\x12Y\n\x0eWatchSandboxes\x12!.sandpod.v1.WatchSandboxesRequest\x1a\".sandpod.v1.WatchSandboxesResponse0\x01\x12W\n\x0eSuspendSandbox\x12!.sandpod.v1.SuspendSandboxRequest\x1a\".sandpod.v1.SuspendSandboxResponse\x12T\n\rResumeSandbox\x12 .sandpod.v1.ResumeSandboxRequest\x1a!.sandpod.v1.ResumeSandboxResponse\x12T\n\rExtendSandbox\x12 .sandpod.v1.ExtendSandboxRequest\x1a!.sandpod.v1.ExtendSandboxResponse\x12T\n\rDeleteSandbox\x12 .sandpod.v1.DeleteSandboxRequest\x1a!.sandpod.v1.DeleteSandboxResponse\x12T\n\rListTemplates\x12 .sandpod.v1.ListTemplatesRequest\x1a!.sandpod.v1.ListTemplatesResponse\x12T\n\rListWarmPools\x12 .sandpod.v1.ListWarmPoolsRequest\x1a!.sandpod.v1.ListWarmPoolsResponse\x12N\n\x0bGetWarmPool\x12\x1e.sandpod.v1.GetWarmPoolRequest\x1a\x1f.sandpod.v1.GetWarmPoolResponse\x12T\n\rScaleWarmPool\x12 .sandpod.v1.ScaleWarmPoolRequest\x1a!.sandpod.v1.ScaleWarmPoolResponse\x12=\n\x04\x45xec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x01\x30\x01\x12G\n\x08ReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse0\x01\x12J\n\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12H\n\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\x12\x45\n\x08StatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n\nRemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12\x42\n\x07MakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12\x44\n\x07RunCode\x12\x1a.sandpod.v1.RunCodeRequest\x1a\x1b.sandpod.v1.RunCodeResponse0\x01\x12`\n\x11\x43reateCodeContext\x12$.sandpod.v1.CreateCodeContextRequest\x1a%.sandpod.v1.CreateCodeContextResponse\x12]\n\x10ListCodeContexts\x12#.sandpod.v1.ListCodeContextsRequest\x1a$.sandpod.v1.ListCodeContextsResponse\x12`\n\x11\x44\x65leteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -45,68 +46,68 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_options = b'8\001'
   _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._loaded_options = None
   _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_options = b'8\001'
-  _globals['_CREATESANDBOXREQUEST']._serialized_start=187
-  _globals['_CREATESANDBOXREQUEST']._serialized_end=650
-  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_start=561
-  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_end=606
-  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_start=608
-  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_end=650
-  _globals['_CREATESANDBOXRESPONSE']._serialized_start=652
-  _globals['_CREATESANDBOXRESPONSE']._serialized_end=713
-  _globals['_CLAIMSANDBOXREQUEST']._serialized_start=716
-  _globals['_CLAIMSANDBOXREQUEST']._serialized_end=1145
-  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_start=561
-  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_end=606
-  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_start=608
-  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_end=650
-  _globals['_CLAIMSANDBOXRESPONSE']._serialized_start=1147
-  _globals['_CLAIMSANDBOXRESPONSE']._serialized_end=1221
-  _globals['_GETSANDBOXREQUEST']._serialized_start=1223
-  _globals['_GETSANDBOXREQUEST']._serialized_end=1275
-  _globals['_GETSANDBOXRESPONSE']._serialized_start=1277
-  _globals['_GETSANDBOXRESPONSE']._serialized_end=1335
-  _globals['_LISTSANDBOXESREQUEST']._serialized_start=1338
-  _globals['_LISTSANDBOXESREQUEST']._serialized_end=1472
-  _globals['_LISTSANDBOXESRESPONSE']._serialized_start=1474
-  _globals['_LISTSANDBOXESRESPONSE']._serialized_end=1562
-  _globals['_WATCHSANDBOXESREQUEST']._serialized_start=1564
-  _globals['_WATCHSANDBOXESREQUEST']._serialized_end=1689
-  _globals['_WATCHSANDBOXESRESPONSE']._serialized_start=1692
-  _globals['_WATCHSANDBOXESRESPONSE']._serialized_end=1926
-  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_start=1816
-  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_end=1926
-  _globals['_SUSPENDSANDBOXREQUEST']._serialized_start=1928
-  _globals['_SUSPENDSANDBOXREQUEST']._serialized_end=1984
-  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_start=1986
-  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_end=2048
-  _globals['_RESUMESANDBOXREQUEST']._serialized_start=2050
-  _globals['_RESUMESANDBOXREQUEST']._serialized_end=2122
-  _globals['_RESUMESANDBOXRESPONSE']._serialized_start=2124
-  _globals['_RESUMESANDBOXRESPONSE']._serialized_end=2185
-  _globals['_EXTENDSANDBOXREQUEST']._serialized_start=2188
-  _globals['_EXTENDSANDBOXREQUEST']._serialized_end=2334
-  _globals['_EXTENDSANDBOXRESPONSE']._serialized_start=2336
-  _globals['_EXTENDSANDBOXRESPONSE']._serialized_end=2397
-  _globals['_DELETESANDBOXREQUEST']._serialized_start=2399
-  _globals['_DELETESANDBOXREQUEST']._serialized_end=2454
-  _globals['_DELETESANDBOXRESPONSE']._serialized_start=2456
-  _globals['_DELETESANDBOXRESPONSE']._serialized_end=2479
-  _globals['_LISTTEMPLATESREQUEST']._serialized_start=2481
-  _globals['_LISTTEMPLATESREQUEST']._serialized_end=2561
-  _globals['_LISTTEMPLATESRESPONSE']._serialized_start=2563
-  _globals['_LISTTEMPLATESRESPONSE']._serialized_end=2652
-  _globals['_LISTWARMPOOLSREQUEST']._serialized_start=2654
-  _globals['_LISTWARMPOOLSREQUEST']._serialized_end=2734
-  _globals['_LISTWARMPOOLSRESPONSE']._serialized_start=2736
-  _globals['_LISTWARMPOOLSRESPONSE']._serialized_end=2826
-  _globals['_GETWARMPOOLREQUEST']._serialized_start=2828
-  _globals['_GETWARMPOOLREQUEST']._serialized_end=2881
-  _globals['_GETWARMPOOLRESPONSE']._serialized_start=2883
-  _globals['_GETWARMPOOLRESPONSE']._serialized_end=2945
-  _globals['_SCALEWARMPOOLREQUEST']._serialized_start=2947
-  _globals['_SCALEWARMPOOLREQUEST']._serialized_end=3020
-  _globals['_SCALEWARMPOOLRESPONSE']._serialized_start=3022
-  _globals['_SCALEWARMPOOLRESPONSE']._serialized_end=3086
-  _globals['_SANDBOXSERVICE']._serialized_start=3089
-  _globals['_SANDBOXSERVICE']._serialized_end=4715
+  _globals['_CREATESANDBOXREQUEST']._serialized_start=210
+  _globals['_CREATESANDBOXREQUEST']._serialized_end=673
+  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_start=584
+  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_end=629
+  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_start=631
+  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_end=673
+  _globals['_CREATESANDBOXRESPONSE']._serialized_start=675
+  _globals['_CREATESANDBOXRESPONSE']._serialized_end=736
+  _globals['_CLAIMSANDBOXREQUEST']._serialized_start=739
+  _globals['_CLAIMSANDBOXREQUEST']._serialized_end=1168
+  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_start=584
+  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_end=629
+  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_start=631
+  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_end=673
+  _globals['_CLAIMSANDBOXRESPONSE']._serialized_start=1170
+  _globals['_CLAIMSANDBOXRESPONSE']._serialized_end=1244
+  _globals['_GETSANDBOXREQUEST']._serialized_start=1246
+  _globals['_GETSANDBOXREQUEST']._serialized_end=1298
+  _globals['_GETSANDBOXRESPONSE']._serialized_start=1300
+  _globals['_GETSANDBOXRESPONSE']._serialized_end=1358
+  _globals['_LISTSANDBOXESREQUEST']._serialized_start=1361
+  _globals['_LISTSANDBOXESREQUEST']._serialized_end=1495
+  _globals['_LISTSANDBOXESRESPONSE']._serialized_start=1497
+  _globals['_LISTSANDBOXESRESPONSE']._serialized_end=1585
+  _globals['_WATCHSANDBOXESREQUEST']._serialized_start=1587
+  _globals['_WATCHSANDBOXESREQUEST']._serialized_end=1712
+  _globals['_WATCHSANDBOXESRESPONSE']._serialized_start=1715
+  _globals['_WATCHSANDBOXESRESPONSE']._serialized_end=1949
+  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_start=1839
+  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_end=1949
+  _globals['_SUSPENDSANDBOXREQUEST']._serialized_start=1951
+  _globals['_SUSPENDSANDBOXREQUEST']._serialized_end=2007
+  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_start=2009
+  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_end=2071
+  _globals['_RESUMESANDBOXREQUEST']._serialized_start=2073
+  _globals['_RESUMESANDBOXREQUEST']._serialized_end=2145
+  _globals['_RESUMESANDBOXRESPONSE']._serialized_start=2147
+  _globals['_RESUMESANDBOXRESPONSE']._serialized_end=2208
+  _globals['_EXTENDSANDBOXREQUEST']._serialized_start=2211
+  _globals['_EXTENDSANDBOXREQUEST']._serialized_end=2357
+  _globals['_EXTENDSANDBOXRESPONSE']._serialized_start=2359
+  _globals['_EXTENDSANDBOXRESPONSE']._serialized_end=2420
+  _globals['_DELETESANDBOXREQUEST']._serialized_start=2422
+  _globals['_DELETESANDBOXREQUEST']._serialized_end=2477
+  _globals['_DELETESANDBOXRESPONSE']._serialized_start=2479
+  _globals['_DELETESANDBOXRESPONSE']._serialized_end=2502
+  _globals['_LISTTEMPLATESREQUEST']._serialized_start=2504
+  _globals['_LISTTEMPLATESREQUEST']._serialized_end=2584
+  _globals['_LISTTEMPLATESRESPONSE']._serialized_start=2586
+  _globals['_LISTTEMPLATESRESPONSE']._serialized_end=2675
+  _globals['_LISTWARMPOOLSREQUEST']._serialized_start=2677
+  _globals['_LISTWARMPOOLSREQUEST']._serialized_end=2757
+  _globals['_LISTWARMPOOLSRESPONSE']._serialized_start=2759
+  _globals['_LISTWARMPOOLSRESPONSE']._serialized_end=2849
+  _globals['_GETWARMPOOLREQUEST']._serialized_start=2851
+  _globals['_GETWARMPOOLREQUEST']._serialized_end=2904
+  _globals['_GETWARMPOOLRESPONSE']._serialized_start=2906
+  _globals['_GETWARMPOOLRESPONSE']._serialized_end=2968
+  _globals['_SCALEWARMPOOLREQUEST']._serialized_start=2970
+  _globals['_SCALEWARMPOOLREQUEST']._serialized_end=3043
+  _globals['_SCALEWARMPOOLRESPONSE']._serialized_start=3045
+  _globals['_SCALEWARMPOOLRESPONSE']._serialized_end=3109
+  _globals['_SANDBOXSERVICE']._serialized_start=3112
+  _globals['_SANDBOXSERVICE']._serialized_end=5099
 # @@protoc_insertion_point(module_scope)
