@@ -148,6 +148,12 @@ class _Figures:
     @staticmethod
     def setup():
         os.environ.setdefault("MPLBACKEND", "Agg")
+        # Debian's matplotlib reads /etc/matplotlibrc, which a sandbox that sees only
+        # the host's /usr lacks; the same file is in its data directory.
+        debian = "/usr/share/matplotlib/mpl-data/matplotlibrc"
+        if "MATPLOTLIBRC" not in os.environ and not os.path.exists("/etc/matplotlibrc"):
+            if os.path.exists(debian):
+                os.environ["MATPLOTLIBRC"] = debian
 
     @staticmethod
     def flush():
