@@ -56,6 +56,7 @@ type localSuite struct {
 	log func(format string, args ...any)
 
 	warm, cold, suspend, resume, del, exec1, execLoaded series
+	code1, codeFirst                                    series
 	rate                                                series
 	floorSeq, floorRate                                 series
 	floorCount                                          int
@@ -186,6 +187,11 @@ func (l *localSuite) runOnce(ctx context.Context, last bool) error {
 	// The floor: the same `true`, started by os/exec from this process with
 	// no sandbox, bridge or gRPC, under the same machine load.
 	if err := l.floor(ctx); err != nil {
+		return err
+	}
+
+	// run_code: the first call in the fresh sandboxes, then warm round trips.
+	if err := l.codeRuns(ctx, made[3:min(len(made), 8)], execBox); err != nil {
 		return err
 	}
 
@@ -517,7 +523,7 @@ func (l *localSuite) rows() []Row {
 	if l.coldClaims > 0 {
 		warmNote += fmt.Sprintf("; %d claims came back cold and were left out", l.coldClaims)
 	}
-	return []Row{
+	return append([]Row{
 		lat("warm claim (Go, raw gRPC)", &l.warm, "— (≤ 3 ms is for the Python client)", nil, warmNote),
 		lat("cold create (ready)", &l.cold, "", nil, "CreateSandbox, waits until RUNNING"),
 		lat("suspend", &l.suspend, "", nil, ""),
@@ -534,5 +540,5 @@ func (l *localSuite) rows() []Row {
 		xfer("file write 100 MiB", &l.w100, 100),
 		xfer("file read 100 MiB", &l.r100, 100),
 		lat("delete", &l.del, "", nil, "DeleteSandbox of a running, claimed sandbox"),
-	}
+	}, l.codeRows(lat)...)
 }
