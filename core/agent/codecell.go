@@ -197,6 +197,16 @@ func (s *Server) runCell(ctx context.Context, c *codeContext, req *sandpodv1.Run
 			c.kill()
 		case <-c.dead:
 			s.code.remove(c.id, c)
+			// What it sent before it died (a display(), a figure) still counts.
+			for f := range drainFrames(frames) {
+				if f.T == "result" {
+					r := codeResult(f, MaxResultBytes)
+					if resultBytes+resultSize(r) <= MaxCellResultBytes {
+						resultBytes += resultSize(r)
+						emit(&sandpodv1.RunCodeResponse{Msg: &sandpodv1.RunCodeResponse_Result{Result: r}})
+					}
+				}
+			}
 			drainDead(c, emit, &outBytes)
 			done.ContextLost = true
 			why := "its interpreter " + c.exitMsg + " (os._exit, a crash, or memory running out)"
@@ -205,8 +215,8 @@ func (s *Server) runCell(ctx context.Context, c *codeContext, req *sandpodv1.Run
 				why = "it was deleted while the cell ran"
 			case done.TimedOut && c.killed.Load():
 				why = fmt.Sprintf("the cell did not stop within %s of the interrupt, so its interpreter was killed", InterruptGrace)
-			case c.killed.Load() && c.frameErr != nil:
-				why = "its interpreter broke the executor's protocol (" + c.frameErr.Error() + ") and was killed"
+			case c.killed.Load() && c.brokenFrame.Load() != nil:
+				why = "its interpreter broke the executor's protocol (" + c.brokenFrame.Load().(string) + ") and was killed"
 			}
 			cellErr = &sandpodv1.CodeError{Name: "ContextDied", Value: fmt.Sprintf("code context %q is gone: %s; its state is lost. Create a new context (the default one is recreated by the next call without context_id).", c.id, why)}
 			return finishCell(c, done, cellErr, began, emit, &sendErr)
@@ -222,6 +232,28 @@ func allMarked(want, got map[int]bool) bool {
 		}
 	}
 	return true
+}
+
+// drainFrames yields the frames a dead context left, until the pipe's end
+// (or deadDrain).
+func drainFrames(frames <-chan *execFrame) func(func(*execFrame) bool) {
+	return func(yield func(*execFrame) bool) {
+		if frames == nil {
+			return
+		}
+		end := time.NewTimer(deadDrain)
+		defer end.Stop()
+		for {
+			select {
+			case f, ok := <-frames:
+				if !ok || !yield(f) {
+					return
+				}
+			case <-end.C:
+				return
+			}
+		}
+	}
 }
 
 // drainDead passes on the output a dead context left in its pipes.

@@ -54,11 +54,12 @@ type codeContext struct {
 	pid    int
 	req    *os.File // the executor's fd 3
 	frames chan *execFrame
-	// frameErr is why frames closed (EOF or a broken frame).
-	frameErr error
-	out      chan outChunk
-	dead     chan struct{} // closed when the process has exited
-	exitMsg  string        // how it exited, set before dead closes
+	// brokenFrame is why a broken frame ended the context (a string), set
+	// before the kill.
+	brokenFrame atomic.Value
+	out         chan outChunk
+	dead        chan struct{} // closed when the process has exited
+	exitMsg     string        // how it exited, set before dead closes
 	// abandon closes a while after the process exited: the readers stop
 	// waiting for a cell to take their output.
 	abandon chan struct{}
@@ -199,8 +200,8 @@ func (c *codeContext) readFrames(r *os.File) {
 	for {
 		f, err := readFrame(br, maxFrame)
 		if err != nil {
-			c.frameErr = err
 			if !errors.Is(err, io.EOF) {
+				c.brokenFrame.Store(err.Error())
 				// A broken protocol (the context's code wrote to fd 4, or
 				// sent too much): the context cannot be trusted to end a
 				// cell any more.

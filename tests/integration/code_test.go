@@ -174,8 +174,9 @@ func TestRunCodeTimeoutAndDeath(t *testing.T) {
 	if r := mustRun(t, c, name, "", "x"); r.text() != "7" {
 		t.Fatalf("x after the interrupt: %+v", r)
 	}
-	r = mustRun(t, c, name, "", "import os\nprint('bye', flush=True)\nos._exit(3)")
-	if !r.done.GetContextLost() || r.err.GetName() != "ContextDied" || !strings.Contains(r.err.GetValue(), "exited with code 3") || r.stdout != "bye\n" {
+	r = mustRun(t, c, name, "", "import os\nprint('bye', flush=True)\ndisplay('last words')\nos._exit(3)")
+	if !r.done.GetContextLost() || r.err.GetName() != "ContextDied" || !strings.Contains(r.err.GetValue(), "exited with code 3") || r.stdout != "bye\n" ||
+		len(r.results) != 1 || string(r.results[0].GetData()["text/plain"]) != "'last words'" {
 		t.Fatalf("os._exit: %+v", r)
 	}
 	if r := mustRun(t, c, name, "", "'x' in globals()"); r.text() != "False" || r.done.GetContextLost() {
