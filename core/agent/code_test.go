@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,12 +26,13 @@ import (
 // The agent's code contexts with the host's python3, in process (so the
 // race detector sees the agent's side). The real binary and sandbox are
 // covered by tests/integration.
-func agentClient(t *testing.T) (sandpodv1.AgentServiceClient, context.Context) {
+func agentClient(t *testing.T) (sandpodv1.AgentServiceClient, context.Context, string) {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3")
 	}
-	srv, err := New(Config{Sandbox: "sb", Root: t.TempDir(), Secret: "s"})
+	root := t.TempDir()
+	srv, err := New(Config{Sandbox: "sb", Root: root, Secret: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,7 @@ func agentClient(t *testing.T) (sandpodv1.AgentServiceClient, context.Context) {
 	t.Cleanup(func() { _ = conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, SecretMetadataKey, "s")
+	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, SecretMetadataKey, "s"), root
 }
 
 type cell struct {
@@ -88,7 +91,7 @@ func run(t *testing.T, c sandpodv1.AgentServiceClient, ctx context.Context, req 
 }
 
 func TestCodeContextInProcess(t *testing.T) {
-	c, ctx := agentClient(t)
+	c, ctx, root := agentClient(t)
 	// Output of every size keeps its order and is all there, up to the end
 	// marker, however the reads split it.
 	r := run(t, c, ctx, &sandpodv1.RunCodeRequest{Code: "import sys\nfor i in range(2000):\n    print(i)\n    sys.stderr.write('e')\nsys.stdout.write('no newline')"})
@@ -125,6 +128,21 @@ func TestCodeContextInProcess(t *testing.T) {
 	cancel()
 	if r := run(t, c, ctx, &sandpodv1.RunCodeRequest{Code: "n", Timeout: durationpb.New(time.Minute)}); r.done.GetContextLost() || string(r.results[0].GetData()["text/plain"]) != "4" {
 		t.Fatalf("after a caller left: %+v", r)
+	}
+	// An interrupt that arrives between cells (here from a thread of the
+	// cell, which does not block SIGINT) is ignored: the context lives on.
+	run(t, c, ctx, &sandpodv1.RunCodeRequest{Code: "import os, signal, threading, time\n" +
+		"def late():\n    time.sleep(0.2)\n    os.kill(os.getpid(), signal.SIGINT)\n    open('fired', 'w').close()\n" +
+		"threading.Thread(target=late).start()"})
+	deadline := time.Now().Add(time.Minute)
+	for _, err := os.Stat(filepath.Join(root, "fired")); err != nil; _, err = os.Stat(filepath.Join(root, "fired")) {
+		if time.Now().After(deadline) {
+			t.Fatal("the thread never sent its interrupt")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := run(t, c, ctx, &sandpodv1.RunCodeRequest{Code: "n"}); r.err != nil || string(r.results[0].GetData()["text/plain"]) != "4" {
+		t.Fatalf("after an interrupt between cells: %+v %v", r.results, r.err)
 	}
 	// Frames the cell forges on fd 4 end the context, and say so.
 	r = run(t, c, ctx, &sandpodv1.RunCodeRequest{Code: "import os; os.write(4, b'\\xff\\xff\\xff\\xff')\nimport time; time.sleep(30)"})

@@ -190,9 +190,34 @@ def _flush():
             pass
 
 
-def _mask(block):
-    how = signal.SIG_BLOCK if block else signal.SIG_UNBLOCK
-    signal.pthread_sigmask(how, {signal.SIGINT})
+class _Interrupts:
+    """SIGINT (the agent's interrupt) raises KeyboardInterrupt only while a cell runs.
+
+    Between cells it is ignored (SIG_IGN), so that an interrupt sent as a cell ends
+    cannot hit the executor's own loop, whichever thread the kernel delivers it to
+    (numpy's BLAS threads, say, do not block it). A handler the cell installs is kept
+    for the next cell.
+    """
+
+    handler = signal.default_int_handler
+
+    @classmethod
+    def arm(cls):
+        signal.signal(signal.SIGINT, cls.handler)
+
+    @classmethod
+    def disarm(cls):
+        # An interrupt that arrived just before may still raise here: retry until the
+        # handler is off (then nothing new can raise).
+        while True:
+            try:
+                h = signal.getsignal(signal.SIGINT)
+                if callable(h) or h == signal.SIG_DFL:
+                    cls.handler = h
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                return
+            except KeyboardInterrupt:
+                continue
 
 
 def _run(code, ns, count):
@@ -238,7 +263,7 @@ def _end(marker):
 
 
 def main():
-    _mask(True)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _Figures.setup()
     # Unbuffered text streams: output reaches the agent as it is printed.
     for name, fd in (("stdout", 1), ("stderr", 2)):
@@ -262,25 +287,17 @@ def main():
             return
         count += 1
         reply = None
-        # A SIGINT the agent sent as the previous cell ended must not hit this one.
-        if signal.SIGINT in signal.sigpending():
-            signal.sigwait({signal.SIGINT})
         try:
-            _mask(False)
-            try:
-                _run(req["code"], ns, count)
-                _Figures.flush()
-            finally:
-                _mask(True)
+            _Interrupts.arm()
+            _run(req["code"], ns, count)
+            _Figures.flush()
         except BaseException as e:  # noqa: B036 - the cell's error, KeyboardInterrupt included
-            _mask(True)
-            try:
-                _Figures.flush()
-            except BaseException:
-                pass
+            _Interrupts.disarm()
+            _Figures.flush()
             reply = _error(e)
             if isinstance(e, SystemExit):
                 reply["value"] = "SystemExit(%s): the context keeps running" % e.code
+        _Interrupts.disarm()
         marked = _end(req["marker"])
         if reply is not None:
             _send(reply)
