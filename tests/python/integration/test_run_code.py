@@ -32,16 +32,23 @@ def test_state_is_kept_between_cells(sandbox):
 
 
 def test_output_streams_to_callbacks_as_it_comes(sandbox):
-    seen: list[tuple[float, str]] = []
-    ex = sandbox.run_code(
-        "import time\nprint('first', flush=True)\ntime.sleep(1.5)\nprint('second')",
-        on_stdout=lambda s: seen.append((time.monotonic(), s)),
+    # The cell prints, then waits for a file that only the on_stdout callback writes:
+    # it ends early only if its first line reached us while it was still running.
+    code = (
+        "import os, time\n"
+        "print('first', flush=True)\n"
+        "end = time.monotonic() + 120\n"
+        "while not os.path.exists('go') and time.monotonic() < end:\n"
+        "    time.sleep(0.01)\n"
+        "print('second' if os.path.exists('go') else 'never streamed')"
     )
+
+    def on_stdout(text: str) -> None:
+        if "first" in text:
+            sandbox.files.write("go", "")
+
+    ex = sandbox.run_code(code, on_stdout=on_stdout, timeout=300)
     assert ex.stdout == "first\nsecond\n"
-    firsts = [t for t, s in seen if "first" in s]
-    seconds = [t for t, s in seen if "second" in s]
-    # "first" arrived before the cell slept, not with the rest at the end.
-    assert firsts and seconds and seconds[-1] - firsts[0] >= 1.0
 
 
 def test_matplotlib_figure_comes_back_as_png(sandbox):
