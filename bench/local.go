@@ -56,6 +56,7 @@ type localSuite struct {
 	log func(format string, args ...any)
 
 	warm, cold, suspend, resume, del, exec1, execLoaded series
+	code1, codeFirst                                    series
 	rate                                                series
 	floorSeq, floorRate                                 series
 	floorCount                                          int
@@ -196,6 +197,11 @@ func (l *localSuite) runOnce(ctx context.Context, last bool) error {
 	// The floor: the same `true`, started by os/exec from this process with
 	// no sandbox, bridge or gRPC, under the same machine load.
 	if err := l.floor(ctx); err != nil {
+		return err
+	}
+
+	// run_code: the first call in the fresh sandboxes, then warm round trips.
+	if err := l.codeRuns(ctx, made[3:min(len(made), 8)], execBox); err != nil {
 		return err
 	}
 
@@ -546,5 +552,5 @@ func (l *localSuite) rows() []Row {
 		lat("small GET through a preview URL", &l.previewGet, "", nil,
 			"12-byte answer of a python http.server handler (HTTP/1.1, one write) in the sandbox, via the preview listener and the agent's Dial tunnel; keep-alive on both hops"),
 		lat("delete", &l.del, "", nil, "DeleteSandbox of a running, claimed sandbox"),
-	}, l.termWatchRows(lat)...)
+	}, append(l.termWatchRows(lat), l.codeRows(lat)...)...)
 }

@@ -62,6 +62,7 @@ type testbedSuite struct {
 
 type tbFigures struct {
 	warm, cold, bare, exec, api, py series
+	code, codeFirst                 series
 	coldOut                         int
 }
 
@@ -249,6 +250,9 @@ func (s *testbedSuite) runtime(ctx context.Context, rt string) error {
 		execs = append(execs, time.Since(t0))
 	}
 	f.exec.addRun(ms(execs))
+	if err := tbRunCode(ctx, keep, s.p.Execs, f); err != nil {
+		return err
+	}
 	_ = keep.Delete(ctx)
 
 	// Cold: no pool; each claim starts a pod.
@@ -405,6 +409,9 @@ func (s *testbedSuite) rows() []Row {
 			func(p50, _ float64) bool { return p50 <= bareP50+20 }, "no pool: ClaimSandbox → pod Ready and agent serving")
 		lat(sec, "bare pod start (same image, no sandpod)", &f.bare, "", nil, "Pod created → Ready (polled every 100 ms)")
 		lat(sec, "exec round trip `true` via the bridge", &f.exec, "", nil, "Exec stream through the bridge to the agent in the pod")
+		lat(sec, "run_code round trip `1+1`, warm context", &f.code, "p50 ≤ 10 ms", func(p50, _ float64) bool { return p50 <= 10 },
+			"RunCode through the bridge to the agent and the context's python3 in the pod (Go client)")
+		lat(sec, "first run_code in a sandbox", &f.codeFirst, "", nil, "starts the default context: python3 and the executor in the pod")
 		lat(sec, "warm claim via the API (SandboxClaim → Ready)", &f.api, "", nil, "the kubectl path: claim reconciler adopts, then writes the claim's status")
 		lat(sec, "warm claim via the bridge (Python client)", &f.py, "p50 ≤ 15 ms", func(p50, _ float64) bool { return p50 <= 15 },
 			"sandpod.Client.claim() timed in Python (bench/python_claims.py)")
@@ -413,4 +420,25 @@ func (s *testbedSuite) rows() []Row {
 		}
 	}
 	return out
+}
+
+// tbRunCode times the first run_code in sb (it starts the default context)
+// and then n warm `1+1` round trips.
+func tbRunCode(ctx context.Context, sb *sandpod.Sandbox, n int, f *tbFigures) error {
+	t0 := time.Now()
+	if ex, err := sb.RunCode(ctx, "1+1"); err != nil || ex.Text() != "2" {
+		return fmt.Errorf("first run_code: %v (%v)", err, ex)
+	}
+	f.codeFirst.addRun(ms([]time.Duration{time.Since(t0)}))
+	var rt []time.Duration
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		ex, err := sb.RunCode(ctx, "1+1")
+		if err != nil || ex.Text() != "2" {
+			return fmt.Errorf("run_code: %v (%v)", err, ex)
+		}
+		rt = append(rt, time.Since(t0))
+	}
+	f.code.addRun(ms(rt))
+	return nil
 }

@@ -132,6 +132,8 @@ func kindOf(c codes.Code, reason string) error {
 			return ErrSandboxNotFound
 		case reasonFileNotFound:
 			return ErrFileNotFound
+		case reasonCodeContextNotFound:
+			return ErrCodeContextNotFound
 		}
 		return ErrNotFound
 	case codes.AlreadyExists:

@@ -61,6 +61,7 @@ type Server struct {
 	watchStreams atomic.Int32
 	watchDirs    atomic.Int64
 	dials        atomic.Int32 // open Dial connections
+	code         codeContexts
 }
 
 // New opens the sandbox root and returns a server for it.
@@ -76,8 +77,11 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Close releases what the server holds (nothing today; kept for callers).
-func (s *Server) Close() error { return nil }
+// Close kills the code contexts.
+func (s *Server) Close() error {
+	s.code.killAll()
+	return nil
+}
 
 // GRPCServer returns a gRPC server with the agent service and secret check,
 // and the standard health service, which needs no secret (it tells nothing

@@ -2,7 +2,8 @@
 # What the local engine needs on the host, installed by the project itself:
 # runc (built from its Go module with seccomp, the same build the test bed
 # uses, cached in ${SANDPOD_CACHE:-$HOME/.cache/sandpod}/runc-VERSION) and
-# pasta (Debian's passt package) for sandboxes with egress. Links runc next
+# pasta (Debian's passt package) for sandboxes with egress, and Debian's
+# python3-numpy and python3-matplotlib for run_code. Links runc next
 # to the sandpod binary (bin/runc), where `sandpod serve` looks first.
 #
 # usage: hack/local/deps.sh BIN_DIR
@@ -21,6 +22,14 @@ command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v gcc >/dev/null || need+=(gcc libc6-dev)   # runc's seccomp support is cgo
 command -v pasta >/dev/null || need+=(passt)
 command -v nsenter >/dev/null || need+=(util-linux)
+# run_code's figures: sandboxes see the host's /usr read-only, so Debian's
+# python3 with numpy and matplotlib is what `sb.run_code(...)` imports.
+if command -v /usr/bin/python3 >/dev/null; then
+  /usr/bin/python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
+  /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need+=(python3-matplotlib)
+else
+  need+=(python3-minimal python3-numpy python3-matplotlib)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "the local engine needs these Debian packages: ${need[*]} (run as root: apt-get install ${need[*]})" >&2

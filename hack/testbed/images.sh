@@ -7,7 +7,8 @@
 #   ghcr.io/sandpod/sandpod:latest  the sandpod binary, static (controller,
 #                                   agent install, bridge)
 #   ghcr.io/sandpod/python:3.11     the host's Debian python3.11 with the
-#                                   shared libraries it loads and busybox
+#                                   shared libraries it loads, busybox, and
+#                                   Debian's numpy and matplotlib (run_code)
 #   registry.k8s.io/pause:3.10      the pod sandbox (hack/testbed/pause)
 #
 # usage: hack/testbed/images.sh [sandpod|pause|python]...   # default: all
@@ -78,6 +79,39 @@ copy_lib() {
   cp -L "$2" "$1$p"
 }
 
+# python_scientific ROOTFS: Debian's numpy and matplotlib (and what they
+# import) from the host's /usr/lib/python3/dist-packages, matplotlib's data
+# and fonts, and the shared libraries their extension modules load, so that
+# run_code's figures work in the bed's python image. Installs the Debian
+# packages on the host first when missing (as root).
+PY_SCIENTIFIC=(numpy matplotlib mpl_toolkits PIL contourpy kiwisolver dateutil pyparsing packaging fontTools cycler.py six.py)
+python_scientific() {
+  local fs=$1 dist=/usr/lib/python3/dist-packages m so deps
+  if ! /usr/bin/python3 -c 'import numpy, matplotlib' 2>/dev/null; then
+    [ "$(id -u)" = 0 ] || { echo "images.sh: needs Debian's python3-numpy and python3-matplotlib on the host" >&2; exit 1; }
+    log "installing python3-numpy and python3-matplotlib with apt (once)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-numpy python3-matplotlib >&2
+  fi
+  mkdir -p "$fs$dist"
+  for m in "${PY_SCIENTIFIC[@]}"; do
+    [ -e "$dist/$m" ] || { echo "images.sh: $dist/$m is missing" >&2; exit 1; }
+    tar -C / --exclude='__pycache__' --exclude='*/tests' -chf - "${dist#/}/$m" | tar -C "$fs" -xf -
+  done
+  # Debian keeps matplotlib's data (fonts, the default matplotlibrc) in
+  # /usr/share and /etc; -h copies what its links point to.
+  tar -C / -chf - usr/share/matplotlib etc/matplotlibrc | tar -C "$fs" -xf -
+  while read -r so; do
+    deps=$(ldd "$so" 2>/dev/null) || continue
+    if grep -q 'not found' <<<"$deps"; then
+      echo "images.sh: $so needs a library the host lacks: $(awk '/not found/{print $1}' <<<"$deps")" >&2
+      exit 1
+    fi
+    while read -r dep; do
+      copy_lib "$fs" "$dep"
+    done < <(awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' <<<"$deps")
+  done < <(find "$fs$dist" -name '*.so*' -type f | sed "s#^$fs##")
+}
+
 # --- ghcr.io/sandpod/python:3.11
 python_image() {
   local fs=$W/python py=/usr/bin/python3.11 lib=/usr/lib/python3.11
@@ -122,6 +156,7 @@ python_image() {
       copy_lib "$fs" "$dep"
     done < <(awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' <<<"$deps")
   done
+  python_scientific "$fs"
   # TLS roots, so https from a sandbox works when the network allows it.
   if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
     mkdir -p "$fs/etc/ssl/certs"
@@ -132,6 +167,10 @@ python_image() {
   if [ "$(id -u)" = 0 ]; then
     chroot "$fs" /usr/bin/python3 -c 'import json, ssl, sqlite3, hashlib, ctypes, zlib, decimal' ||
       { echo "images.sh: python3 does not run in its image root" >&2; exit 1; }
+    chroot "$fs" /bin/env MPLBACKEND=Agg HOME=/tmp /usr/bin/python3 -c \
+      'import numpy, matplotlib.pyplot as p; p.plot(numpy.arange(3)); p.savefig("/tmp/f.png")' ||
+      { echo "images.sh: numpy and matplotlib do not run in the python image root" >&2; exit 1; }
+    rm -rf "$fs/tmp/f.png" "$fs/tmp/matplotlib"*
   fi
   "$HERE/mkimage.sh" "$fs" ghcr.io/sandpod/python:3.11 "$OUT/python.tar" 'null' '["/bin/sh"]' /workspace
 }

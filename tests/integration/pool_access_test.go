@@ -96,6 +96,14 @@ func sandboxCalls(t *testing.T, c sandpodv1.SandboxServiceClient, name string) m
 			}
 			return err
 		},
+		"RunCode": func() error {
+			_, err := runCode(t, c, &sandpodv1.RunCodeRequest{Sandbox: name, Code: "open('planted.txt', 'w').write('planted')"})
+			return err
+		},
+		"CreateCodeContext": func() error {
+			_, err := c.CreateCodeContext(ctx(t), &sandpodv1.CreateCodeContextRequest{Sandbox: name})
+			return err
+		},
 		"ExtendSandbox": func() error {
 			_, err := c.ExtendSandbox(ctx(t), &sandpodv1.ExtendSandboxRequest{Name: name, Ttl: dur(time.Hour)})
 			return err
@@ -112,7 +120,7 @@ func sandboxCalls(t *testing.T, c sandpodv1.SandboxServiceClient, name string) m
 }
 
 // callOrder runs suspend before resume, and plants before it reads.
-var callOrder = []string{"Exec", "WriteFile", "ReadFile", "MakeDir", "ListFiles", "StatFile", "RemoveFile", "ExtendSandbox", "SuspendSandbox", "ResumeSandbox"}
+var callOrder = []string{"Exec", "RunCode", "CreateCodeContext", "WriteFile", "ReadFile", "MakeDir", "ListFiles", "StatFile", "RemoveFile", "ExtendSandbox", "SuspendSandbox", "ResumeSandbox"}
 
 // TestUnclaimedPoolMembersCannotBeReached: a caller who sees a warm pool
 // member (ListSandboxes with include_pool_members) cannot exec in it, touch

@@ -40,6 +40,14 @@ func TestBridgeRefusesUnclaimedPoolMembers(t *testing.T) {
 		_, err = stream.Recv()
 	}
 	refused("Exec", err)
+	if code, err := api.RunCode(ctx, &pb.RunCodeRequest{Sandbox: name, Namespace: ns, Code: "open('planted', 'w')"}); err == nil {
+		_, err = code.Recv()
+		refused("RunCode", err)
+	} else {
+		refused("RunCode", err)
+	}
+	_, err = api.CreateCodeContext(ctx, &pb.CreateCodeContextRequest{Sandbox: name, Namespace: ns})
+	refused("CreateCodeContext", err)
 	_, err = api.ListFiles(ctx, &pb.ListFilesRequest{Sandbox: name, Namespace: ns, Path: "."})
 	refused("ListFiles", err)
 	_, err = api.SuspendSandbox(ctx, &pb.SuspendSandboxRequest{Name: name, Namespace: ns})

@@ -21,9 +21,14 @@ from ._async_client import (
 )
 from ._base import USE_CLIENT_DEFAULT
 from ._client import Client, Files, Process, Sandbox, SandboxList, Watch
+from ._code import CodeContextInfo, Execution, ExecutionError, Result
+from ._code_client import AsyncCodeContext, CodeContext
 from ._errors import (
     AlreadyExists,
     Cancelled,
+    CodeContextLost,
+    CodeContextNotFound,
+    CodeRunError,
     CommandFailed,
     CommandTimeout,
     FailedPrecondition,
@@ -62,6 +67,7 @@ __all__ = [
     "USE_CLIENT_DEFAULT",
     "AlreadyExists",
     "AsyncClient",
+    "AsyncCodeContext",
     "AsyncFileWatch",
     "AsyncFiles",
     "AsyncProcess",
@@ -71,10 +77,17 @@ __all__ = [
     "Cancelled",
     "ClaimBatch",
     "Client",
+    "CodeContext",
+    "CodeContextInfo",
+    "CodeContextLost",
+    "CodeContextNotFound",
+    "CodeRunError",
     "CommandFailed",
     "CommandResult",
     "CommandTimeout",
     "Condition",
+    "Execution",
+    "ExecutionError",
     "ExposedPort",
     "FailedPrecondition",
     "FileEvent",
@@ -90,6 +103,7 @@ __all__ = [
     "Phase",
     "Process",
     "ResourceExhausted",
+    "Result",
     "RetryPolicy",
     "Sandbox",
     "SandboxInfo",

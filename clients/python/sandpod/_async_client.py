@@ -19,9 +19,11 @@ from typing import IO, Any
 import grpc
 import grpc.aio
 
-from . import _base
+from . import _base, _code_client
 from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Timeout, UseClientDefault
 from ._client import Source, _iter_source, _watch_ended
+from ._code import CodeContextInfo, Execution, Result
+from ._code_client import AsyncCodeContext
 from ._errors import (
     FileNotFound,
     NotFound,
@@ -49,7 +51,14 @@ from ._models import (
 from ._progress import CountBar, WaitBar
 from ._retry import RetryPolicy, RetryState
 from ._terminal import AsyncTerminal, terminal_start
-from .v1 import exec_pb2, files_pb2, preview_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
+from .v1 import (
+    code_pb2,
+    exec_pb2,
+    files_pb2,
+    preview_pb2,
+    sandbox_service_pb2,
+    sandbox_service_pb2_grpc,
+)
 
 __all__ = [
     "AsyncClient",
@@ -1022,6 +1031,55 @@ class AsyncSandbox:
             raise ServerError(f"terminal {text!r} ended before it started")
         sender.on_response(resp)
         return AsyncTerminal(self, call, sender, text, resp)
+
+    # --- code -----------------------------------------------------------------------
+
+    async def run_code(
+        self,
+        code: str,
+        *,
+        context: str | AsyncCodeContext | None = None,
+        language: str = "python",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+        env: Mapping[str, str] | None = None,
+        on_stdout: Callable[[str], object] | None = None,
+        on_stderr: Callable[[str], object] | None = None,
+        on_result: Callable[[Result], object] | None = None,
+    ) -> Execution:
+        """See :meth:`sandpod.Sandbox.run_code`. Never re-run behind your back."""
+        return await _code_client.run_code_async(
+            self, code, context, language, timeout, env, on_stdout, on_stderr, on_result
+        )
+
+    async def code_context(
+        self,
+        context_id: str | None = None,
+        *,
+        create: bool = True,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        language: str = "python",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> AsyncCodeContext:
+        """See :meth:`sandpod.Sandbox.code_context`."""
+        if not create:
+            if not context_id:
+                raise ValueError("context_id is required with create=False")
+            return AsyncCodeContext(self, context_id, None)
+        req = _code_client.create_request(self, context_id, cwd, env, language)
+        # Not retried: a retry of a create that went through would make a second one.
+        resp = await self._unary("CreateCodeContext", req, timeout=timeout, idempotent=False)
+        info = CodeContextInfo.from_pb(resp.context)
+        return AsyncCodeContext(self, info.id, info)
+
+    async def code_contexts(
+        self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> list[CodeContextInfo]:
+        """The sandbox's live code contexts, by id."""
+        req = code_pb2.ListCodeContextsRequest(sandbox=self.name, namespace=self.namespace)
+        return _code_client.contexts_from(
+            await self._unary("ListCodeContexts", req, timeout=timeout)
+        )
 
     def _open_exec(self, limit: float | None) -> Any:
         client = self._client

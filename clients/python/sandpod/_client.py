@@ -20,8 +20,10 @@ from typing import IO, Any
 
 import grpc
 
-from . import _base
+from . import _base, _code_client
 from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Timeout, UseClientDefault
+from ._code import CodeContextInfo, Execution, Result
+from ._code_client import CodeContext
 from ._errors import (
     FileNotFound,
     NotFound,
@@ -49,7 +51,14 @@ from ._models import (
 from ._progress import CountBar, WaitBar
 from ._retry import RetryPolicy, RetryState
 from ._terminal import Terminal, terminal_start
-from .v1 import exec_pb2, files_pb2, preview_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
+from .v1 import (
+    code_pb2,
+    exec_pb2,
+    files_pb2,
+    preview_pb2,
+    sandbox_service_pb2,
+    sandbox_service_pb2_grpc,
+)
 
 __all__ = ["Client", "Files", "Process", "Sandbox", "SandboxList", "Watch"]
 
@@ -991,6 +1000,65 @@ class Sandbox:
             wait_for_ready=True,
         )
         return call, sender
+
+    # --- code -----------------------------------------------------------------------
+
+    def run_code(
+        self,
+        code: str,
+        *,
+        context: str | CodeContext | None = None,
+        language: str = "python",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+        env: Mapping[str, str] | None = None,
+        on_stdout: Callable[[str], object] | None = None,
+        on_stderr: Callable[[str], object] | None = None,
+        on_result: Callable[[Result], object] | None = None,
+    ) -> Execution:
+        """Runs a cell of Python in a code context that keeps its state between calls.
+
+        Without ``context`` it runs in the sandbox's default context (made on first use).
+        Returns an :class:`Execution`: ``stdout``, ``stderr``, ``results`` (MIME bundles:
+        the last expression's value, ``display()`` calls, matplotlib figures as PNG),
+        ``error`` and ``text``. A cell that raises is not an exception here: call
+        ``raise_for_error()``. ``timeout`` (client default: 60 s) interrupts the cell
+        (``KeyboardInterrupt``; the state is kept). ``on_stdout`` / ``on_stderr`` get
+        output as it comes, ``on_result`` each result. ``env`` applies only when the call
+        creates the default context. Never re-run behind your back.
+        """
+        return _code_client.run_code(
+            self, code, context, language, timeout, env, on_stdout, on_stderr, on_result
+        )
+
+    def code_context(
+        self,
+        context_id: str | None = None,
+        *,
+        create: bool = True,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        language: str = "python",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> CodeContext:
+        """Starts a new code context (an id is generated unless ``context_id`` is given)
+        and returns its handle; ``create=False`` returns a handle to an existing one
+        without a call. At most 8 per sandbox (:class:`ResourceExhausted`)."""
+        if not create:
+            if not context_id:
+                raise ValueError("context_id is required with create=False")
+            return CodeContext(self, context_id, None)
+        req = _code_client.create_request(self, context_id, cwd, env, language)
+        # Not retried: a retry of a create that went through would make a second one.
+        resp = self._unary("CreateCodeContext", req, timeout=timeout, idempotent=False)
+        info = CodeContextInfo.from_pb(resp.context)
+        return CodeContext(self, info.id, info)
+
+    def code_contexts(
+        self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> list[CodeContextInfo]:
+        """The sandbox's live code contexts, by id."""
+        req = code_pb2.ListCodeContextsRequest(sandbox=self.name, namespace=self.namespace)
+        return _code_client.contexts_from(self._unary("ListCodeContexts", req, timeout=timeout))
 
 
 class _ExecSender:

@@ -5,7 +5,8 @@ Every exception the client raises on purpose derives from :class:`SandpodError`:
     SandpodError
     ├── NotFound               NOT_FOUND (a template, a pool, ...)
     │   ├── SandboxNotFound    NOT_FOUND, reason SANDBOX_NOT_FOUND: the sandbox itself
-    │   └── FileNotFound       NOT_FOUND, reason FILE_NOT_FOUND: a path in the sandbox
+    │   ├── FileNotFound       NOT_FOUND, reason FILE_NOT_FOUND: a path in the sandbox
+    │   └── CodeContextNotFound NOT_FOUND, reason CODE_CONTEXT_NOT_FOUND: a code context
     ├── AlreadyExists          ALREADY_EXISTS
     ├── InvalidArgument        INVALID_ARGUMENT, OUT_OF_RANGE
     ├── FailedPrecondition     FAILED_PRECONDITION
@@ -17,8 +18,10 @@ Every exception the client raises on purpose derives from :class:`SandpodError`:
     ├── PermissionDenied       PERMISSION_DENIED
     ├── Cancelled              CANCELLED
     ├── ServerError            INTERNAL, UNKNOWN, DATA_LOSS, UNIMPLEMENTED
-    └── CommandFailed          run(..., check=True) whose command exited non-zero
-        └── CommandTimeout
+    ├── CommandFailed          run(..., check=True) whose command exited non-zero
+    │   └── CommandTimeout
+    └── CodeRunError           Execution.raise_for_error(): the cell raised
+        └── CodeContextLost    ... or its interpreter died (state lost)
 
 gRPC errors are translated in exactly one place, :func:`from_rpc_error`, through the
 table :data:`STATUS_TO_ERROR`, refined by the server's ``ErrorInfo`` reason through
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 if TYPE_CHECKING:
+    from ._code import Execution
     from ._models import CommandResult
 
 __all__ = [
@@ -41,6 +45,9 @@ __all__ = [
     "STATUS_TO_ERROR",
     "AlreadyExists",
     "Cancelled",
+    "CodeContextLost",
+    "CodeContextNotFound",
+    "CodeRunError",
     "CommandFailed",
     "CommandTimeout",
     "FailedPrecondition",
@@ -107,6 +114,11 @@ class SandboxNotFound(NotFound):
 class FileNotFound(NotFound):
     """A path a file call names (or its parent, for a write) does not exist in the
     sandbox, which does (the server's reason ``FILE_NOT_FOUND``)."""
+
+
+class CodeContextNotFound(NotFound):
+    """The code context a call names does not exist: never created, deleted, or its
+    interpreter died (the server's reason ``CODE_CONTEXT_NOT_FOUND``)."""
 
 
 class AlreadyExists(SandpodError):
@@ -182,6 +194,33 @@ class CommandTimeout(CommandFailed, SandboxTimeout):
     """A command run with ``check=True`` ran out of its ``timeout`` and was killed."""
 
 
+class CodeRunError(SandpodError):
+    """Raised by ``Execution.raise_for_error()`` when the cell raised.
+
+    Attributes:
+        execution: the whole :class:`Execution` (output, results, error).
+        name, value, traceback: the cell's exception (``execution.error``).
+    """
+
+    def __init__(self, execution: Execution) -> None:
+        err = execution.error
+        assert err is not None
+        self.execution = execution
+        self.name = err.name
+        self.value = err.value
+        self.traceback = err.traceback
+        text = f"{err.name}: {err.value}"
+        if err.traceback:
+            text = f"{text}\n{err.traceback.rstrip()}"
+        super().__init__(text)
+
+
+class CodeContextLost(CodeRunError):
+    """The cell's interpreter exited or was killed (``os._exit``, a crash, running out
+    of memory, or a timeout it did not stop for): its state is gone. A new context can be
+    made; the default one is made again by the next ``run_code`` without a context."""
+
+
 #: The one table from gRPC status codes to exception classes.
 STATUS_TO_ERROR: dict[grpc.StatusCode, type[SandpodError]] = {
     grpc.StatusCode.NOT_FOUND: NotFound,
@@ -206,6 +245,7 @@ STATUS_TO_ERROR: dict[grpc.StatusCode, type[SandpodError]] = {
 REASON_TO_ERROR: dict[str, type[SandpodError]] = {
     "SANDBOX_NOT_FOUND": SandboxNotFound,
     "FILE_NOT_FOUND": FileNotFound,
+    "CODE_CONTEXT_NOT_FOUND": CodeContextNotFound,
 }
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"

@@ -11,15 +11,20 @@ from dataclasses import dataclass, field
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from ._code import CodeContextInfo, Execution, ExecutionError, Result
 from .v1 import exec_pb2, files_pb2, preview_pb2, sandbox_pb2, sandbox_service_pb2
 
 __all__ = [
+    "CodeContextInfo",
     "CommandResult",
     "Condition",
+    "Execution",
+    "ExecutionError",
     "ExposedPort",
     "FileInfo",
     "Output",
     "Phase",
+    "Result",
     "SandboxInfo",
     "ShutdownPolicy",
     "Template",

@@ -150,7 +150,7 @@ var File_sandpod_v1_agent_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esandpod/v1/agent_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\"\x15\n" +
+	"sandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\"\x15\n" +
 	"\x13GetAgentInfoRequest\"\x88\x02\n" +
 	"\x14GetAgentInfoResponse\x12\x18\n" +
 	"\asandbox\x18\x01 \x01(\tR\asandbox\x12\x18\n" +
@@ -159,7 +159,7 @@ const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12H\n" +
 	"\x12last_activity_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastActivityTime\x12#\n" +
-	"\rrunning_execs\x18\x06 \x01(\x05R\frunningExecs2\xe5\x05\n" +
+	"\rrunning_execs\x18\x06 \x01(\x05R\frunningExecs2\xce\b\n" +
 	"\fAgentService\x12Q\n" +
 	"\fGetAgentInfo\x12\x1f.sandpod.v1.GetAgentInfoRequest\x1a .sandpod.v1.GetAgentInfoResponse\x12=\n" +
 	"\x04Exec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x010\x01\x12G\n" +
@@ -172,7 +172,11 @@ const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\aMakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12M\n" +
 	"\n" +
 	"WatchFiles\x12\x1d.sandpod.v1.WatchFilesRequest\x1a\x1e.sandpod.v1.WatchFilesResponse0\x01\x12=\n" +
-	"\x04Dial\x12\x17.sandpod.v1.DialRequest\x1a\x18.sandpod.v1.DialResponse(\x010\x01B7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"\x04Dial\x12\x17.sandpod.v1.DialRequest\x1a\x18.sandpod.v1.DialResponse(\x010\x01\x12D\n" +
+	"\aRunCode\x12\x1a.sandpod.v1.RunCodeRequest\x1a\x1b.sandpod.v1.RunCodeResponse0\x01\x12`\n" +
+	"\x11CreateCodeContext\x12$.sandpod.v1.CreateCodeContextRequest\x1a%.sandpod.v1.CreateCodeContextResponse\x12]\n" +
+	"\x10ListCodeContexts\x12#.sandpod.v1.ListCodeContextsRequest\x1a$.sandpod.v1.ListCodeContextsResponse\x12`\n" +
+	"\x11DeleteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_agent_service_proto_rawDescOnce sync.Once
@@ -188,27 +192,35 @@ func file_sandpod_v1_agent_service_proto_rawDescGZIP() []byte {
 
 var file_sandpod_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_sandpod_v1_agent_service_proto_goTypes = []any{
-	(*GetAgentInfoRequest)(nil),   // 0: sandpod.v1.GetAgentInfoRequest
-	(*GetAgentInfoResponse)(nil),  // 1: sandpod.v1.GetAgentInfoResponse
-	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
-	(*ExecRequest)(nil),           // 3: sandpod.v1.ExecRequest
-	(*ReadFileRequest)(nil),       // 4: sandpod.v1.ReadFileRequest
-	(*WriteFileRequest)(nil),      // 5: sandpod.v1.WriteFileRequest
-	(*ListFilesRequest)(nil),      // 6: sandpod.v1.ListFilesRequest
-	(*StatFileRequest)(nil),       // 7: sandpod.v1.StatFileRequest
-	(*RemoveFileRequest)(nil),     // 8: sandpod.v1.RemoveFileRequest
-	(*MakeDirRequest)(nil),        // 9: sandpod.v1.MakeDirRequest
-	(*WatchFilesRequest)(nil),     // 10: sandpod.v1.WatchFilesRequest
-	(*DialRequest)(nil),           // 11: sandpod.v1.DialRequest
-	(*ExecResponse)(nil),          // 12: sandpod.v1.ExecResponse
-	(*ReadFileResponse)(nil),      // 13: sandpod.v1.ReadFileResponse
-	(*WriteFileResponse)(nil),     // 14: sandpod.v1.WriteFileResponse
-	(*ListFilesResponse)(nil),     // 15: sandpod.v1.ListFilesResponse
-	(*StatFileResponse)(nil),      // 16: sandpod.v1.StatFileResponse
-	(*RemoveFileResponse)(nil),    // 17: sandpod.v1.RemoveFileResponse
-	(*MakeDirResponse)(nil),       // 18: sandpod.v1.MakeDirResponse
-	(*WatchFilesResponse)(nil),    // 19: sandpod.v1.WatchFilesResponse
-	(*DialResponse)(nil),          // 20: sandpod.v1.DialResponse
+	(*GetAgentInfoRequest)(nil),       // 0: sandpod.v1.GetAgentInfoRequest
+	(*GetAgentInfoResponse)(nil),      // 1: sandpod.v1.GetAgentInfoResponse
+	(*timestamppb.Timestamp)(nil),     // 2: google.protobuf.Timestamp
+	(*ExecRequest)(nil),               // 3: sandpod.v1.ExecRequest
+	(*ReadFileRequest)(nil),           // 4: sandpod.v1.ReadFileRequest
+	(*WriteFileRequest)(nil),          // 5: sandpod.v1.WriteFileRequest
+	(*ListFilesRequest)(nil),          // 6: sandpod.v1.ListFilesRequest
+	(*StatFileRequest)(nil),           // 7: sandpod.v1.StatFileRequest
+	(*RemoveFileRequest)(nil),         // 8: sandpod.v1.RemoveFileRequest
+	(*MakeDirRequest)(nil),            // 9: sandpod.v1.MakeDirRequest
+	(*WatchFilesRequest)(nil),         // 10: sandpod.v1.WatchFilesRequest
+	(*DialRequest)(nil),               // 11: sandpod.v1.DialRequest
+	(*RunCodeRequest)(nil),            // 12: sandpod.v1.RunCodeRequest
+	(*CreateCodeContextRequest)(nil),  // 13: sandpod.v1.CreateCodeContextRequest
+	(*ListCodeContextsRequest)(nil),   // 14: sandpod.v1.ListCodeContextsRequest
+	(*DeleteCodeContextRequest)(nil),  // 15: sandpod.v1.DeleteCodeContextRequest
+	(*ExecResponse)(nil),              // 16: sandpod.v1.ExecResponse
+	(*ReadFileResponse)(nil),          // 17: sandpod.v1.ReadFileResponse
+	(*WriteFileResponse)(nil),         // 18: sandpod.v1.WriteFileResponse
+	(*ListFilesResponse)(nil),         // 19: sandpod.v1.ListFilesResponse
+	(*StatFileResponse)(nil),          // 20: sandpod.v1.StatFileResponse
+	(*RemoveFileResponse)(nil),        // 21: sandpod.v1.RemoveFileResponse
+	(*MakeDirResponse)(nil),           // 22: sandpod.v1.MakeDirResponse
+	(*WatchFilesResponse)(nil),        // 23: sandpod.v1.WatchFilesResponse
+	(*DialResponse)(nil),              // 24: sandpod.v1.DialResponse
+	(*RunCodeResponse)(nil),           // 25: sandpod.v1.RunCodeResponse
+	(*CreateCodeContextResponse)(nil), // 26: sandpod.v1.CreateCodeContextResponse
+	(*ListCodeContextsResponse)(nil),  // 27: sandpod.v1.ListCodeContextsResponse
+	(*DeleteCodeContextResponse)(nil), // 28: sandpod.v1.DeleteCodeContextResponse
 }
 var file_sandpod_v1_agent_service_proto_depIdxs = []int32{
 	2,  // 0: sandpod.v1.GetAgentInfoResponse.start_time:type_name -> google.protobuf.Timestamp
@@ -223,18 +235,26 @@ var file_sandpod_v1_agent_service_proto_depIdxs = []int32{
 	9,  // 9: sandpod.v1.AgentService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
 	10, // 10: sandpod.v1.AgentService.WatchFiles:input_type -> sandpod.v1.WatchFilesRequest
 	11, // 11: sandpod.v1.AgentService.Dial:input_type -> sandpod.v1.DialRequest
-	1,  // 12: sandpod.v1.AgentService.GetAgentInfo:output_type -> sandpod.v1.GetAgentInfoResponse
-	12, // 13: sandpod.v1.AgentService.Exec:output_type -> sandpod.v1.ExecResponse
-	13, // 14: sandpod.v1.AgentService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
-	14, // 15: sandpod.v1.AgentService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
-	15, // 16: sandpod.v1.AgentService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
-	16, // 17: sandpod.v1.AgentService.StatFile:output_type -> sandpod.v1.StatFileResponse
-	17, // 18: sandpod.v1.AgentService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
-	18, // 19: sandpod.v1.AgentService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
-	19, // 20: sandpod.v1.AgentService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
-	20, // 21: sandpod.v1.AgentService.Dial:output_type -> sandpod.v1.DialResponse
-	12, // [12:22] is the sub-list for method output_type
-	2,  // [2:12] is the sub-list for method input_type
+	12, // 12: sandpod.v1.AgentService.RunCode:input_type -> sandpod.v1.RunCodeRequest
+	13, // 13: sandpod.v1.AgentService.CreateCodeContext:input_type -> sandpod.v1.CreateCodeContextRequest
+	14, // 14: sandpod.v1.AgentService.ListCodeContexts:input_type -> sandpod.v1.ListCodeContextsRequest
+	15, // 15: sandpod.v1.AgentService.DeleteCodeContext:input_type -> sandpod.v1.DeleteCodeContextRequest
+	1,  // 16: sandpod.v1.AgentService.GetAgentInfo:output_type -> sandpod.v1.GetAgentInfoResponse
+	16, // 17: sandpod.v1.AgentService.Exec:output_type -> sandpod.v1.ExecResponse
+	17, // 18: sandpod.v1.AgentService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
+	18, // 19: sandpod.v1.AgentService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
+	19, // 20: sandpod.v1.AgentService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
+	20, // 21: sandpod.v1.AgentService.StatFile:output_type -> sandpod.v1.StatFileResponse
+	21, // 22: sandpod.v1.AgentService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
+	22, // 23: sandpod.v1.AgentService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
+	23, // 24: sandpod.v1.AgentService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
+	24, // 25: sandpod.v1.AgentService.Dial:output_type -> sandpod.v1.DialResponse
+	25, // 26: sandpod.v1.AgentService.RunCode:output_type -> sandpod.v1.RunCodeResponse
+	26, // 27: sandpod.v1.AgentService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
+	27, // 28: sandpod.v1.AgentService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
+	28, // 29: sandpod.v1.AgentService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
+	16, // [16:30] is the sub-list for method output_type
+	2,  // [2:16] is the sub-list for method input_type
 	2,  // [2:2] is the sub-list for extension type_name
 	2,  // [2:2] is the sub-list for extension extendee
 	0,  // [0:2] is the sub-list for field type_name
@@ -245,6 +265,7 @@ func file_sandpod_v1_agent_service_proto_init() {
 	if File_sandpod_v1_agent_service_proto != nil {
 		return
 	}
+	file_sandpod_v1_code_proto_init()
 	file_sandpod_v1_exec_proto_init()
 	file_sandpod_v1_files_proto_init()
 	file_sandpod_v1_preview_proto_init()

@@ -19,16 +19,20 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentService_GetAgentInfo_FullMethodName = "/sandpod.v1.AgentService/GetAgentInfo"
-	AgentService_Exec_FullMethodName         = "/sandpod.v1.AgentService/Exec"
-	AgentService_ReadFile_FullMethodName     = "/sandpod.v1.AgentService/ReadFile"
-	AgentService_WriteFile_FullMethodName    = "/sandpod.v1.AgentService/WriteFile"
-	AgentService_ListFiles_FullMethodName    = "/sandpod.v1.AgentService/ListFiles"
-	AgentService_StatFile_FullMethodName     = "/sandpod.v1.AgentService/StatFile"
-	AgentService_RemoveFile_FullMethodName   = "/sandpod.v1.AgentService/RemoveFile"
-	AgentService_MakeDir_FullMethodName      = "/sandpod.v1.AgentService/MakeDir"
-	AgentService_WatchFiles_FullMethodName   = "/sandpod.v1.AgentService/WatchFiles"
-	AgentService_Dial_FullMethodName         = "/sandpod.v1.AgentService/Dial"
+	AgentService_GetAgentInfo_FullMethodName      = "/sandpod.v1.AgentService/GetAgentInfo"
+	AgentService_Exec_FullMethodName              = "/sandpod.v1.AgentService/Exec"
+	AgentService_ReadFile_FullMethodName          = "/sandpod.v1.AgentService/ReadFile"
+	AgentService_WriteFile_FullMethodName         = "/sandpod.v1.AgentService/WriteFile"
+	AgentService_ListFiles_FullMethodName         = "/sandpod.v1.AgentService/ListFiles"
+	AgentService_StatFile_FullMethodName          = "/sandpod.v1.AgentService/StatFile"
+	AgentService_RemoveFile_FullMethodName        = "/sandpod.v1.AgentService/RemoveFile"
+	AgentService_MakeDir_FullMethodName           = "/sandpod.v1.AgentService/MakeDir"
+	AgentService_WatchFiles_FullMethodName        = "/sandpod.v1.AgentService/WatchFiles"
+	AgentService_Dial_FullMethodName              = "/sandpod.v1.AgentService/Dial"
+	AgentService_RunCode_FullMethodName           = "/sandpod.v1.AgentService/RunCode"
+	AgentService_CreateCodeContext_FullMethodName = "/sandpod.v1.AgentService/CreateCodeContext"
+	AgentService_ListCodeContexts_FullMethodName  = "/sandpod.v1.AgentService/ListCodeContexts"
+	AgentService_DeleteCodeContext_FullMethodName = "/sandpod.v1.AgentService/DeleteCodeContext"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -53,6 +57,10 @@ type AgentServiceClient interface {
 	// Opens a TCP connection to a port on the sandbox's own loopback and
 	// carries bytes both ways (port previews).
 	Dial(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DialRequest, DialResponse], error)
+	RunCode(ctx context.Context, in *RunCodeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunCodeResponse], error)
+	CreateCodeContext(ctx context.Context, in *CreateCodeContextRequest, opts ...grpc.CallOption) (*CreateCodeContextResponse, error)
+	ListCodeContexts(ctx context.Context, in *ListCodeContextsRequest, opts ...grpc.CallOption) (*ListCodeContextsResponse, error)
+	DeleteCodeContext(ctx context.Context, in *DeleteCodeContextRequest, opts ...grpc.CallOption) (*DeleteCodeContextResponse, error)
 }
 
 type agentServiceClient struct {
@@ -190,6 +198,55 @@ func (c *agentServiceClient) Dial(ctx context.Context, opts ...grpc.CallOption) 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_DialClient = grpc.BidiStreamingClient[DialRequest, DialResponse]
 
+func (c *agentServiceClient) RunCode(ctx context.Context, in *RunCodeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunCodeResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[5], AgentService_RunCode_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RunCodeRequest, RunCodeResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_RunCodeClient = grpc.ServerStreamingClient[RunCodeResponse]
+
+func (c *agentServiceClient) CreateCodeContext(ctx context.Context, in *CreateCodeContextRequest, opts ...grpc.CallOption) (*CreateCodeContextResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateCodeContextResponse)
+	err := c.cc.Invoke(ctx, AgentService_CreateCodeContext_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) ListCodeContexts(ctx context.Context, in *ListCodeContextsRequest, opts ...grpc.CallOption) (*ListCodeContextsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCodeContextsResponse)
+	err := c.cc.Invoke(ctx, AgentService_ListCodeContexts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) DeleteCodeContext(ctx context.Context, in *DeleteCodeContextRequest, opts ...grpc.CallOption) (*DeleteCodeContextResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteCodeContextResponse)
+	err := c.cc.Invoke(ctx, AgentService_DeleteCodeContext_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -212,6 +269,10 @@ type AgentServiceServer interface {
 	// Opens a TCP connection to a port on the sandbox's own loopback and
 	// carries bytes both ways (port previews).
 	Dial(grpc.BidiStreamingServer[DialRequest, DialResponse]) error
+	RunCode(*RunCodeRequest, grpc.ServerStreamingServer[RunCodeResponse]) error
+	CreateCodeContext(context.Context, *CreateCodeContextRequest) (*CreateCodeContextResponse, error)
+	ListCodeContexts(context.Context, *ListCodeContextsRequest) (*ListCodeContextsResponse, error)
+	DeleteCodeContext(context.Context, *DeleteCodeContextRequest) (*DeleteCodeContextResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -251,6 +312,18 @@ func (UnimplementedAgentServiceServer) WatchFiles(*WatchFilesRequest, grpc.Serve
 }
 func (UnimplementedAgentServiceServer) Dial(grpc.BidiStreamingServer[DialRequest, DialResponse]) error {
 	return status.Error(codes.Unimplemented, "method Dial not implemented")
+}
+func (UnimplementedAgentServiceServer) RunCode(*RunCodeRequest, grpc.ServerStreamingServer[RunCodeResponse]) error {
+	return status.Error(codes.Unimplemented, "method RunCode not implemented")
+}
+func (UnimplementedAgentServiceServer) CreateCodeContext(context.Context, *CreateCodeContextRequest) (*CreateCodeContextResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateCodeContext not implemented")
+}
+func (UnimplementedAgentServiceServer) ListCodeContexts(context.Context, *ListCodeContextsRequest) (*ListCodeContextsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCodeContexts not implemented")
+}
+func (UnimplementedAgentServiceServer) DeleteCodeContext(context.Context, *DeleteCodeContextRequest) (*DeleteCodeContextResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteCodeContext not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -406,6 +479,71 @@ func _AgentService_Dial_Handler(srv interface{}, stream grpc.ServerStream) error
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_DialServer = grpc.BidiStreamingServer[DialRequest, DialResponse]
 
+func _AgentService_RunCode_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(RunCodeRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServiceServer).RunCode(m, &grpc.GenericServerStream[RunCodeRequest, RunCodeResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_RunCodeServer = grpc.ServerStreamingServer[RunCodeResponse]
+
+func _AgentService_CreateCodeContext_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateCodeContextRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).CreateCodeContext(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_CreateCodeContext_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).CreateCodeContext(ctx, req.(*CreateCodeContextRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_ListCodeContexts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCodeContextsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).ListCodeContexts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_ListCodeContexts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).ListCodeContexts(ctx, req.(*ListCodeContextsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_DeleteCodeContext_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteCodeContextRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).DeleteCodeContext(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_DeleteCodeContext_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).DeleteCodeContext(ctx, req.(*DeleteCodeContextRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -432,6 +570,18 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MakeDir",
 			Handler:    _AgentService_MakeDir_Handler,
+		},
+		{
+			MethodName: "CreateCodeContext",
+			Handler:    _AgentService_CreateCodeContext_Handler,
+		},
+		{
+			MethodName: "ListCodeContexts",
+			Handler:    _AgentService_ListCodeContexts_Handler,
+		},
+		{
+			MethodName: "DeleteCodeContext",
+			Handler:    _AgentService_DeleteCodeContext_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
@@ -461,6 +611,11 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _AgentService_Dial_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "RunCode",
+			Handler:       _AgentService_RunCode_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "sandpod/v1/agent_service.proto",

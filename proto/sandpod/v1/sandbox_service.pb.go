@@ -1579,7 +1579,7 @@ var File_sandpod_v1_sandbox_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	" sandpod/v1/sandbox_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\"\xc5\x04\n" +
+	"sandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\"\xc5\x04\n" +
 	"\x14CreateSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -1697,7 +1697,7 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\breplicas\x18\x03 \x01(\x05R\breplicas\"J\n" +
 	"\x15ScaleWarmPoolResponse\x121\n" +
-	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xa8\x0f\n" +
+	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\x91\x12\n" +
 	"\x0eSandboxService\x12T\n" +
 	"\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\x12Q\n" +
 	"\fClaimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\x12K\n" +
@@ -1726,7 +1726,11 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	"ExposePort\x12\x1d.sandpod.v1.ExposePortRequest\x1a\x1e.sandpod.v1.ExposePortResponse\x12Q\n" +
 	"\fUnexposePort\x12\x1f.sandpod.v1.UnexposePortRequest\x1a .sandpod.v1.UnexposePortResponse\x12]\n" +
-	"\x10ListExposedPorts\x12#.sandpod.v1.ListExposedPortsRequest\x1a$.sandpod.v1.ListExposedPortsResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"\x10ListExposedPorts\x12#.sandpod.v1.ListExposedPortsRequest\x1a$.sandpod.v1.ListExposedPortsResponse\x12D\n" +
+	"\aRunCode\x12\x1a.sandpod.v1.RunCodeRequest\x1a\x1b.sandpod.v1.RunCodeResponse0\x01\x12`\n" +
+	"\x11CreateCodeContext\x12$.sandpod.v1.CreateCodeContextRequest\x1a%.sandpod.v1.CreateCodeContextResponse\x12]\n" +
+	"\x10ListCodeContexts\x12#.sandpod.v1.ListCodeContextsRequest\x1a$.sandpod.v1.ListCodeContextsResponse\x12`\n" +
+	"\x11DeleteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_sandbox_service_proto_rawDescOnce sync.Once
@@ -1791,17 +1795,25 @@ var file_sandpod_v1_sandbox_service_proto_goTypes = []any{
 	(*ExposePortRequest)(nil),             // 45: sandpod.v1.ExposePortRequest
 	(*UnexposePortRequest)(nil),           // 46: sandpod.v1.UnexposePortRequest
 	(*ListExposedPortsRequest)(nil),       // 47: sandpod.v1.ListExposedPortsRequest
-	(*ExecResponse)(nil),                  // 48: sandpod.v1.ExecResponse
-	(*ReadFileResponse)(nil),              // 49: sandpod.v1.ReadFileResponse
-	(*WriteFileResponse)(nil),             // 50: sandpod.v1.WriteFileResponse
-	(*ListFilesResponse)(nil),             // 51: sandpod.v1.ListFilesResponse
-	(*StatFileResponse)(nil),              // 52: sandpod.v1.StatFileResponse
-	(*RemoveFileResponse)(nil),            // 53: sandpod.v1.RemoveFileResponse
-	(*MakeDirResponse)(nil),               // 54: sandpod.v1.MakeDirResponse
-	(*WatchFilesResponse)(nil),            // 55: sandpod.v1.WatchFilesResponse
-	(*ExposePortResponse)(nil),            // 56: sandpod.v1.ExposePortResponse
-	(*UnexposePortResponse)(nil),          // 57: sandpod.v1.UnexposePortResponse
-	(*ListExposedPortsResponse)(nil),      // 58: sandpod.v1.ListExposedPortsResponse
+	(*RunCodeRequest)(nil),                // 48: sandpod.v1.RunCodeRequest
+	(*CreateCodeContextRequest)(nil),      // 49: sandpod.v1.CreateCodeContextRequest
+	(*ListCodeContextsRequest)(nil),       // 50: sandpod.v1.ListCodeContextsRequest
+	(*DeleteCodeContextRequest)(nil),      // 51: sandpod.v1.DeleteCodeContextRequest
+	(*ExecResponse)(nil),                  // 52: sandpod.v1.ExecResponse
+	(*ReadFileResponse)(nil),              // 53: sandpod.v1.ReadFileResponse
+	(*WriteFileResponse)(nil),             // 54: sandpod.v1.WriteFileResponse
+	(*ListFilesResponse)(nil),             // 55: sandpod.v1.ListFilesResponse
+	(*StatFileResponse)(nil),              // 56: sandpod.v1.StatFileResponse
+	(*RemoveFileResponse)(nil),            // 57: sandpod.v1.RemoveFileResponse
+	(*MakeDirResponse)(nil),               // 58: sandpod.v1.MakeDirResponse
+	(*WatchFilesResponse)(nil),            // 59: sandpod.v1.WatchFilesResponse
+	(*ExposePortResponse)(nil),            // 60: sandpod.v1.ExposePortResponse
+	(*UnexposePortResponse)(nil),          // 61: sandpod.v1.UnexposePortResponse
+	(*ListExposedPortsResponse)(nil),      // 62: sandpod.v1.ListExposedPortsResponse
+	(*RunCodeResponse)(nil),               // 63: sandpod.v1.RunCodeResponse
+	(*CreateCodeContextResponse)(nil),     // 64: sandpod.v1.CreateCodeContextResponse
+	(*ListCodeContextsResponse)(nil),      // 65: sandpod.v1.ListCodeContextsResponse
+	(*DeleteCodeContextResponse)(nil),     // 66: sandpod.v1.DeleteCodeContextResponse
 }
 var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
 	27, // 0: sandpod.v1.CreateSandboxRequest.labels:type_name -> sandpod.v1.CreateSandboxRequest.LabelsEntry
@@ -1853,32 +1865,40 @@ var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
 	45, // 46: sandpod.v1.SandboxService.ExposePort:input_type -> sandpod.v1.ExposePortRequest
 	46, // 47: sandpod.v1.SandboxService.UnexposePort:input_type -> sandpod.v1.UnexposePortRequest
 	47, // 48: sandpod.v1.SandboxService.ListExposedPorts:input_type -> sandpod.v1.ListExposedPortsRequest
-	2,  // 49: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
-	4,  // 50: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
-	6,  // 51: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
-	8,  // 52: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
-	10, // 53: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
-	12, // 54: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
-	14, // 55: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
-	16, // 56: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
-	18, // 57: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
-	20, // 58: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
-	22, // 59: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
-	24, // 60: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
-	26, // 61: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
-	48, // 62: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
-	49, // 63: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
-	50, // 64: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
-	51, // 65: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
-	52, // 66: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
-	53, // 67: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
-	54, // 68: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
-	55, // 69: sandpod.v1.SandboxService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
-	56, // 70: sandpod.v1.SandboxService.ExposePort:output_type -> sandpod.v1.ExposePortResponse
-	57, // 71: sandpod.v1.SandboxService.UnexposePort:output_type -> sandpod.v1.UnexposePortResponse
-	58, // 72: sandpod.v1.SandboxService.ListExposedPorts:output_type -> sandpod.v1.ListExposedPortsResponse
-	49, // [49:73] is the sub-list for method output_type
-	25, // [25:49] is the sub-list for method input_type
+	48, // 49: sandpod.v1.SandboxService.RunCode:input_type -> sandpod.v1.RunCodeRequest
+	49, // 50: sandpod.v1.SandboxService.CreateCodeContext:input_type -> sandpod.v1.CreateCodeContextRequest
+	50, // 51: sandpod.v1.SandboxService.ListCodeContexts:input_type -> sandpod.v1.ListCodeContextsRequest
+	51, // 52: sandpod.v1.SandboxService.DeleteCodeContext:input_type -> sandpod.v1.DeleteCodeContextRequest
+	2,  // 53: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
+	4,  // 54: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
+	6,  // 55: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
+	8,  // 56: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
+	10, // 57: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
+	12, // 58: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
+	14, // 59: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
+	16, // 60: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
+	18, // 61: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
+	20, // 62: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
+	22, // 63: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
+	24, // 64: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
+	26, // 65: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
+	52, // 66: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
+	53, // 67: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
+	54, // 68: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
+	55, // 69: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
+	56, // 70: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
+	57, // 71: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
+	58, // 72: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
+	59, // 73: sandpod.v1.SandboxService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
+	60, // 74: sandpod.v1.SandboxService.ExposePort:output_type -> sandpod.v1.ExposePortResponse
+	61, // 75: sandpod.v1.SandboxService.UnexposePort:output_type -> sandpod.v1.UnexposePortResponse
+	62, // 76: sandpod.v1.SandboxService.ListExposedPorts:output_type -> sandpod.v1.ListExposedPortsResponse
+	63, // 77: sandpod.v1.SandboxService.RunCode:output_type -> sandpod.v1.RunCodeResponse
+	64, // 78: sandpod.v1.SandboxService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
+	65, // 79: sandpod.v1.SandboxService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
+	66, // 80: sandpod.v1.SandboxService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
+	53, // [53:81] is the sub-list for method output_type
+	25, // [25:53] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
 	25, // [25:25] is the sub-list for extension extendee
 	0,  // [0:25] is the sub-list for field type_name
@@ -1889,6 +1909,7 @@ func file_sandpod_v1_sandbox_service_proto_init() {
 	if File_sandpod_v1_sandbox_service_proto != nil {
 		return
 	}
+	file_sandpod_v1_code_proto_init()
 	file_sandpod_v1_exec_proto_init()
 	file_sandpod_v1_files_proto_init()
 	file_sandpod_v1_preview_proto_init()

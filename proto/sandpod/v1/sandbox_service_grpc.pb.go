@@ -19,30 +19,34 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SandboxService_CreateSandbox_FullMethodName    = "/sandpod.v1.SandboxService/CreateSandbox"
-	SandboxService_ClaimSandbox_FullMethodName     = "/sandpod.v1.SandboxService/ClaimSandbox"
-	SandboxService_GetSandbox_FullMethodName       = "/sandpod.v1.SandboxService/GetSandbox"
-	SandboxService_ListSandboxes_FullMethodName    = "/sandpod.v1.SandboxService/ListSandboxes"
-	SandboxService_WatchSandboxes_FullMethodName   = "/sandpod.v1.SandboxService/WatchSandboxes"
-	SandboxService_SuspendSandbox_FullMethodName   = "/sandpod.v1.SandboxService/SuspendSandbox"
-	SandboxService_ResumeSandbox_FullMethodName    = "/sandpod.v1.SandboxService/ResumeSandbox"
-	SandboxService_ExtendSandbox_FullMethodName    = "/sandpod.v1.SandboxService/ExtendSandbox"
-	SandboxService_DeleteSandbox_FullMethodName    = "/sandpod.v1.SandboxService/DeleteSandbox"
-	SandboxService_ListTemplates_FullMethodName    = "/sandpod.v1.SandboxService/ListTemplates"
-	SandboxService_ListWarmPools_FullMethodName    = "/sandpod.v1.SandboxService/ListWarmPools"
-	SandboxService_GetWarmPool_FullMethodName      = "/sandpod.v1.SandboxService/GetWarmPool"
-	SandboxService_ScaleWarmPool_FullMethodName    = "/sandpod.v1.SandboxService/ScaleWarmPool"
-	SandboxService_Exec_FullMethodName             = "/sandpod.v1.SandboxService/Exec"
-	SandboxService_ReadFile_FullMethodName         = "/sandpod.v1.SandboxService/ReadFile"
-	SandboxService_WriteFile_FullMethodName        = "/sandpod.v1.SandboxService/WriteFile"
-	SandboxService_ListFiles_FullMethodName        = "/sandpod.v1.SandboxService/ListFiles"
-	SandboxService_StatFile_FullMethodName         = "/sandpod.v1.SandboxService/StatFile"
-	SandboxService_RemoveFile_FullMethodName       = "/sandpod.v1.SandboxService/RemoveFile"
-	SandboxService_MakeDir_FullMethodName          = "/sandpod.v1.SandboxService/MakeDir"
-	SandboxService_WatchFiles_FullMethodName       = "/sandpod.v1.SandboxService/WatchFiles"
-	SandboxService_ExposePort_FullMethodName       = "/sandpod.v1.SandboxService/ExposePort"
-	SandboxService_UnexposePort_FullMethodName     = "/sandpod.v1.SandboxService/UnexposePort"
-	SandboxService_ListExposedPorts_FullMethodName = "/sandpod.v1.SandboxService/ListExposedPorts"
+	SandboxService_CreateSandbox_FullMethodName     = "/sandpod.v1.SandboxService/CreateSandbox"
+	SandboxService_ClaimSandbox_FullMethodName      = "/sandpod.v1.SandboxService/ClaimSandbox"
+	SandboxService_GetSandbox_FullMethodName        = "/sandpod.v1.SandboxService/GetSandbox"
+	SandboxService_ListSandboxes_FullMethodName     = "/sandpod.v1.SandboxService/ListSandboxes"
+	SandboxService_WatchSandboxes_FullMethodName    = "/sandpod.v1.SandboxService/WatchSandboxes"
+	SandboxService_SuspendSandbox_FullMethodName    = "/sandpod.v1.SandboxService/SuspendSandbox"
+	SandboxService_ResumeSandbox_FullMethodName     = "/sandpod.v1.SandboxService/ResumeSandbox"
+	SandboxService_ExtendSandbox_FullMethodName     = "/sandpod.v1.SandboxService/ExtendSandbox"
+	SandboxService_DeleteSandbox_FullMethodName     = "/sandpod.v1.SandboxService/DeleteSandbox"
+	SandboxService_ListTemplates_FullMethodName     = "/sandpod.v1.SandboxService/ListTemplates"
+	SandboxService_ListWarmPools_FullMethodName     = "/sandpod.v1.SandboxService/ListWarmPools"
+	SandboxService_GetWarmPool_FullMethodName       = "/sandpod.v1.SandboxService/GetWarmPool"
+	SandboxService_ScaleWarmPool_FullMethodName     = "/sandpod.v1.SandboxService/ScaleWarmPool"
+	SandboxService_Exec_FullMethodName              = "/sandpod.v1.SandboxService/Exec"
+	SandboxService_ReadFile_FullMethodName          = "/sandpod.v1.SandboxService/ReadFile"
+	SandboxService_WriteFile_FullMethodName         = "/sandpod.v1.SandboxService/WriteFile"
+	SandboxService_ListFiles_FullMethodName         = "/sandpod.v1.SandboxService/ListFiles"
+	SandboxService_StatFile_FullMethodName          = "/sandpod.v1.SandboxService/StatFile"
+	SandboxService_RemoveFile_FullMethodName        = "/sandpod.v1.SandboxService/RemoveFile"
+	SandboxService_MakeDir_FullMethodName           = "/sandpod.v1.SandboxService/MakeDir"
+	SandboxService_WatchFiles_FullMethodName        = "/sandpod.v1.SandboxService/WatchFiles"
+	SandboxService_ExposePort_FullMethodName        = "/sandpod.v1.SandboxService/ExposePort"
+	SandboxService_UnexposePort_FullMethodName      = "/sandpod.v1.SandboxService/UnexposePort"
+	SandboxService_ListExposedPorts_FullMethodName  = "/sandpod.v1.SandboxService/ListExposedPorts"
+	SandboxService_RunCode_FullMethodName           = "/sandpod.v1.SandboxService/RunCode"
+	SandboxService_CreateCodeContext_FullMethodName = "/sandpod.v1.SandboxService/CreateCodeContext"
+	SandboxService_ListCodeContexts_FullMethodName  = "/sandpod.v1.SandboxService/ListCodeContexts"
+	SandboxService_DeleteCodeContext_FullMethodName = "/sandpod.v1.SandboxService/DeleteCodeContext"
 )
 
 // SandboxServiceClient is the client API for SandboxService service.
@@ -107,6 +111,18 @@ type SandboxServiceClient interface {
 	ExposePort(ctx context.Context, in *ExposePortRequest, opts ...grpc.CallOption) (*ExposePortResponse, error)
 	UnexposePort(ctx context.Context, in *UnexposePortRequest, opts ...grpc.CallOption) (*UnexposePortResponse, error)
 	ListExposedPorts(ctx context.Context, in *ListExposedPortsRequest, opts ...grpc.CallOption) (*ListExposedPortsResponse, error)
+	// Runs code in a code context (a long-lived interpreter that keeps its
+	// state): streams stdout and stderr as they come, then results (MIME
+	// bundles), at most one error, and always ends with done. NOT_FOUND
+	// (reason CODE_CONTEXT_NOT_FOUND) for an unknown context. Never retried
+	// by the clients.
+	RunCode(ctx context.Context, in *RunCodeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunCodeResponse], error)
+	// Starts a code context; RESOURCE_EXHAUSTED (reason
+	// CODE_CONTEXT_LIMIT) past 8 per sandbox.
+	CreateCodeContext(ctx context.Context, in *CreateCodeContextRequest, opts ...grpc.CallOption) (*CreateCodeContextResponse, error)
+	ListCodeContexts(ctx context.Context, in *ListCodeContextsRequest, opts ...grpc.CallOption) (*ListCodeContextsResponse, error)
+	// Kills the context's interpreter and forgets its state.
+	DeleteCodeContext(ctx context.Context, in *DeleteCodeContextRequest, opts ...grpc.CallOption) (*DeleteCodeContextResponse, error)
 }
 
 type sandboxServiceClient struct {
@@ -390,6 +406,55 @@ func (c *sandboxServiceClient) ListExposedPorts(ctx context.Context, in *ListExp
 	return out, nil
 }
 
+func (c *sandboxServiceClient) RunCode(ctx context.Context, in *RunCodeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunCodeResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SandboxService_ServiceDesc.Streams[5], SandboxService_RunCode_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RunCodeRequest, RunCodeResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SandboxService_RunCodeClient = grpc.ServerStreamingClient[RunCodeResponse]
+
+func (c *sandboxServiceClient) CreateCodeContext(ctx context.Context, in *CreateCodeContextRequest, opts ...grpc.CallOption) (*CreateCodeContextResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateCodeContextResponse)
+	err := c.cc.Invoke(ctx, SandboxService_CreateCodeContext_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) ListCodeContexts(ctx context.Context, in *ListCodeContextsRequest, opts ...grpc.CallOption) (*ListCodeContextsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCodeContextsResponse)
+	err := c.cc.Invoke(ctx, SandboxService_ListCodeContexts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) DeleteCodeContext(ctx context.Context, in *DeleteCodeContextRequest, opts ...grpc.CallOption) (*DeleteCodeContextResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteCodeContextResponse)
+	err := c.cc.Invoke(ctx, SandboxService_DeleteCodeContext_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SandboxServiceServer is the server API for SandboxService service.
 // All implementations must embed UnimplementedSandboxServiceServer
 // for forward compatibility.
@@ -452,6 +517,18 @@ type SandboxServiceServer interface {
 	ExposePort(context.Context, *ExposePortRequest) (*ExposePortResponse, error)
 	UnexposePort(context.Context, *UnexposePortRequest) (*UnexposePortResponse, error)
 	ListExposedPorts(context.Context, *ListExposedPortsRequest) (*ListExposedPortsResponse, error)
+	// Runs code in a code context (a long-lived interpreter that keeps its
+	// state): streams stdout and stderr as they come, then results (MIME
+	// bundles), at most one error, and always ends with done. NOT_FOUND
+	// (reason CODE_CONTEXT_NOT_FOUND) for an unknown context. Never retried
+	// by the clients.
+	RunCode(*RunCodeRequest, grpc.ServerStreamingServer[RunCodeResponse]) error
+	// Starts a code context; RESOURCE_EXHAUSTED (reason
+	// CODE_CONTEXT_LIMIT) past 8 per sandbox.
+	CreateCodeContext(context.Context, *CreateCodeContextRequest) (*CreateCodeContextResponse, error)
+	ListCodeContexts(context.Context, *ListCodeContextsRequest) (*ListCodeContextsResponse, error)
+	// Kills the context's interpreter and forgets its state.
+	DeleteCodeContext(context.Context, *DeleteCodeContextRequest) (*DeleteCodeContextResponse, error)
 	mustEmbedUnimplementedSandboxServiceServer()
 }
 
@@ -533,6 +610,18 @@ func (UnimplementedSandboxServiceServer) UnexposePort(context.Context, *Unexpose
 }
 func (UnimplementedSandboxServiceServer) ListExposedPorts(context.Context, *ListExposedPortsRequest) (*ListExposedPortsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListExposedPorts not implemented")
+}
+func (UnimplementedSandboxServiceServer) RunCode(*RunCodeRequest, grpc.ServerStreamingServer[RunCodeResponse]) error {
+	return status.Error(codes.Unimplemented, "method RunCode not implemented")
+}
+func (UnimplementedSandboxServiceServer) CreateCodeContext(context.Context, *CreateCodeContextRequest) (*CreateCodeContextResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateCodeContext not implemented")
+}
+func (UnimplementedSandboxServiceServer) ListCodeContexts(context.Context, *ListCodeContextsRequest) (*ListCodeContextsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCodeContexts not implemented")
+}
+func (UnimplementedSandboxServiceServer) DeleteCodeContext(context.Context, *DeleteCodeContextRequest) (*DeleteCodeContextResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteCodeContext not implemented")
 }
 func (UnimplementedSandboxServiceServer) mustEmbedUnimplementedSandboxServiceServer() {}
 func (UnimplementedSandboxServiceServer) testEmbeddedByValue()                        {}
@@ -944,6 +1033,71 @@ func _SandboxService_ListExposedPorts_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SandboxService_RunCode_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(RunCodeRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SandboxServiceServer).RunCode(m, &grpc.GenericServerStream[RunCodeRequest, RunCodeResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SandboxService_RunCodeServer = grpc.ServerStreamingServer[RunCodeResponse]
+
+func _SandboxService_CreateCodeContext_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateCodeContextRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).CreateCodeContext(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_CreateCodeContext_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).CreateCodeContext(ctx, req.(*CreateCodeContextRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_ListCodeContexts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCodeContextsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).ListCodeContexts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_ListCodeContexts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).ListCodeContexts(ctx, req.(*ListCodeContextsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_DeleteCodeContext_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteCodeContextRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).DeleteCodeContext(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_DeleteCodeContext_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).DeleteCodeContext(ctx, req.(*DeleteCodeContextRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SandboxService_ServiceDesc is the grpc.ServiceDesc for SandboxService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1027,6 +1181,18 @@ var SandboxService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListExposedPorts",
 			Handler:    _SandboxService_ListExposedPorts_Handler,
 		},
+		{
+			MethodName: "CreateCodeContext",
+			Handler:    _SandboxService_CreateCodeContext_Handler,
+		},
+		{
+			MethodName: "ListCodeContexts",
+			Handler:    _SandboxService_ListCodeContexts_Handler,
+		},
+		{
+			MethodName: "DeleteCodeContext",
+			Handler:    _SandboxService_DeleteCodeContext_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -1053,6 +1219,11 @@ var SandboxService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WatchFiles",
 			Handler:       _SandboxService_WatchFiles_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "RunCode",
+			Handler:       _SandboxService_RunCode_Handler,
 			ServerStreams: true,
 		},
 	},

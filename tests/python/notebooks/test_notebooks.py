@@ -10,7 +10,10 @@ the end, so no sandbox outlives the run.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -99,7 +102,33 @@ def test_quickstart(nb_server: Server, kernel_env: Path) -> None:
     text = outputs_text(nb)
     assert "42" in text
     assert "exit code 0" in text  # the %%sandbox status line
+    assert "ZeroDivisionError - division by zero" in text  # run_code's error
+    check_sandbox_figure(nb)
     assert leftover(nb_server) == []  # it cleaned up after itself
+
+
+def check_sandbox_figure(nb: nbformat.NotebookNode) -> None:
+    """The run_code figure rendered in the notebook is a real PNG, and its bytes are the
+    ones the sandbox rendered: the sha256 the sandbox computed of its own rendering (printed
+    by the notebook) is the sha256 of the image the notebook shows."""
+    pngs = [
+        base64.b64decode(out["data"]["image/png"])
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if "image/png" in out.get("data", {})
+    ]
+    assert pngs, "the quick start shows no image"
+    png = pngs[0]
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", png[16:24])
+    # figsize (6, 3) at 80 dpi, trimmed by bbox_inches="tight": at most 480 x 240
+    assert 300 < width <= 480 and 150 < height <= 240, (width, height)
+    printed = [
+        line.split(":", 1)[1].strip()
+        for line in stream_text(nb, "stdout").splitlines()
+        if line.startswith("sha256 of the PNG made in the sandbox:")
+    ]
+    assert printed == [hashlib.sha256(png).hexdigest()]
 
 
 def test_rl_rollouts(nb_server: Server, kernel_env: Path) -> None:

@@ -1,6 +1,7 @@
 import datetime
 
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from sandpod.v1 import code_pb2 as _code_pb2
 from sandpod.v1 import exec_pb2 as _exec_pb2
 from sandpod.v1 import files_pb2 as _files_pb2
 from sandpod.v1 import preview_pb2 as _preview_pb2

@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from sandpod.v1 import agent_service_pb2 as sandpod_dot_v1_dot_agent__service__pb2
+from sandpod.v1 import code_pb2 as sandpod_dot_v1_dot_code__pb2
 from sandpod.v1 import exec_pb2 as sandpod_dot_v1_dot_exec__pb2
 from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
 from sandpod.v1 import preview_pb2 as sandpod_dot_v1_dot_preview__pb2
@@ -92,6 +93,26 @@ class AgentServiceStub:
                 request_serializer=sandpod_dot_v1_dot_preview__pb2.DialRequest.SerializeToString,
                 response_deserializer=sandpod_dot_v1_dot_preview__pb2.DialResponse.FromString,
                 _registered_method=True)
+        self.RunCode = channel.unary_stream(
+                '/sandpod.v1.AgentService/RunCode',
+                request_serializer=sandpod_dot_v1_dot_code__pb2.RunCodeRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_code__pb2.RunCodeResponse.FromString,
+                _registered_method=True)
+        self.CreateCodeContext = channel.unary_unary(
+                '/sandpod.v1.AgentService/CreateCodeContext',
+                request_serializer=sandpod_dot_v1_dot_code__pb2.CreateCodeContextRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_code__pb2.CreateCodeContextResponse.FromString,
+                _registered_method=True)
+        self.ListCodeContexts = channel.unary_unary(
+                '/sandpod.v1.AgentService/ListCodeContexts',
+                request_serializer=sandpod_dot_v1_dot_code__pb2.ListCodeContextsRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_code__pb2.ListCodeContextsResponse.FromString,
+                _registered_method=True)
+        self.DeleteCodeContext = channel.unary_unary(
+                '/sandpod.v1.AgentService/DeleteCodeContext',
+                request_serializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -164,6 +185,30 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunCode(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateCodeContext(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCodeContexts(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCodeContext(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -216,6 +261,26 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.Dial,
                     request_deserializer=sandpod_dot_v1_dot_preview__pb2.DialRequest.FromString,
                     response_serializer=sandpod_dot_v1_dot_preview__pb2.DialResponse.SerializeToString,
+            ),
+            'RunCode': grpc.unary_stream_rpc_method_handler(
+                    servicer.RunCode,
+                    request_deserializer=sandpod_dot_v1_dot_code__pb2.RunCodeRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_code__pb2.RunCodeResponse.SerializeToString,
+            ),
+            'CreateCodeContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCodeContext,
+                    request_deserializer=sandpod_dot_v1_dot_code__pb2.CreateCodeContextRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_code__pb2.CreateCodeContextResponse.SerializeToString,
+            ),
+            'ListCodeContexts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCodeContexts,
+                    request_deserializer=sandpod_dot_v1_dot_code__pb2.ListCodeContextsRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_code__pb2.ListCodeContextsResponse.SerializeToString,
+            ),
+            'DeleteCodeContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCodeContext,
+                    request_deserializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -493,6 +558,114 @@ class AgentService:
             '/sandpod.v1.AgentService/Dial',
             sandpod_dot_v1_dot_preview__pb2.DialRequest.SerializeToString,
             sandpod_dot_v1_dot_preview__pb2.DialResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunCode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/sandpod.v1.AgentService/RunCode',
+            sandpod_dot_v1_dot_code__pb2.RunCodeRequest.SerializeToString,
+            sandpod_dot_v1_dot_code__pb2.RunCodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateCodeContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.AgentService/CreateCodeContext',
+            sandpod_dot_v1_dot_code__pb2.CreateCodeContextRequest.SerializeToString,
+            sandpod_dot_v1_dot_code__pb2.CreateCodeContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCodeContexts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.AgentService/ListCodeContexts',
+            sandpod_dot_v1_dot_code__pb2.ListCodeContextsRequest.SerializeToString,
+            sandpod_dot_v1_dot_code__pb2.ListCodeContextsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCodeContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.AgentService/DeleteCodeContext',
+            sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.SerializeToString,
+            sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.FromString,
             options,
             channel_credentials,
             insecure,

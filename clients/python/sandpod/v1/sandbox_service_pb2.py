@@ -24,13 +24,14 @@ _sym_db = _symbol_database.Default()
 
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from sandpod.v1 import code_pb2 as sandpod_dot_v1_dot_code__pb2
 from sandpod.v1 import exec_pb2 as sandpod_dot_v1_dot_exec__pb2
 from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
 from sandpod.v1 import preview_pb2 as sandpod_dot_v1_dot_preview__pb2
 from sandpod.v1 import sandbox_pb2 as sandpod_dot_v1_dot_sandbox__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n sandpod/v1/sandbox_service.proto\x12\nsandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\"\xcf\x03\n\x14\x43reateSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12<\n\x06labels\x18\x04 \x03(\x0b\x32,.sandpod.v1.CreateSandboxRequest.LabelsEntry\x12\x36\n\x03\x65nv\x18\x05 \x03(\x0b\x32).sandpod.v1.CreateSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x08 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\t \x01(\t\x12\x0f\n\x07no_wait\x18\n \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x15\x43reateSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\xad\x03\n\x13\x43laimSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12;\n\x06labels\x18\x03 \x03(\x0b\x32+.sandpod.v1.ClaimSandboxRequest.LabelsEntry\x12\x35\n\x03\x65nv\x18\x04 \x03(\x0b\x32(.sandpod.v1.ClaimSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x07 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"J\n\x14\x43laimSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x0c\n\x04warm\x18\x02 \x01(\x08\"4\n\x11GetSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\":\n\x12GetSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x86\x01\n\x14ListSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x1c\n\x14include_pool_members\x18\x05 \x01(\x08\"X\n\x15ListSandboxesResponse\x12&\n\tsandboxes\x18\x01 \x03(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"}\n\x15WatchSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x1b\n\x13send_initial_events\x18\x03 \x01(\x08\x12\x1c\n\x14include_pool_members\x18\x04 \x01(\x08\"\xea\x01\n\x16WatchSandboxesResponse\x12:\n\x04type\x18\x01 \x01(\x0e\x32,.sandpod.v1.WatchSandboxesResponse.EventType\x12$\n\x07sandbox\x18\x02 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"n\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45VENT_TYPE_ADDED\x10\x01\x12\x17\n\x13\x45VENT_TYPE_MODIFIED\x10\x02\x12\x16\n\x12\x45VENT_TYPE_DELETED\x10\x03\"8\n\x15SuspendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x16SuspendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"H\n\x14ResumeSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0f\n\x07no_wait\x18\x03 \x01(\x08\"=\n\x15ResumeSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x92\x01\n\x14\x45xtendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12&\n\x03ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x15\x45xtendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"7\n\x14\x44\x65leteSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\"\x17\n\x15\x44\x65leteSandboxResponse\"P\n\x14ListTemplatesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Y\n\x15ListTemplatesResponse\x12\'\n\ttemplates\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.Template\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"P\n\x14ListWarmPoolsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Z\n\x15ListWarmPoolsResponse\x12(\n\nwarm_pools\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.WarmPool\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"5\n\x12GetWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x13GetWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool\"I\n\x14ScaleWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x10\n\x08replicas\x18\x03 \x01(\x05\"@\n\x15ScaleWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool2\xa8\x0f\n\x0eSandboxService\x12T\n\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\x12Q\n\x0c\x43laimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\x12K\n\nGetSandbox\x12\x1d.sandpod.v1.GetSandboxRequest\x1a\x1e.sandpod.v1.GetSandboxResponse\x12T\n\rListSandboxes\x12 .sandpod.v1.ListSandboxesRequest\x1a!.sandpod.v1.ListSandboxesResponse\x12Y\n\x0eWatchSandboxes\x12!.sandpod.v1.WatchSandboxesRequest\x1a\".sandpod.v1.WatchSandboxesResponse0\x01\x12W\n\x0eSuspendSandbox\x12!.sandpod.v1.SuspendSandboxRequest\x1a\".sandpod.v1.SuspendSandboxResponse\x12T\n\rResumeSandbox\x12 .sandpod.v1.ResumeSandboxRequest\x1a!.sandpod.v1.ResumeSandboxResponse\x12T\n\rExtendSandbox\x12 .sandpod.v1.ExtendSandboxRequest\x1a!.sandpod.v1.ExtendSandboxResponse\x12T\n\rDeleteSandbox\x12 .sandpod.v1.DeleteSandboxRequest\x1a!.sandpod.v1.DeleteSandboxResponse\x12T\n\rListTemplates\x12 .sandpod.v1.ListTemplatesRequest\x1a!.sandpod.v1.ListTemplatesResponse\x12T\n\rListWarmPools\x12 .sandpod.v1.ListWarmPoolsRequest\x1a!.sandpod.v1.ListWarmPoolsResponse\x12N\n\x0bGetWarmPool\x12\x1e.sandpod.v1.GetWarmPoolRequest\x1a\x1f.sandpod.v1.GetWarmPoolResponse\x12T\n\rScaleWarmPool\x12 .sandpod.v1.ScaleWarmPoolRequest\x1a!.sandpod.v1.ScaleWarmPoolResponse\x12=\n\x04\x45xec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x01\x30\x01\x12G\n\x08ReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse0\x01\x12J\n\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12H\n\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\x12\x45\n\x08StatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n\nRemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12\x42\n\x07MakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12M\n\nWatchFiles\x12\x1d.sandpod.v1.WatchFilesRequest\x1a\x1e.sandpod.v1.WatchFilesResponse0\x01\x12K\n\nExposePort\x12\x1d.sandpod.v1.ExposePortRequest\x1a\x1e.sandpod.v1.ExposePortResponse\x12Q\n\x0cUnexposePort\x12\x1f.sandpod.v1.UnexposePortRequest\x1a .sandpod.v1.UnexposePortResponse\x12]\n\x10ListExposedPorts\x12#.sandpod.v1.ListExposedPortsRequest\x1a$.sandpod.v1.ListExposedPortsResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n sandpod/v1/sandbox_service.proto\x12\nsandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\"\xcf\x03\n\x14\x43reateSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12<\n\x06labels\x18\x04 \x03(\x0b\x32,.sandpod.v1.CreateSandboxRequest.LabelsEntry\x12\x36\n\x03\x65nv\x18\x05 \x03(\x0b\x32).sandpod.v1.CreateSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x08 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\t \x01(\t\x12\x0f\n\x07no_wait\x18\n \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x15\x43reateSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\xad\x03\n\x13\x43laimSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12;\n\x06labels\x18\x03 \x03(\x0b\x32+.sandpod.v1.ClaimSandboxRequest.LabelsEntry\x12\x35\n\x03\x65nv\x18\x04 \x03(\x0b\x32(.sandpod.v1.ClaimSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x07 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"J\n\x14\x43laimSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x0c\n\x04warm\x18\x02 \x01(\x08\"4\n\x11GetSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\":\n\x12GetSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x86\x01\n\x14ListSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x1c\n\x14include_pool_members\x18\x05 \x01(\x08\"X\n\x15ListSandboxesResponse\x12&\n\tsandboxes\x18\x01 \x03(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"}\n\x15WatchSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x1b\n\x13send_initial_events\x18\x03 \x01(\x08\x12\x1c\n\x14include_pool_members\x18\x04 \x01(\x08\"\xea\x01\n\x16WatchSandboxesResponse\x12:\n\x04type\x18\x01 \x01(\x0e\x32,.sandpod.v1.WatchSandboxesResponse.EventType\x12$\n\x07sandbox\x18\x02 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"n\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45VENT_TYPE_ADDED\x10\x01\x12\x17\n\x13\x45VENT_TYPE_MODIFIED\x10\x02\x12\x16\n\x12\x45VENT_TYPE_DELETED\x10\x03\"8\n\x15SuspendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x16SuspendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"H\n\x14ResumeSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0f\n\x07no_wait\x18\x03 \x01(\x08\"=\n\x15ResumeSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x92\x01\n\x14\x45xtendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12&\n\x03ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x15\x45xtendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"7\n\x14\x44\x65leteSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\"\x17\n\x15\x44\x65leteSandboxResponse\"P\n\x14ListTemplatesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Y\n\x15ListTemplatesResponse\x12\'\n\ttemplates\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.Template\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"P\n\x14ListWarmPoolsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Z\n\x15ListWarmPoolsResponse\x12(\n\nwarm_pools\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.WarmPool\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"5\n\x12GetWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x13GetWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool\"I\n\x14ScaleWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x10\n\x08replicas\x18\x03 \x01(\x05\"@\n\x15ScaleWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool2\x91\x12\n\x0eSandboxService\x12T\n\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\x12Q\n\x0c\x43laimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\x12K\n\nGetSandbox\x12\x1d.sandpod.v1.GetSandboxRequest\x1a\x1e.sandpod.v1.GetSandboxResponse\x12T\n\rListSandboxes\x12 .sandpod.v1.ListSandboxesRequest\x1a!.sandpod.v1.ListSandboxesResponse\x12Y\n\x0eWatchSandboxes\x12!.sandpod.v1.WatchSandboxesRequest\x1a\".sandpod.v1.WatchSandboxesResponse0\x01\x12W\n\x0eSuspendSandbox\x12!.sandpod.v1.SuspendSandboxRequest\x1a\".sandpod.v1.SuspendSandboxResponse\x12T\n\rResumeSandbox\x12 .sandpod.v1.ResumeSandboxRequest\x1a!.sandpod.v1.ResumeSandboxResponse\x12T\n\rExtendSandbox\x12 .sandpod.v1.ExtendSandboxRequest\x1a!.sandpod.v1.ExtendSandboxResponse\x12T\n\rDeleteSandbox\x12 .sandpod.v1.DeleteSandboxRequest\x1a!.sandpod.v1.DeleteSandboxResponse\x12T\n\rListTemplates\x12 .sandpod.v1.ListTemplatesRequest\x1a!.sandpod.v1.ListTemplatesResponse\x12T\n\rListWarmPools\x12 .sandpod.v1.ListWarmPoolsRequest\x1a!.sandpod.v1.ListWarmPoolsResponse\x12N\n\x0bGetWarmPool\x12\x1e.sandpod.v1.GetWarmPoolRequest\x1a\x1f.sandpod.v1.GetWarmPoolResponse\x12T\n\rScaleWarmPool\x12 .sandpod.v1.ScaleWarmPoolRequest\x1a!.sandpod.v1.ScaleWarmPoolResponse\x12=\n\x04\x45xec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x01\x30\x01\x12G\n\x08ReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse0\x01\x12J\n\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12H\n\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\x12\x45\n\x08StatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n\nRemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12\x42\n\x07MakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12M\n\nWatchFiles\x12\x1d.sandpod.v1.WatchFilesRequest\x1a\x1e.sandpod.v1.WatchFilesResponse0\x01\x12K\n\nExposePort\x12\x1d.sandpod.v1.ExposePortRequest\x1a\x1e.sandpod.v1.ExposePortResponse\x12Q\n\x0cUnexposePort\x12\x1f.sandpod.v1.UnexposePortRequest\x1a .sandpod.v1.UnexposePortResponse\x12]\n\x10ListExposedPorts\x12#.sandpod.v1.ListExposedPortsRequest\x1a$.sandpod.v1.ListExposedPortsResponse\x12\x44\n\x07RunCode\x12\x1a.sandpod.v1.RunCodeRequest\x1a\x1b.sandpod.v1.RunCodeResponse0\x01\x12`\n\x11\x43reateCodeContext\x12$.sandpod.v1.CreateCodeContextRequest\x1a%.sandpod.v1.CreateCodeContextResponse\x12]\n\x10ListCodeContexts\x12#.sandpod.v1.ListCodeContextsRequest\x1a$.sandpod.v1.ListCodeContextsResponse\x12`\n\x11\x44\x65leteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,68 +47,68 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_options = b'8\001'
   _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._loaded_options = None
   _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_options = b'8\001'
-  _globals['_CREATESANDBOXREQUEST']._serialized_start=213
-  _globals['_CREATESANDBOXREQUEST']._serialized_end=676
-  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_start=587
-  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_end=632
-  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_start=634
-  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_end=676
-  _globals['_CREATESANDBOXRESPONSE']._serialized_start=678
-  _globals['_CREATESANDBOXRESPONSE']._serialized_end=739
-  _globals['_CLAIMSANDBOXREQUEST']._serialized_start=742
-  _globals['_CLAIMSANDBOXREQUEST']._serialized_end=1171
-  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_start=587
-  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_end=632
-  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_start=634
-  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_end=676
-  _globals['_CLAIMSANDBOXRESPONSE']._serialized_start=1173
-  _globals['_CLAIMSANDBOXRESPONSE']._serialized_end=1247
-  _globals['_GETSANDBOXREQUEST']._serialized_start=1249
-  _globals['_GETSANDBOXREQUEST']._serialized_end=1301
-  _globals['_GETSANDBOXRESPONSE']._serialized_start=1303
-  _globals['_GETSANDBOXRESPONSE']._serialized_end=1361
-  _globals['_LISTSANDBOXESREQUEST']._serialized_start=1364
-  _globals['_LISTSANDBOXESREQUEST']._serialized_end=1498
-  _globals['_LISTSANDBOXESRESPONSE']._serialized_start=1500
-  _globals['_LISTSANDBOXESRESPONSE']._serialized_end=1588
-  _globals['_WATCHSANDBOXESREQUEST']._serialized_start=1590
-  _globals['_WATCHSANDBOXESREQUEST']._serialized_end=1715
-  _globals['_WATCHSANDBOXESRESPONSE']._serialized_start=1718
-  _globals['_WATCHSANDBOXESRESPONSE']._serialized_end=1952
-  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_start=1842
-  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_end=1952
-  _globals['_SUSPENDSANDBOXREQUEST']._serialized_start=1954
-  _globals['_SUSPENDSANDBOXREQUEST']._serialized_end=2010
-  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_start=2012
-  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_end=2074
-  _globals['_RESUMESANDBOXREQUEST']._serialized_start=2076
-  _globals['_RESUMESANDBOXREQUEST']._serialized_end=2148
-  _globals['_RESUMESANDBOXRESPONSE']._serialized_start=2150
-  _globals['_RESUMESANDBOXRESPONSE']._serialized_end=2211
-  _globals['_EXTENDSANDBOXREQUEST']._serialized_start=2214
-  _globals['_EXTENDSANDBOXREQUEST']._serialized_end=2360
-  _globals['_EXTENDSANDBOXRESPONSE']._serialized_start=2362
-  _globals['_EXTENDSANDBOXRESPONSE']._serialized_end=2423
-  _globals['_DELETESANDBOXREQUEST']._serialized_start=2425
-  _globals['_DELETESANDBOXREQUEST']._serialized_end=2480
-  _globals['_DELETESANDBOXRESPONSE']._serialized_start=2482
-  _globals['_DELETESANDBOXRESPONSE']._serialized_end=2505
-  _globals['_LISTTEMPLATESREQUEST']._serialized_start=2507
-  _globals['_LISTTEMPLATESREQUEST']._serialized_end=2587
-  _globals['_LISTTEMPLATESRESPONSE']._serialized_start=2589
-  _globals['_LISTTEMPLATESRESPONSE']._serialized_end=2678
-  _globals['_LISTWARMPOOLSREQUEST']._serialized_start=2680
-  _globals['_LISTWARMPOOLSREQUEST']._serialized_end=2760
-  _globals['_LISTWARMPOOLSRESPONSE']._serialized_start=2762
-  _globals['_LISTWARMPOOLSRESPONSE']._serialized_end=2852
-  _globals['_GETWARMPOOLREQUEST']._serialized_start=2854
-  _globals['_GETWARMPOOLREQUEST']._serialized_end=2907
-  _globals['_GETWARMPOOLRESPONSE']._serialized_start=2909
-  _globals['_GETWARMPOOLRESPONSE']._serialized_end=2971
-  _globals['_SCALEWARMPOOLREQUEST']._serialized_start=2973
-  _globals['_SCALEWARMPOOLREQUEST']._serialized_end=3046
-  _globals['_SCALEWARMPOOLRESPONSE']._serialized_start=3048
-  _globals['_SCALEWARMPOOLRESPONSE']._serialized_end=3112
-  _globals['_SANDBOXSERVICE']._serialized_start=3115
-  _globals['_SANDBOXSERVICE']._serialized_end=5075
+  _globals['_CREATESANDBOXREQUEST']._serialized_start=236
+  _globals['_CREATESANDBOXREQUEST']._serialized_end=699
+  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_start=610
+  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_end=655
+  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_start=657
+  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_end=699
+  _globals['_CREATESANDBOXRESPONSE']._serialized_start=701
+  _globals['_CREATESANDBOXRESPONSE']._serialized_end=762
+  _globals['_CLAIMSANDBOXREQUEST']._serialized_start=765
+  _globals['_CLAIMSANDBOXREQUEST']._serialized_end=1194
+  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_start=610
+  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_end=655
+  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_start=657
+  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_end=699
+  _globals['_CLAIMSANDBOXRESPONSE']._serialized_start=1196
+  _globals['_CLAIMSANDBOXRESPONSE']._serialized_end=1270
+  _globals['_GETSANDBOXREQUEST']._serialized_start=1272
+  _globals['_GETSANDBOXREQUEST']._serialized_end=1324
+  _globals['_GETSANDBOXRESPONSE']._serialized_start=1326
+  _globals['_GETSANDBOXRESPONSE']._serialized_end=1384
+  _globals['_LISTSANDBOXESREQUEST']._serialized_start=1387
+  _globals['_LISTSANDBOXESREQUEST']._serialized_end=1521
+  _globals['_LISTSANDBOXESRESPONSE']._serialized_start=1523
+  _globals['_LISTSANDBOXESRESPONSE']._serialized_end=1611
+  _globals['_WATCHSANDBOXESREQUEST']._serialized_start=1613
+  _globals['_WATCHSANDBOXESREQUEST']._serialized_end=1738
+  _globals['_WATCHSANDBOXESRESPONSE']._serialized_start=1741
+  _globals['_WATCHSANDBOXESRESPONSE']._serialized_end=1975
+  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_start=1865
+  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_end=1975
+  _globals['_SUSPENDSANDBOXREQUEST']._serialized_start=1977
+  _globals['_SUSPENDSANDBOXREQUEST']._serialized_end=2033
+  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_start=2035
+  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_end=2097
+  _globals['_RESUMESANDBOXREQUEST']._serialized_start=2099
+  _globals['_RESUMESANDBOXREQUEST']._serialized_end=2171
+  _globals['_RESUMESANDBOXRESPONSE']._serialized_start=2173
+  _globals['_RESUMESANDBOXRESPONSE']._serialized_end=2234
+  _globals['_EXTENDSANDBOXREQUEST']._serialized_start=2237
+  _globals['_EXTENDSANDBOXREQUEST']._serialized_end=2383
+  _globals['_EXTENDSANDBOXRESPONSE']._serialized_start=2385
+  _globals['_EXTENDSANDBOXRESPONSE']._serialized_end=2446
+  _globals['_DELETESANDBOXREQUEST']._serialized_start=2448
+  _globals['_DELETESANDBOXREQUEST']._serialized_end=2503
+  _globals['_DELETESANDBOXRESPONSE']._serialized_start=2505
+  _globals['_DELETESANDBOXRESPONSE']._serialized_end=2528
+  _globals['_LISTTEMPLATESREQUEST']._serialized_start=2530
+  _globals['_LISTTEMPLATESREQUEST']._serialized_end=2610
+  _globals['_LISTTEMPLATESRESPONSE']._serialized_start=2612
+  _globals['_LISTTEMPLATESRESPONSE']._serialized_end=2701
+  _globals['_LISTWARMPOOLSREQUEST']._serialized_start=2703
+  _globals['_LISTWARMPOOLSREQUEST']._serialized_end=2783
+  _globals['_LISTWARMPOOLSRESPONSE']._serialized_start=2785
+  _globals['_LISTWARMPOOLSRESPONSE']._serialized_end=2875
+  _globals['_GETWARMPOOLREQUEST']._serialized_start=2877
+  _globals['_GETWARMPOOLREQUEST']._serialized_end=2930
+  _globals['_GETWARMPOOLRESPONSE']._serialized_start=2932
+  _globals['_GETWARMPOOLRESPONSE']._serialized_end=2994
+  _globals['_SCALEWARMPOOLREQUEST']._serialized_start=2996
+  _globals['_SCALEWARMPOOLREQUEST']._serialized_end=3069
+  _globals['_SCALEWARMPOOLRESPONSE']._serialized_start=3071
+  _globals['_SCALEWARMPOOLRESPONSE']._serialized_end=3135
+  _globals['_SANDBOXSERVICE']._serialized_start=3138
+  _globals['_SANDBOXSERVICE']._serialized_end=5459
 # @@protoc_insertion_point(module_scope)

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from sandpod.v1 import code_pb2 as sandpod_dot_v1_dot_code__pb2
 from sandpod.v1 import exec_pb2 as sandpod_dot_v1_dot_exec__pb2
 from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
 from sandpod.v1 import preview_pb2 as sandpod_dot_v1_dot_preview__pb2
@@ -164,6 +165,26 @@ class SandboxServiceStub:
                 '/sandpod.v1.SandboxService/ListExposedPorts',
                 request_serializer=sandpod_dot_v1_dot_preview__pb2.ListExposedPortsRequest.SerializeToString,
                 response_deserializer=sandpod_dot_v1_dot_preview__pb2.ListExposedPortsResponse.FromString,
+                _registered_method=True)
+        self.RunCode = channel.unary_stream(
+                '/sandpod.v1.SandboxService/RunCode',
+                request_serializer=sandpod_dot_v1_dot_code__pb2.RunCodeRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_code__pb2.RunCodeResponse.FromString,
+                _registered_method=True)
+        self.CreateCodeContext = channel.unary_unary(
+                '/sandpod.v1.SandboxService/CreateCodeContext',
+                request_serializer=sandpod_dot_v1_dot_code__pb2.CreateCodeContextRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_code__pb2.CreateCodeContextResponse.FromString,
+                _registered_method=True)
+        self.ListCodeContexts = channel.unary_unary(
+                '/sandpod.v1.SandboxService/ListCodeContexts',
+                request_serializer=sandpod_dot_v1_dot_code__pb2.ListCodeContextsRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_code__pb2.ListCodeContextsResponse.FromString,
+                _registered_method=True)
+        self.DeleteCodeContext = channel.unary_unary(
+                '/sandpod.v1.SandboxService/DeleteCodeContext',
+                request_serializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.FromString,
                 _registered_method=True)
 
 
@@ -347,6 +368,38 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunCode(self, request, context):
+        """Runs code in a code context (a long-lived interpreter that keeps its
+        state): streams stdout and stderr as they come, then results (MIME
+        bundles), at most one error, and always ends with done. NOT_FOUND
+        (reason CODE_CONTEXT_NOT_FOUND) for an unknown context. Never retried
+        by the clients.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateCodeContext(self, request, context):
+        """Starts a code context; RESOURCE_EXHAUSTED (reason
+        CODE_CONTEXT_LIMIT) past 8 per sandbox.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCodeContexts(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCodeContext(self, request, context):
+        """Kills the context's interpreter and forgets its state.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SandboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -469,6 +522,26 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.ListExposedPorts,
                     request_deserializer=sandpod_dot_v1_dot_preview__pb2.ListExposedPortsRequest.FromString,
                     response_serializer=sandpod_dot_v1_dot_preview__pb2.ListExposedPortsResponse.SerializeToString,
+            ),
+            'RunCode': grpc.unary_stream_rpc_method_handler(
+                    servicer.RunCode,
+                    request_deserializer=sandpod_dot_v1_dot_code__pb2.RunCodeRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_code__pb2.RunCodeResponse.SerializeToString,
+            ),
+            'CreateCodeContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCodeContext,
+                    request_deserializer=sandpod_dot_v1_dot_code__pb2.CreateCodeContextRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_code__pb2.CreateCodeContextResponse.SerializeToString,
+            ),
+            'ListCodeContexts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCodeContexts,
+                    request_deserializer=sandpod_dot_v1_dot_code__pb2.ListCodeContextsRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_code__pb2.ListCodeContextsResponse.SerializeToString,
+            ),
+            'DeleteCodeContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCodeContext,
+                    request_deserializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1127,6 +1200,114 @@ class SandboxService:
             '/sandpod.v1.SandboxService/ListExposedPorts',
             sandpod_dot_v1_dot_preview__pb2.ListExposedPortsRequest.SerializeToString,
             sandpod_dot_v1_dot_preview__pb2.ListExposedPortsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunCode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/RunCode',
+            sandpod_dot_v1_dot_code__pb2.RunCodeRequest.SerializeToString,
+            sandpod_dot_v1_dot_code__pb2.RunCodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateCodeContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/CreateCodeContext',
+            sandpod_dot_v1_dot_code__pb2.CreateCodeContextRequest.SerializeToString,
+            sandpod_dot_v1_dot_code__pb2.CreateCodeContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCodeContexts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/ListCodeContexts',
+            sandpod_dot_v1_dot_code__pb2.ListCodeContextsRequest.SerializeToString,
+            sandpod_dot_v1_dot_code__pb2.ListCodeContextsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCodeContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/DeleteCodeContext',
+            sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.SerializeToString,
+            sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.FromString,
             options,
             channel_credentials,
             insecure,
