@@ -159,6 +159,10 @@ func TestCLILifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("shell at a terminal runs on a terminal in the sandbox", func(t *testing.T) {
+		cliShellOnTerminal(t, c, name)
+	})
+
 	t.Run("rm", func(t *testing.T) {
 		if out := c.ok("rm", name); out != "deleted "+name+"\n" {
 			t.Fatalf("rm printed %q", out)

@@ -24,20 +24,25 @@ func (a *app) shellCommand() *cobra.Command {
 	var (
 		f     execFlags
 		shell string
+		line  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "shell NAME",
-		Short: "a shell in a sandbox (line mode: one command line at a time)",
-		Long: `Open a shell in the sandbox. Each line you type runs in one persistent shell
-process, so cd, variables and functions carry over from line to line, and
-sandpod prints its output. A line that does not complete a command (an open
-if, for or quote) waits for the next one, behind a "> " prompt.
+		Short: "an interactive shell in a sandbox (a terminal, or line mode for pipes)",
+		Long: `Open a shell in the sandbox.
 
-This is line mode, until the API's exec gains a terminal (PTY): commands get
-an empty standard input and no terminal, so editors, pagers and REPLs do not
-work; use exec with a pipe to feed a command input. Ctrl-C interrupts the
-running command, Ctrl-D or exit ends the shell, and sandpod exits with the
-shell's exit status.`,
+At a terminal, the shell runs on a terminal (PTY) in the sandbox: your
+terminal is switched to raw mode, so every key (Ctrl-C, arrows, Tab) goes to
+the sandbox's shell, and resizing your window resizes it; editors, pagers
+and REPLs work. Ctrl-D or exit ends it.
+
+When standard input is not a terminal (a pipe or a file), it runs in line
+mode: each line runs in one persistent shell process, so cd, variables and
+functions carry over from line to line; a line that does not complete a
+command (an open if, for or quote) waits for the next one. Commands get an
+empty standard input there. --line asks for line mode at a terminal too.
+
+sandpod exits with the shell's exit status.`,
 		Args:              exactArgs("NAME"),
 		ValidArgsFunction: a.completeSandboxes,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,25 +54,29 @@ shell's exit status.`,
 			if err != nil {
 				return err
 			}
-			s := a.newShellSession(c.Sandbox(args[0]), shell, opts)
+			s := a.newShellSession(c.Sandbox(args[0]), shell, line, opts)
 			return s.run(cmd.Context())
 		},
 	}
 	f.register(cmd, false)
 	cmd.Flags().StringVar(&shell, "shell", "/bin/sh", "the POSIX shell to run")
+	cmd.Flags().BoolVar(&line, "line", false, "line mode even at a terminal (no terminal in the sandbox)")
 	return cmd
 }
 
-// shellSession is one `sandpod shell`. lineShell is the only kind until
-// Exec has a PTY (the issue on code and terminals); then a PTY session
-// (raw terminal, window size, the sandbox's own prompt and line editing)
-// takes over when stdin is a terminal, and lineShell stays for pipes.
+// shellSession is one `sandpod shell`: a ptyShell when stdin is a terminal
+// (the sandbox's own prompt and line editing), a lineShell for pipes.
 type shellSession interface {
 	run(ctx context.Context) error
 }
 
-func (a *app) newShellSession(sb *sandpod.Sandbox, shell string, opts []sandpod.ExecOption) shellSession {
-	return &lineShell{a: a, sb: sb, shell: shell, opts: opts, prompts: isTerminal(a.in)}
+func (a *app) newShellSession(sb *sandpod.Sandbox, shell string, line bool, opts []sandpod.ExecOption) shellSession {
+	f, ok := a.in.(*os.File)
+	tty := ok && isTerminal(f)
+	if tty && !line {
+		return &ptyShell{a: a, sb: sb, shell: shell, opts: opts, tty: f}
+	}
+	return &lineShell{a: a, sb: sb, shell: shell, opts: opts, prompts: tty}
 }
 
 // lineShell runs one shell process with its stdin open and feeds it the
