@@ -22,6 +22,103 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SetPausedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Paused        bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPausedRequest) Reset() {
+	*x = SetPausedRequest{}
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPausedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPausedRequest) ProtoMessage() {}
+
+func (x *SetPausedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPausedRequest.ProtoReflect.Descriptor instead.
+func (*SetPausedRequest) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SetPausedRequest) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+type SetPausedResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Paused bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	// Processes stopped (or continued) by this call.
+	Processes     int32 `protobuf:"varint,2,opt,name=processes,proto3" json:"processes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPausedResponse) Reset() {
+	*x = SetPausedResponse{}
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPausedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPausedResponse) ProtoMessage() {}
+
+func (x *SetPausedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPausedResponse.ProtoReflect.Descriptor instead.
+func (*SetPausedResponse) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetPausedResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *SetPausedResponse) GetProcesses() int32 {
+	if x != nil {
+		return x.Processes
+	}
+	return 0
+}
+
 type GetAgentInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -30,7 +127,7 @@ type GetAgentInfoRequest struct {
 
 func (x *GetAgentInfoRequest) Reset() {
 	*x = GetAgentInfoRequest{}
-	mi := &file_sandpod_v1_agent_service_proto_msgTypes[0]
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -42,7 +139,7 @@ func (x *GetAgentInfoRequest) String() string {
 func (*GetAgentInfoRequest) ProtoMessage() {}
 
 func (x *GetAgentInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_agent_service_proto_msgTypes[0]
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -55,7 +152,7 @@ func (x *GetAgentInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{0}
+	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{2}
 }
 
 type GetAgentInfoResponse struct {
@@ -75,7 +172,7 @@ type GetAgentInfoResponse struct {
 
 func (x *GetAgentInfoResponse) Reset() {
 	*x = GetAgentInfoResponse{}
-	mi := &file_sandpod_v1_agent_service_proto_msgTypes[1]
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -87,7 +184,7 @@ func (x *GetAgentInfoResponse) String() string {
 func (*GetAgentInfoResponse) ProtoMessage() {}
 
 func (x *GetAgentInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_agent_service_proto_msgTypes[1]
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -100,7 +197,7 @@ func (x *GetAgentInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{1}
+	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetAgentInfoResponse) GetSandbox() string {
@@ -150,7 +247,12 @@ var File_sandpod_v1_agent_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esandpod/v1/agent_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\"\x15\n" +
+	"sandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\"*\n" +
+	"\x10SetPausedRequest\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\"I\n" +
+	"\x11SetPausedResponse\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\x12\x1c\n" +
+	"\tprocesses\x18\x02 \x01(\x05R\tprocesses\"\x15\n" +
 	"\x13GetAgentInfoRequest\"\x88\x02\n" +
 	"\x14GetAgentInfoResponse\x12\x18\n" +
 	"\asandbox\x18\x01 \x01(\tR\asandbox\x12\x18\n" +
@@ -159,7 +261,7 @@ const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12H\n" +
 	"\x12last_activity_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastActivityTime\x12#\n" +
-	"\rrunning_execs\x18\x06 \x01(\x05R\frunningExecs2\xd7\x04\n" +
+	"\rrunning_execs\x18\x06 \x01(\x05R\frunningExecs2\xa1\x05\n" +
 	"\fAgentService\x12Q\n" +
 	"\fGetAgentInfo\x12\x1f.sandpod.v1.GetAgentInfoRequest\x1a .sandpod.v1.GetAgentInfoResponse\x12=\n" +
 	"\x04Exec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x010\x01\x12G\n" +
@@ -169,7 +271,8 @@ const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\bStatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n" +
 	"\n" +
 	"RemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12B\n" +
-	"\aMakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"\aMakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12H\n" +
+	"\tSetPaused\x12\x1c.sandpod.v1.SetPausedRequest\x1a\x1d.sandpod.v1.SetPausedResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_agent_service_proto_rawDescOnce sync.Once
@@ -183,47 +286,51 @@ func file_sandpod_v1_agent_service_proto_rawDescGZIP() []byte {
 	return file_sandpod_v1_agent_service_proto_rawDescData
 }
 
-var file_sandpod_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_sandpod_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_sandpod_v1_agent_service_proto_goTypes = []any{
-	(*GetAgentInfoRequest)(nil),   // 0: sandpod.v1.GetAgentInfoRequest
-	(*GetAgentInfoResponse)(nil),  // 1: sandpod.v1.GetAgentInfoResponse
-	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
-	(*ExecRequest)(nil),           // 3: sandpod.v1.ExecRequest
-	(*ReadFileRequest)(nil),       // 4: sandpod.v1.ReadFileRequest
-	(*WriteFileRequest)(nil),      // 5: sandpod.v1.WriteFileRequest
-	(*ListFilesRequest)(nil),      // 6: sandpod.v1.ListFilesRequest
-	(*StatFileRequest)(nil),       // 7: sandpod.v1.StatFileRequest
-	(*RemoveFileRequest)(nil),     // 8: sandpod.v1.RemoveFileRequest
-	(*MakeDirRequest)(nil),        // 9: sandpod.v1.MakeDirRequest
-	(*ExecResponse)(nil),          // 10: sandpod.v1.ExecResponse
-	(*ReadFileResponse)(nil),      // 11: sandpod.v1.ReadFileResponse
-	(*WriteFileResponse)(nil),     // 12: sandpod.v1.WriteFileResponse
-	(*ListFilesResponse)(nil),     // 13: sandpod.v1.ListFilesResponse
-	(*StatFileResponse)(nil),      // 14: sandpod.v1.StatFileResponse
-	(*RemoveFileResponse)(nil),    // 15: sandpod.v1.RemoveFileResponse
-	(*MakeDirResponse)(nil),       // 16: sandpod.v1.MakeDirResponse
+	(*SetPausedRequest)(nil),      // 0: sandpod.v1.SetPausedRequest
+	(*SetPausedResponse)(nil),     // 1: sandpod.v1.SetPausedResponse
+	(*GetAgentInfoRequest)(nil),   // 2: sandpod.v1.GetAgentInfoRequest
+	(*GetAgentInfoResponse)(nil),  // 3: sandpod.v1.GetAgentInfoResponse
+	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
+	(*ExecRequest)(nil),           // 5: sandpod.v1.ExecRequest
+	(*ReadFileRequest)(nil),       // 6: sandpod.v1.ReadFileRequest
+	(*WriteFileRequest)(nil),      // 7: sandpod.v1.WriteFileRequest
+	(*ListFilesRequest)(nil),      // 8: sandpod.v1.ListFilesRequest
+	(*StatFileRequest)(nil),       // 9: sandpod.v1.StatFileRequest
+	(*RemoveFileRequest)(nil),     // 10: sandpod.v1.RemoveFileRequest
+	(*MakeDirRequest)(nil),        // 11: sandpod.v1.MakeDirRequest
+	(*ExecResponse)(nil),          // 12: sandpod.v1.ExecResponse
+	(*ReadFileResponse)(nil),      // 13: sandpod.v1.ReadFileResponse
+	(*WriteFileResponse)(nil),     // 14: sandpod.v1.WriteFileResponse
+	(*ListFilesResponse)(nil),     // 15: sandpod.v1.ListFilesResponse
+	(*StatFileResponse)(nil),      // 16: sandpod.v1.StatFileResponse
+	(*RemoveFileResponse)(nil),    // 17: sandpod.v1.RemoveFileResponse
+	(*MakeDirResponse)(nil),       // 18: sandpod.v1.MakeDirResponse
 }
 var file_sandpod_v1_agent_service_proto_depIdxs = []int32{
-	2,  // 0: sandpod.v1.GetAgentInfoResponse.start_time:type_name -> google.protobuf.Timestamp
-	2,  // 1: sandpod.v1.GetAgentInfoResponse.last_activity_time:type_name -> google.protobuf.Timestamp
-	0,  // 2: sandpod.v1.AgentService.GetAgentInfo:input_type -> sandpod.v1.GetAgentInfoRequest
-	3,  // 3: sandpod.v1.AgentService.Exec:input_type -> sandpod.v1.ExecRequest
-	4,  // 4: sandpod.v1.AgentService.ReadFile:input_type -> sandpod.v1.ReadFileRequest
-	5,  // 5: sandpod.v1.AgentService.WriteFile:input_type -> sandpod.v1.WriteFileRequest
-	6,  // 6: sandpod.v1.AgentService.ListFiles:input_type -> sandpod.v1.ListFilesRequest
-	7,  // 7: sandpod.v1.AgentService.StatFile:input_type -> sandpod.v1.StatFileRequest
-	8,  // 8: sandpod.v1.AgentService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
-	9,  // 9: sandpod.v1.AgentService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
-	1,  // 10: sandpod.v1.AgentService.GetAgentInfo:output_type -> sandpod.v1.GetAgentInfoResponse
-	10, // 11: sandpod.v1.AgentService.Exec:output_type -> sandpod.v1.ExecResponse
-	11, // 12: sandpod.v1.AgentService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
-	12, // 13: sandpod.v1.AgentService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
-	13, // 14: sandpod.v1.AgentService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
-	14, // 15: sandpod.v1.AgentService.StatFile:output_type -> sandpod.v1.StatFileResponse
-	15, // 16: sandpod.v1.AgentService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
-	16, // 17: sandpod.v1.AgentService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
-	10, // [10:18] is the sub-list for method output_type
-	2,  // [2:10] is the sub-list for method input_type
+	4,  // 0: sandpod.v1.GetAgentInfoResponse.start_time:type_name -> google.protobuf.Timestamp
+	4,  // 1: sandpod.v1.GetAgentInfoResponse.last_activity_time:type_name -> google.protobuf.Timestamp
+	2,  // 2: sandpod.v1.AgentService.GetAgentInfo:input_type -> sandpod.v1.GetAgentInfoRequest
+	5,  // 3: sandpod.v1.AgentService.Exec:input_type -> sandpod.v1.ExecRequest
+	6,  // 4: sandpod.v1.AgentService.ReadFile:input_type -> sandpod.v1.ReadFileRequest
+	7,  // 5: sandpod.v1.AgentService.WriteFile:input_type -> sandpod.v1.WriteFileRequest
+	8,  // 6: sandpod.v1.AgentService.ListFiles:input_type -> sandpod.v1.ListFilesRequest
+	9,  // 7: sandpod.v1.AgentService.StatFile:input_type -> sandpod.v1.StatFileRequest
+	10, // 8: sandpod.v1.AgentService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
+	11, // 9: sandpod.v1.AgentService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
+	0,  // 10: sandpod.v1.AgentService.SetPaused:input_type -> sandpod.v1.SetPausedRequest
+	3,  // 11: sandpod.v1.AgentService.GetAgentInfo:output_type -> sandpod.v1.GetAgentInfoResponse
+	12, // 12: sandpod.v1.AgentService.Exec:output_type -> sandpod.v1.ExecResponse
+	13, // 13: sandpod.v1.AgentService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
+	14, // 14: sandpod.v1.AgentService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
+	15, // 15: sandpod.v1.AgentService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
+	16, // 16: sandpod.v1.AgentService.StatFile:output_type -> sandpod.v1.StatFileResponse
+	17, // 17: sandpod.v1.AgentService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
+	18, // 18: sandpod.v1.AgentService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
+	1,  // 19: sandpod.v1.AgentService.SetPaused:output_type -> sandpod.v1.SetPausedResponse
+	11, // [11:20] is the sub-list for method output_type
+	2,  // [2:11] is the sub-list for method input_type
 	2,  // [2:2] is the sub-list for extension type_name
 	2,  // [2:2] is the sub-list for extension extendee
 	0,  // [0:2] is the sub-list for field type_name
@@ -242,7 +349,7 @@ func file_sandpod_v1_agent_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sandpod_v1_agent_service_proto_rawDesc), len(file_sandpod_v1_agent_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	AgentService_StatFile_FullMethodName     = "/sandpod.v1.AgentService/StatFile"
 	AgentService_RemoveFile_FullMethodName   = "/sandpod.v1.AgentService/RemoveFile"
 	AgentService_MakeDir_FullMethodName      = "/sandpod.v1.AgentService/MakeDir"
+	AgentService_SetPaused_FullMethodName    = "/sandpod.v1.AgentService/SetPaused"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -47,6 +48,12 @@ type AgentServiceClient interface {
 	StatFile(ctx context.Context, in *StatFileRequest, opts ...grpc.CallOption) (*StatFileResponse, error)
 	RemoveFile(ctx context.Context, in *RemoveFileRequest, opts ...grpc.CallOption) (*RemoveFileResponse, error)
 	MakeDir(ctx context.Context, in *MakeDirRequest, opts ...grpc.CallOption) (*MakeDirResponse, error)
+	// Freezes (paused true) or thaws (false) every process of the sandbox
+	// but the agent itself: SIGSTOP until no unstopped process is left, or
+	// SIGCONT to all. Used where the bridge cannot reach a cgroup freezer
+	// (a Kubernetes pod). While frozen, Exec and file calls answer
+	// FAILED_PRECONDITION. Idempotent.
+	SetPaused(ctx context.Context, in *SetPausedRequest, opts ...grpc.CallOption) (*SetPausedResponse, error)
 }
 
 type agentServiceClient struct {
@@ -152,6 +159,16 @@ func (c *agentServiceClient) MakeDir(ctx context.Context, in *MakeDirRequest, op
 	return out, nil
 }
 
+func (c *agentServiceClient) SetPaused(ctx context.Context, in *SetPausedRequest, opts ...grpc.CallOption) (*SetPausedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetPausedResponse)
+	err := c.cc.Invoke(ctx, AgentService_SetPaused_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -170,6 +187,12 @@ type AgentServiceServer interface {
 	StatFile(context.Context, *StatFileRequest) (*StatFileResponse, error)
 	RemoveFile(context.Context, *RemoveFileRequest) (*RemoveFileResponse, error)
 	MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error)
+	// Freezes (paused true) or thaws (false) every process of the sandbox
+	// but the agent itself: SIGSTOP until no unstopped process is left, or
+	// SIGCONT to all. Used where the bridge cannot reach a cgroup freezer
+	// (a Kubernetes pod). While frozen, Exec and file calls answer
+	// FAILED_PRECONDITION. Idempotent.
+	SetPaused(context.Context, *SetPausedRequest) (*SetPausedResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -203,6 +226,9 @@ func (UnimplementedAgentServiceServer) RemoveFile(context.Context, *RemoveFileRe
 }
 func (UnimplementedAgentServiceServer) MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MakeDir not implemented")
+}
+func (UnimplementedAgentServiceServer) SetPaused(context.Context, *SetPausedRequest) (*SetPausedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetPaused not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -340,6 +366,24 @@ func _AgentService_MakeDir_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_SetPaused_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPausedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).SetPaused(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_SetPaused_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).SetPaused(ctx, req.(*SetPausedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -366,6 +410,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MakeDir",
 			Handler:    _AgentService_MakeDir_Handler,
+		},
+		{
+			MethodName: "SetPaused",
+			Handler:    _AgentService_SetPaused_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -27,7 +27,7 @@ from sandpod.v1 import exec_pb2 as sandpod_dot_v1_dot_exec__pb2
 from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1esandpod/v1/agent_service.proto\x12\nsandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\"\x15\n\x13GetAgentInfoRequest\"\xc5\x01\n\x14GetAgentInfoResponse\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0c\n\x04root\x18\x03 \x01(\t\x12.\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x36\n\x12last_activity_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rrunning_execs\x18\x06 \x01(\x05\x32\xd7\x04\n\x0c\x41gentService\x12Q\n\x0cGetAgentInfo\x12\x1f.sandpod.v1.GetAgentInfoRequest\x1a .sandpod.v1.GetAgentInfoResponse\x12=\n\x04\x45xec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x01\x30\x01\x12G\n\x08ReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse0\x01\x12J\n\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12H\n\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\x12\x45\n\x08StatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n\nRemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12\x42\n\x07MakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1esandpod/v1/agent_service.proto\x12\nsandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\"\"\n\x10SetPausedRequest\x12\x0e\n\x06paused\x18\x01 \x01(\x08\"6\n\x11SetPausedResponse\x12\x0e\n\x06paused\x18\x01 \x01(\x08\x12\x11\n\tprocesses\x18\x02 \x01(\x05\"\x15\n\x13GetAgentInfoRequest\"\xc5\x01\n\x14GetAgentInfoResponse\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0c\n\x04root\x18\x03 \x01(\t\x12.\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x36\n\x12last_activity_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rrunning_execs\x18\x06 \x01(\x05\x32\xa1\x05\n\x0c\x41gentService\x12Q\n\x0cGetAgentInfo\x12\x1f.sandpod.v1.GetAgentInfoRequest\x1a .sandpod.v1.GetAgentInfoResponse\x12=\n\x04\x45xec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x01\x30\x01\x12G\n\x08ReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse0\x01\x12J\n\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12H\n\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\x12\x45\n\x08StatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n\nRemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12\x42\n\x07MakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12H\n\tSetPaused\x12\x1c.sandpod.v1.SetPausedRequest\x1a\x1d.sandpod.v1.SetPausedResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,10 +35,14 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'sandpod.v1.agent_service_pb
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1'
-  _globals['_GETAGENTINFOREQUEST']._serialized_start=126
-  _globals['_GETAGENTINFOREQUEST']._serialized_end=147
-  _globals['_GETAGENTINFORESPONSE']._serialized_start=150
-  _globals['_GETAGENTINFORESPONSE']._serialized_end=347
-  _globals['_AGENTSERVICE']._serialized_start=350
-  _globals['_AGENTSERVICE']._serialized_end=949
+  _globals['_SETPAUSEDREQUEST']._serialized_start=126
+  _globals['_SETPAUSEDREQUEST']._serialized_end=160
+  _globals['_SETPAUSEDRESPONSE']._serialized_start=162
+  _globals['_SETPAUSEDRESPONSE']._serialized_end=216
+  _globals['_GETAGENTINFOREQUEST']._serialized_start=218
+  _globals['_GETAGENTINFOREQUEST']._serialized_end=239
+  _globals['_GETAGENTINFORESPONSE']._serialized_start=242
+  _globals['_GETAGENTINFORESPONSE']._serialized_end=439
+  _globals['_AGENTSERVICE']._serialized_start=442
+  _globals['_AGENTSERVICE']._serialized_end=1115
 # @@protoc_insertion_point(module_scope)
