@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
 // ReasonSandboxPaused is the ErrorInfo reason of an exec or file call
 // refused because its sandbox is paused (and its template does not
 // auto-resume): resume it, then retry.
-const ReasonSandboxPaused = "SANDBOX_PAUSED"
+const ReasonSandboxPaused = errinfo.ReasonSandboxPaused
 
 // PauseDecision is what PauseSandbox does with a sandbox in a phase.
 type PauseDecision int
