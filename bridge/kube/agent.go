@@ -210,6 +210,14 @@ func (a *activity) touch(sb *v1alpha1.Sandbox) {
 	}()
 }
 
+// lastTouch is when this bridge last saw a call to the sandbox (zero if
+// never).
+func (a *activity) lastTouch(ns, name string) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.last[ns+"/"+name]
+}
+
 func (a *activity) forget(ns, name string) {
 	a.mu.Lock()
 	delete(a.last, ns+"/"+name)

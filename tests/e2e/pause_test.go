@@ -127,3 +127,61 @@ func TestBridgePauseKeepsMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestBridgeIdlePause: a template with idleAction Pause has its idle
+// sandboxes paused (by the bridge, which can reach their agents), not
+// suspended: the pod stays, its processes stop, and resume continues them.
+func TestBridgeIdlePause(t *testing.T) {
+	t.Parallel()
+	env := Setup(t)
+	ns := env.Namespace(t)
+	tmpl := Template(ns, "python-idle", PythonImage)
+	tmpl.Spec.Lifecycle.IdleTimeout = &metav1.Duration{Duration: 5 * time.Second} // resumed, it pauses again 5 s later
+	tmpl.Spec.Lifecycle.IdleAction = v1alpha1.IdlePause
+	env.Apply(t, tmpl)
+	c := env.bridgeClient(t, ns)
+	ctx := Context(t)
+	sb, err := c.Create(ctx, "python-idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sb.Delete(ctx) }()
+	res, err := sb.Run(ctx, podCounter+" pwd")
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("start the counter: %+v %v", res, err)
+	}
+	root := strings.TrimSpace(string(res.Stdout))
+	kube := &v1alpha1.Sandbox{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: sb.Name()}, kube); err != nil {
+		t.Fatal(err)
+	}
+	pod := env.Pod(t, kube)
+	count := func() int {
+		out, err := env.PodExec(ctx, ns, pod.Name, "", "cat", root+"/count")
+		if err != nil {
+			return -1
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(out))
+		return n
+	}
+	env.Eventually(t, "the idle sandbox paused", func() (bool, string) {
+		got := &v1alpha1.Sandbox{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: sb.Name()}, got); err != nil {
+			return false, err.Error()
+		}
+		return got.Spec.OperatingMode == v1alpha1.OperatingModePaused && got.Status.Phase == v1alpha1.SandboxPaused,
+			string(got.Spec.OperatingMode) + "/" + string(got.Status.Phase)
+	})
+	v := count()
+	time.Sleep(2 * time.Second)
+	if got := count(); got != v || v <= 0 {
+		t.Fatalf("idle-paused counter moved from %d to %d", v, got)
+	}
+	if err := sb.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.Eventually(t, "the counter to continue", func() (bool, string) { n := count(); return n > v, strconv.Itoa(n) })
+	if after := env.Pod(t, kube); after.UID != pod.UID {
+		t.Fatal("the pod was replaced across the idle pause")
+	}
+}
