@@ -356,10 +356,6 @@ func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) 
 		e.mu.Unlock()
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; extend its shutdown time first", name)
 	}
-	if sb.phase() == v1alpha1.SandboxRunning {
-		e.mu.Unlock()
-		return e.snapshot(sb), nil // nothing to resume
-	}
 	next := sb.rec
 	next.Mode = v1alpha1.OperatingModeRunning
 	next.Message = ""
