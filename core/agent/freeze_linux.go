@@ -58,18 +58,25 @@ func stopAll(ctx context.Context, deadline time.Time) (int, error) {
 	stopped := map[int]bool{}
 	quiet := 0
 	for wait := 100 * time.Microsecond; ; wait = min(wait*2, 20*time.Millisecond) {
-		sent := 0
+		// running counts every process not stopped yet, signalled or not:
+		// one the agent may not signal (EPERM) keeps the freeze from
+		// settling, so the pause fails rather than leave it running.
+		running := 0
+		var refused error
 		for _, pid := range sandboxProcesses() {
 			switch procState(pid) {
 			case 'T', 't', 'Z', 'X', 0: // stopped, traced, dead or gone
 				continue
 			}
-			if err := syscall.Kill(pid, syscall.SIGSTOP); err == nil {
+			running++
+			switch err := syscall.Kill(pid, syscall.SIGSTOP); {
+			case err == nil:
 				stopped[pid] = true
-				sent++
+			case !errors.Is(err, syscall.ESRCH):
+				refused = fmt.Errorf("process %d: %w", pid, err)
 			}
 		}
-		if sent == 0 {
+		if running == 0 {
 			if quiet++; quiet >= 2 {
 				return len(stopped), nil
 			}
@@ -77,6 +84,9 @@ func stopAll(ctx context.Context, deadline time.Time) (int, error) {
 			quiet = 0
 		}
 		if time.Now().After(deadline) {
+			if refused != nil {
+				return len(stopped), fmt.Errorf("a process could not be stopped (%v)", refused)
+			}
 			return len(stopped), fmt.Errorf("processes were still running after %s of SIGSTOP", freezeLimit)
 		}
 		if err := ctx.Err(); err != nil {
