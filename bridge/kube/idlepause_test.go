@@ -37,7 +37,9 @@ func TestIdlePauseDue(t *testing.T) {
 	}
 	objs := []*v1alpha1.Sandbox{
 		mk("due", nil),
-		mk("recent-status", func(sb *v1alpha1.Sandbox) { sb.Status.LastActivityTime = &metav1.Time{Time: now.Add(-30 * time.Second)} }),
+		mk("recent-status", func(sb *v1alpha1.Sandbox) {
+			sb.Status.LastActivityTime = &metav1.Time{Time: now.Add(-30 * time.Second)}
+		}),
 		mk("recent-call", nil), // touched through this bridge below
 		mk("suspends", func(sb *v1alpha1.Sandbox) { sb.Spec.Lifecycle.IdleAction = v1alpha1.IdleSuspend }),
 		mk("no-timeout", func(sb *v1alpha1.Sandbox) { sb.Spec.Lifecycle.IdleTimeout = nil }),

@@ -61,14 +61,29 @@ func stopAll(ctx context.Context, deadline time.Time) (int, error) {
 		// running counts every process not stopped yet, signalled or not:
 		// one the agent may not signal (EPERM) keeps the freeze from
 		// settling, so the pause fails rather than leave it running.
-		running := 0
+		running, last := 0, ""
 		var refused error
 		for _, pid := range sandboxProcesses() {
-			switch procState(pid) {
+			st := procState(pid)
+			if st == 'Z' {
+				st = liveThreadState(pid) // a leader gone, its other threads may run on
+			}
+			switch st {
 			case 'T', 't', 'Z', 'X', 0: // stopped, traced, dead or gone
 				continue
+			case 'D':
+				// In the kernel, uninterruptibly: a shell or posix_spawn
+				// parent waiting for its vfork child to exec (a child
+				// this loop may have stopped first, so the parent waits
+				// until the resume), or I/O. With SIGSTOP pending it
+				// stops before it runs any code of its own; the SIGCONT
+				// of the resume discards that pending stop.
+				if stopPending(pid) {
+					continue
+				}
 			}
 			running++
+			last = fmt.Sprintf("process %d in state %c", pid, st)
 			switch err := syscall.Kill(pid, syscall.SIGSTOP); {
 			case err == nil:
 				stopped[pid] = true
@@ -87,7 +102,7 @@ func stopAll(ctx context.Context, deadline time.Time) (int, error) {
 			if refused != nil {
 				return len(stopped), fmt.Errorf("a process could not be stopped (%v)", refused)
 			}
-			return len(stopped), fmt.Errorf("processes were still running after %s of SIGSTOP", freezeLimit)
+			return len(stopped), fmt.Errorf("%d processes were still running after %s of SIGSTOP (%s)", running, freezeLimit, last)
 		}
 		if err := ctx.Err(); err != nil {
 			return len(stopped), err
@@ -177,6 +192,50 @@ func parentOf(pid int) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(string(f[1]))
+}
+
+// stopPending reports whether SIGSTOP is pending for a process (its
+// thread group's shared pending set, where kill puts it, or its own).
+func stopPending(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	const bit = uint64(1) << (syscall.SIGSTOP - 1)
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		for _, key := range []string{"ShdPnd:", "SigPnd:"} {
+			if v, ok := bytes.CutPrefix(line, []byte(key)); ok {
+				if mask, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 16, 64); err == nil && mask&bit != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// liveThreadState is the state of a thread of process pid that is not
+// stopped or dead, or 'Z' when there is none: a process whose main thread
+// exited shows as a zombie while its other threads still run.
+func liveThreadState(pid int) byte {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, _ := os.ReadDir(dir)
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + task.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+			if f := bytes.Fields(b[i+1:]); len(f) > 0 && len(f[0]) > 0 {
+				switch f[0][0] {
+				case 'T', 't', 'Z', 'X':
+				default:
+					return f[0][0]
+				}
+			}
+		}
+	}
+	return 'Z'
 }
 
 // procState is the state letter of a process (0 when it is gone).

@@ -109,3 +109,50 @@ func TestSetPausedStopsTheTreeAndContinuesIt(t *testing.T) {
 		t.Fatalf("the first counter is gone after resume: %v", err)
 	}
 }
+
+// TestSetPausedCatchesASpawnLoop: a shell starting programs as fast as it
+// can, round after round: each pause must settle with the loop stopped
+// (children forked during the passes are caught; a parent left waiting in
+// the kernel for a vfork child stopped before its exec counts as stopped,
+// see stopAll), and each resume must let it go on.
+func TestSetPausedCatchesASpawnLoop(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := New(Config{Sandbox: "sb", Root: dir, Secret: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := filepath.Join(dir, "n")
+	loop := exec.Command("sh", "-c", `i=0; while :; do /bin/true; i=$((i+1)); echo $i > `+count+`; done`)
+	if err := loop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = loop.Process.Kill(); _, _ = loop.Process.Wait() }()
+	read := func() int {
+		b, _ := os.ReadFile(count)
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
+	for end := time.Now().Add(60 * time.Second); read() < 10; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the loop did not start")
+		}
+	}
+	for round := 0; round < 20; round++ {
+		if _, err := srv.SetPaused(context.Background(), &sandpodv1.SetPausedRequest{Paused: true}); err != nil {
+			t.Fatalf("round %d: pause: %v", round, err)
+		}
+		v := read()
+		time.Sleep(50 * time.Millisecond)
+		if got := read(); got != v {
+			t.Fatalf("round %d: the loop ran on while paused (%d → %d)", round, v, got)
+		}
+		if _, err := srv.SetPaused(context.Background(), &sandpodv1.SetPausedRequest{Paused: false}); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(60 * time.Second); read() <= v; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("round %d: the loop did not go on after resume", round)
+			}
+		}
+	}
+}
