@@ -30,6 +30,7 @@ type localParams struct {
 	WarmClaims   int           `json:"warm_claims_per_run"`
 	ColdCreates  int           `json:"cold_creates_per_run"`
 	SuspendCycle int           `json:"suspend_resume_cycles_per_run"`
+	PauseCycle   int           `json:"pause_resume_cycles_per_run"`
 	Execs        int           `json:"sequential_execs_per_run"`
 	Callers      int           `json:"concurrent_callers"`
 	ThroughFor   time.Duration `json:"exec_throughput_duration_per_run"`
@@ -40,10 +41,10 @@ type localParams struct {
 
 func defaultParams(quick bool) localParams {
 	if quick {
-		return localParams{Repeats: 2, WarmClaims: 6, ColdCreates: 2, SuspendCycle: 2, Execs: 40,
+		return localParams{Repeats: 2, WarmClaims: 6, ColdCreates: 2, SuspendCycle: 2, PauseCycle: 10, Execs: 40,
 			Callers: 16, ThroughFor: 2 * time.Second, Files1M: 4, Files100M: 1, ChunkSize: mib}
 	}
-	return localParams{Repeats: 5, WarmClaims: 20, ColdCreates: 6, SuspendCycle: 6, Execs: 200,
+	return localParams{Repeats: 5, WarmClaims: 20, ColdCreates: 6, SuspendCycle: 6, PauseCycle: 30, Execs: 200,
 		Callers: 16, ThroughFor: 5 * time.Second, Files1M: 20, Files100M: 3, ChunkSize: mib}
 }
 
@@ -57,6 +58,7 @@ type localSuite struct {
 
 	warm, cold, suspend, resume, del, exec1, execLoaded series
 	code1, codeFirst                                    series
+	pause, unpause                                      series
 	rate                                                series
 	floorSeq, floorRate                                 series
 	floorCount                                          int
@@ -228,6 +230,9 @@ func (l *localSuite) runOnce(ctx context.Context, last bool) error {
 	}
 	l.suspend.addRun(ms(su))
 	l.resume.addRun(ms(re))
+	if err := l.pauseCycles(ctx, cycleBox); err != nil {
+		return err
+	}
 
 	// File write and read throughput.
 	for _, f := range []struct {
@@ -538,6 +543,10 @@ func (l *localSuite) rows() []Row {
 		lat("cold create (ready)", &l.cold, "", nil, "CreateSandbox, waits until RUNNING"),
 		lat("suspend", &l.suspend, "", nil, ""),
 		lat("resume (ready)", &l.resume, "", nil, "ResumeSandbox, waits until RUNNING"),
+		lat("pause", &l.pause, "p50 ≤ 5 ms", func(p50, _ float64) bool { return p50 <= 5 },
+			"PauseSandbox of a running sandbox: record saved, cgroup freezer FROZEN"),
+		lat("resume from pause", &l.unpause, "p50 ≤ 5 ms", func(p50, _ float64) bool { return p50 <= 5 },
+			"ResumeSandbox of a paused sandbox: record saved, freezer THAWED (no new processes: it runs on where it stopped)"),
 		lat("exec round trip `true`", &l.exec1, "p50 ≤ 2 ms", func(p50, _ float64) bool { return p50 <= 2 },
 			"Exec stream opened → ExitStatus received, one call at a time"),
 		rateRow,
@@ -553,4 +562,39 @@ func (l *localSuite) rows() []Row {
 			"12-byte answer of a python http.server handler (HTTP/1.1, one write) in the sandbox, via the preview listener and the agent's Dial tunnel; keep-alive on both hops"),
 		lat("delete", &l.del, "", nil, "DeleteSandbox of a running, claimed sandbox"),
 	}, append(l.termWatchRows(lat), l.codeRows(lat)...)...)
+}
+
+// pauseCycles pauses and resumes one running sandbox, cycle after cycle,
+// then checks that it still answers.
+func (l *localSuite) pauseCycles(ctx context.Context, box string) error {
+	var pa, un []time.Duration
+	for i := 0; i < l.p.PauseCycle+2; i++ {
+		t0 := time.Now()
+		resp, err := l.api.PauseSandbox(ctx, &sandpodv1.PauseSandboxRequest{Name: box})
+		d := time.Since(t0)
+		if err != nil {
+			return fmt.Errorf("pause: %w", err)
+		}
+		if ph := resp.GetSandbox().GetPhase(); ph != sandpodv1.Phase_PHASE_PAUSED {
+			return fmt.Errorf("pause returned %s, want PAUSED", ph)
+		}
+		t0 = time.Now()
+		res, err := l.api.ResumeSandbox(ctx, &sandpodv1.ResumeSandboxRequest{Name: box})
+		d2 := time.Since(t0)
+		if err != nil {
+			return fmt.Errorf("resume from pause: %w", err)
+		}
+		if ph := res.GetSandbox().GetPhase(); ph != sandpodv1.Phase_PHASE_RUNNING {
+			return fmt.Errorf("resume from pause returned %s, want RUNNING", ph)
+		}
+		if i >= 2 { // the first two warm up the connection and the cgroup files
+			pa, un = append(pa, d), append(un, d2)
+		}
+	}
+	if _, err := l.execTrue(ctx, box); err != nil {
+		return fmt.Errorf("exec after pause cycles: %w", err)
+	}
+	l.pause.addRun(ms(pa))
+	l.unpause.addRun(ms(un))
+	return nil
 }

@@ -26,7 +26,10 @@ type Backend interface {
 	// WatchSandboxes sends events until ctx ends; the channel closes then.
 	WatchSandboxes(ctx context.Context, namespace string, sel labels.Selector, includePool, sendInitial bool) (<-chan *sandpodv1.WatchSandboxesResponse, error)
 	SuspendSandbox(ctx context.Context, namespace, name string) (*sandpodv1.Sandbox, error)
+	// ResumeSandbox also thaws a paused sandbox.
 	ResumeSandbox(ctx context.Context, namespace, name string, wait bool) (*sandpodv1.Sandbox, error)
+	// PauseSandbox freezes a running sandbox's processes with their memory.
+	PauseSandbox(ctx context.Context, namespace, name string) (*sandpodv1.Sandbox, error)
 	ExtendSandbox(ctx context.Context, namespace, name string, shutdown time.Time) (*sandpodv1.Sandbox, error)
 	DeleteSandbox(ctx context.Context, namespace, name string) error
 

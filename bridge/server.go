@@ -190,7 +190,7 @@ func (s *Server) SuspendSandbox(ctx context.Context, req *sandpodv1.SuspendSandb
 	return &sandpodv1.SuspendSandboxResponse{Sandbox: sb}, nil
 }
 
-// ResumeSandbox starts a suspended sandbox again.
+// ResumeSandbox starts a suspended sandbox again, or thaws a paused one.
 func (s *Server) ResumeSandbox(ctx context.Context, req *sandpodv1.ResumeSandboxRequest) (*sandpodv1.ResumeSandboxResponse, error) {
 	if err := checkRef(req.GetName(), req.GetNamespace()); err != nil {
 		return nil, err
@@ -201,6 +201,19 @@ func (s *Server) ResumeSandbox(ctx context.Context, req *sandpodv1.ResumeSandbox
 	}
 	s.previews.suspending(req.GetNamespace(), req.GetName(), false)
 	return &sandpodv1.ResumeSandboxResponse{Sandbox: sb}, nil
+}
+
+// PauseSandbox freezes a sandbox's processes with their memory;
+// ResumeSandbox thaws them.
+func (s *Server) PauseSandbox(ctx context.Context, req *sandpodv1.PauseSandboxRequest) (*sandpodv1.PauseSandboxResponse, error) {
+	if err := checkRef(req.GetName(), req.GetNamespace()); err != nil {
+		return nil, err
+	}
+	sb, err := s.backend.PauseSandbox(ctx, req.GetNamespace(), req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return &sandpodv1.PauseSandboxResponse{Sandbox: sb}, nil
 }
 
 // ExtendSandbox moves the shutdown time.

@@ -40,7 +40,18 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, e
 	if sb, err = b.reach(ctx, lifecycle.CallAgent, sb); err != nil {
 		return agent.Endpoint{}, err
 	}
-	switch phaseOf(sb) {
+	phase := phaseOf(sb)
+	if sb.Spec.OperatingMode == v1alpha1.OperatingModePaused && phase == v1alpha1.SandboxRunning {
+		phase = v1alpha1.SandboxPaused // paused a moment ago; the controller has not reported it yet
+	}
+	switch phase {
+	case v1alpha1.SandboxPaused:
+		if !sb.Spec.AutoResume {
+			return agent.Endpoint{}, pausedError(ns, name)
+		}
+		if _, err := b.ResumeSandbox(ctx, ns, name, true); err != nil {
+			return agent.Endpoint{}, err
+		}
 	case v1alpha1.SandboxSuspended:
 		if !sb.Spec.AutoResume {
 			return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
@@ -62,9 +73,24 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, e
 	if sb, err = b.sandbox(ctx, ns, name); err != nil {
 		return agent.Endpoint{}, err
 	}
+	if sb.Spec.OperatingMode == v1alpha1.OperatingModePaused {
+		return agent.Endpoint{}, pausedError(ns, name) // paused again meanwhile
+	}
 	if len(sb.Status.PodIPs) == 0 || phaseOf(sb) != v1alpha1.SandboxRunning {
 		return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))
 	}
+	ep, err := b.endpoint(ctx, sb)
+	if err != nil {
+		return agent.Endpoint{}, err
+	}
+	b.activity.touch(sb)
+	ep.Done = func() { b.activity.touch(sb) }
+	return ep, nil
+}
+
+// endpoint is how to reach sb's agent: its pod's IP on the agent port, with
+// the secret (and TLS pin) from the sandbox's Secret.
+func (b *Backend) endpoint(ctx context.Context, sb *v1alpha1.Sandbox) (agent.Endpoint, error) {
 	creds, err := b.secrets.get(ctx, b.live, sb)
 	if err != nil {
 		return agent.Endpoint{}, err
@@ -75,13 +101,11 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, e
 			env[e.Name] = e.Value
 		}
 	}
-	b.activity.touch(sb)
 	return agent.Endpoint{
 		Target: net.JoinHostPort(sb.Status.PodIPs[0], strconv.Itoa(v1alpha1.AgentPort)),
 		Secret: creds.secret,
 		TLS:    creds.tls,
 		Env:    env,
-		Done:   func() { b.activity.touch(sb) },
 	}, nil
 }
 
@@ -184,6 +208,14 @@ func (a *activity) touch(sb *v1alpha1.Sandbox) {
 			a.log.Warn("record sandbox activity", "sandbox", key, "err", err)
 		}
 	}()
+}
+
+// lastTouch is when this bridge last saw a call to the sandbox (zero if
+// never).
+func (a *activity) lastTouch(ns, name string) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.last[ns+"/"+name]
 }
 
 func (a *activity) forget(ns, name string) {

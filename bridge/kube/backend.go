@@ -143,6 +143,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if !c.WaitForCacheSync(syncCtx) {
 		return nil, fmt.Errorf("informer cache did not sync within %s: is the API server reachable and are sandpod's CRDs installed?", o.SyncTimeout)
 	}
+	go b.idlePauseLoop(ctx)
 	return b, nil
 }
 

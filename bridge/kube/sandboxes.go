@@ -126,7 +126,8 @@ func (b *Backend) SuspendSandbox(ctx context.Context, ns, name string) (*sandpod
 }
 
 // ResumeSandbox sets the operating mode back to Running (a new pod with the
-// same name and storage) and, when asked, waits for it to be ready.
+// same name and storage) and, when asked, waits for it to be ready; a paused
+// sandbox is thawed in its pod (pause.go).
 func (b *Backend) ResumeSandbox(ctx context.Context, ns, name string, wait bool) (*sandpodv1.Sandbox, error) {
 	ns = nsOr(ns)
 	sb, err := b.sandbox(ctx, ns, name)
@@ -138,6 +139,9 @@ func (b *Backend) ResumeSandbox(ctx context.Context, ns, name string, wait bool)
 	}
 	if phaseOf(sb) == v1alpha1.SandboxExpired {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; extend its shutdown time first", name)
+	}
+	if sb.Spec.OperatingMode == v1alpha1.OperatingModePaused {
+		return b.resumePaused(ctx, sb)
 	}
 	if sb.Spec.OperatingMode == v1alpha1.OperatingModeSuspended {
 		if err := b.patchSpec(ctx, sb, map[string]any{"operatingMode": v1alpha1.OperatingModeRunning}); err != nil {

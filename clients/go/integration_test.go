@@ -265,6 +265,57 @@ func TestSuspendResume(t *testing.T) {
 	}
 }
 
+// TestPauseResume: a process keeps its memory across Pause and Resume; a
+// call on a paused sandbox without auto-resume fails with the reason to
+// branch on, and one with auto-resume thaws it first.
+func TestPauseResume(t *testing.T) {
+	ctx := testContext(t)
+	c := dial(t, serverAddr)
+	for _, tc := range []struct {
+		template   string
+		autoResume bool
+	}{{"cold", false}, {"python", true}} {
+		t.Run(tc.template, func(t *testing.T) {
+			sb := claim(t, c, tc.template)
+			// A value that lives only in a process's memory: a shell holding
+			// a variable, answering each line on a fifo with it.
+			if _, err := sb.Run(ctx, `mkfifo q a && (v=$RANDOM$RANDOM; echo $v > v.txt; while read _ < q; do echo $v > a; done) >/dev/null 2>&1 &`, sandpod.WithCheck()); err != nil {
+				t.Fatal(err)
+			}
+			want, err := sb.Files().ReadFile(ctx, "v.txt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sb.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ph := sb.Info().Phase; ph != sandpod.PhasePaused {
+				t.Fatalf("after pause: %s", ph)
+			}
+			if err := sb.Pause(ctx); err != nil {
+				t.Fatalf("pause of a paused sandbox: %v", err)
+			}
+			if !tc.autoResume {
+				_, err := sb.Run(ctx, "true")
+				var e *sandpod.Error
+				if !errors.Is(err, sandpod.ErrFailedPrecondition) || !errors.As(err, &e) || e.Reason != sandpod.ReasonSandboxPaused {
+					t.Fatalf("run while paused: %v, want ErrFailedPrecondition with reason %s", err, sandpod.ReasonSandboxPaused)
+				}
+				if err := sb.Resume(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if ph := sb.Info().Phase; ph != sandpod.PhaseRunning {
+					t.Fatalf("after resume: %s", ph)
+				}
+			}
+			res, err := sb.Run(ctx, "echo > q; cat a", sandpod.WithCheck())
+			if err != nil || string(res.Stdout) != string(want) {
+				t.Fatalf("the value in memory after pause and resume: %q %v, want %q", res.Stdout, err, want)
+			}
+		})
+	}
+}
+
 func TestTypedErrors(t *testing.T) {
 	ctx := testContext(t)
 	c := dial(t, serverAddr)

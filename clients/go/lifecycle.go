@@ -211,8 +211,25 @@ func (s *Sandbox) Suspend(ctx context.Context) error {
 	})
 }
 
-// Resume starts the sandbox again and waits until it is ready (unless
-// WithNoWait; other options are ignored).
+// ReasonSandboxPaused is the Error.Reason of an exec or file call refused
+// (ErrFailedPrecondition) because the sandbox is paused: Resume it first.
+const ReasonSandboxPaused = "SANDBOX_PAUSED"
+
+// Pause freezes the sandbox's processes with their memory (PhasePaused);
+// Resume thaws them where they stopped. While paused, exec and file calls
+// fail with ErrFailedPrecondition and Error.Reason ReasonSandboxPaused
+// (unless the template auto-resumes). Pausing a paused sandbox changes
+// nothing; a suspended one or an unclaimed pool member is refused
+// (ErrFailedPrecondition).
+func (s *Sandbox) Pause(ctx context.Context) error {
+	return s.call(ctx, "pause", func(ctx context.Context, _ int) (*pb.Sandbox, error) {
+		r, err := s.c.rpc.PauseSandbox(ctx, &pb.PauseSandboxRequest{Name: s.name, Namespace: s.ns})
+		return r.GetSandbox(), err
+	})
+}
+
+// Resume starts a suspended sandbox again and waits until it is ready
+// (unless WithNoWait; other options are ignored), or thaws a paused one.
 func (s *Sandbox) Resume(ctx context.Context, opts ...SandboxOption) error {
 	cfg := &sandboxConfig{}
 	for _, o := range opts {

@@ -17,6 +17,7 @@ const (
 	PhasePending     Phase = "Pending"     // accepted, not ready yet
 	PhaseRunning     Phase = "Running"     // ready: exec and files work
 	PhaseSuspended   Phase = "Suspended"   // processes stopped, files kept
+	PhasePaused      Phase = "Paused"      // processes frozen with their memory (Pause); Resume thaws
 	PhaseExpired     Phase = "Expired"     // shutdown time passed under ShutdownRetain
 	PhaseFailed      Phase = "Failed"      // failed and not recovered; see Info.Message
 	PhaseTerminating Phase = "Terminating" // being deleted
@@ -30,6 +31,8 @@ func phaseFromProto(p pb.Phase) Phase {
 		return PhaseRunning
 	case pb.Phase_PHASE_SUSPENDED:
 		return PhaseSuspended
+	case pb.Phase_PHASE_PAUSED:
+		return PhasePaused
 	case pb.Phase_PHASE_EXPIRED:
 		return PhaseExpired
 	case pb.Phase_PHASE_FAILED:

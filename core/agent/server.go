@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -62,6 +64,10 @@ type Server struct {
 	watchDirs    atomic.Int64
 	dials        atomic.Int32 // open Dial connections
 	code         codeContexts
+	// paused is set while SetPaused has the sandbox's processes stopped:
+	// exec and file calls are refused then. pauseMu orders SetPaused calls.
+	paused  atomic.Bool
+	pauseMu sync.Mutex
 }
 
 // New opens the sandbox root and returns a server for it.
@@ -121,8 +127,21 @@ func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 	if err := s.authorize(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.refusePaused(info.FullMethod); err != nil {
+		return nil, err
+	}
 	s.touch()
 	return h(ctx, req)
+}
+
+// refusePaused refuses exec and file calls while the sandbox is paused;
+// pause, resume and the health check (GetAgentInfo) still answer.
+func (s *Server) refusePaused(method string) error {
+	if !s.paused.Load() || strings.HasSuffix(method, "/SetPaused") || strings.HasSuffix(method, "/GetAgentInfo") {
+		return nil
+	}
+	return errinfo.New(codes.FailedPrecondition, errinfo.ReasonSandboxPaused, map[string]string{"sandbox": s.cfg.Sandbox},
+		fmt.Sprintf("sandbox %q is paused: resume it first", s.cfg.Sandbox))
 }
 
 func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
@@ -130,6 +149,9 @@ func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 		return h(srv, ss)
 	}
 	if err := s.authorize(ss.Context()); err != nil {
+		return err
+	}
+	if err := s.refusePaused(info.FullMethod); err != nil {
 		return err
 	}
 	s.touch()

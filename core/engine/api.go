@@ -341,11 +341,15 @@ func (e *Engine) SuspendSandbox(ctx context.Context, ns, name string) (*sandpodv
 	return e.snapshot(sb), nil
 }
 
-// ResumeSandbox starts a suspended (or failed) sandbox again.
+// ResumeSandbox starts a suspended (or failed) sandbox again, or thaws a
+// paused one (pause.go).
 func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) (*sandpodv1.Sandbox, error) {
 	sb, err := e.lookupFor(ns, name, lifecycle.CallResume)
 	if err != nil {
 		return nil, err
+	}
+	if out, ok, err := e.resumePaused(sb); ok {
+		return out, err
 	}
 	e.mu.Lock()
 	if sb.rec.Expired {
@@ -434,7 +438,9 @@ func (e *Engine) markDeleting(sb *sandbox) error {
 }
 
 // Agent returns the agent endpoint of a running sandbox, waiting for a
-// starting one and resuming a suspended one when its template auto-resumes.
+// starting one and resuming a suspended or paused one when its template
+// auto-resumes (a paused one otherwise answers FAILED_PRECONDITION with
+// reason SANDBOX_PAUSED).
 // Exec and file calls come through here: an unclaimed pool member is
 // refused (lifecycle.MayReach), so nothing is planted for its next claimer.
 func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, error) {
@@ -449,6 +455,13 @@ func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, er
 	restartDue := sb.rec.RestartDue
 	e.mu.Unlock()
 	switch phase {
+	case v1alpha1.SandboxPaused:
+		if !autoResume {
+			return agent.Endpoint{}, pausedRefusal(nsOr(ns), name)
+		}
+		if _, err := e.ResumeSandbox(ctx, ns, name, true); err != nil {
+			return agent.Endpoint{}, err
+		}
 	case v1alpha1.SandboxSuspended:
 		if !autoResume {
 			return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
@@ -511,6 +524,7 @@ func (e *Engine) ListTemplates(_ context.Context, ns string) ([]*sandpodv1.Templ
 		t := &sandpodv1.Template{
 			Name: rs.Template, Namespace: ns, Image: rs.Image, RuntimeClassName: rs.RuntimeClass,
 			ShutdownPolicy: protoconv.Policy(lifecycle.EffectivePolicy(rs.ShutdownPolicy, "")), AutoResume: rs.AutoResume,
+			IdleAction:      protoconv.IdleAction(rs.IdleAction),
 			NetworkIsolated: rs.NetIsolated, MemoryLimitBytes: rs.MemoryBytes, CpuLimitMillis: rs.CPUMillis, PidsLimit: rs.PidsLimit,
 		}
 		if rs.IdleTimeout.Duration > 0 {

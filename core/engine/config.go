@@ -202,6 +202,7 @@ type runSpec struct {
 	NetIsolated    bool                    `json:"netIsolated,omitempty"`
 	AutoResume     bool                    `json:"autoResume,omitempty"`
 	IdleTimeout    metav1.Duration         `json:"idleTimeout,omitempty"`
+	IdleAction     v1alpha1.IdleAction     `json:"idleAction,omitempty"`
 	DefaultTTL     metav1.Duration         `json:"defaultTTL,omitempty"`
 	ShutdownPolicy v1alpha1.ShutdownPolicy `json:"shutdownPolicy,omitempty"`
 	Image          string                  `json:"image,omitempty"`
@@ -265,6 +266,12 @@ func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
 	}
 	if d := t.Spec.Lifecycle.IdleTimeout; d != nil {
 		rs.IdleTimeout = *d
+	}
+	switch a := t.Spec.Lifecycle.IdleAction; a {
+	case "", v1alpha1.IdleSuspend, v1alpha1.IdlePause:
+		rs.IdleAction = a
+	default:
+		return rs, fmt.Errorf("config: SandboxTemplate %s: spec.lifecycle.idleAction %q, want %s or %s", t.Name, a, v1alpha1.IdleSuspend, v1alpha1.IdlePause)
 	}
 	if d := t.Spec.Lifecycle.DefaultTTL; d != nil {
 		rs.DefaultTTL = *d

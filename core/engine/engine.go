@@ -242,7 +242,7 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	for _, r := range recs {
 		sb := &sandbox{rec: r}
 		e.sandboxes[r.key()] = sb
-		if p := adoptProcess(e.runc, r.Container, r.PID, r.PIDStart); p != nil {
+		if p := adoptProcess(e.runc, r.Container, e.freezerDir(r.Container), r.PID, r.PIDStart); p != nil {
 			sb.proc = p
 			sb.workload = lifecycle.WorkloadStarting
 		}
@@ -290,6 +290,21 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 	case sb.rec.Deleting:
 		_ = e.finishDelete(sb)
 	case sb.proc != nil && lifecycle.ShouldRunWorkload(sb.observed()):
+		paused, err := e.recoverFrozen(sb)
+		if err != nil {
+			e.log.Warn("could not make the freezer follow the record; restarting the sandbox", "sandbox", sb.rec.key(), "paused", paused, "err", err)
+			_ = sb.proc.kill(10 * time.Second)
+			e.agentDown(sb, "could not be frozen or thawed when the engine started: "+err.Error())
+			return
+		}
+		if paused {
+			// A frozen agent cannot answer; it stays paused, as recorded.
+			e.mu.Lock()
+			sb.workload = lifecycle.WorkloadReady
+			e.mu.Unlock()
+			e.watchExit(sb, sb.proc)
+			return
+		}
 		if err := e.awaitAgent(ctx, sb, sb.proc); err != nil {
 			e.log.Warn("running sandbox did not answer after restart; restarting it", "sandbox", sb.rec.key(), "err", err)
 			_ = sb.proc.kill(10 * time.Second)

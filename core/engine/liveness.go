@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -55,7 +56,9 @@ func (e *Engine) checkAgents(ctx context.Context, conns map[*process]*grpc.Clien
 	e.mu.Lock()
 	var probes []probe
 	for _, sb := range e.sandboxes {
-		if sb.proc == nil || sb.busy || sb.rec.Deleting || sb.workload != lifecycle.WorkloadReady || sb.killedFor != "" {
+		// A paused sandbox's agent is frozen: its silence is no failure.
+		if sb.proc == nil || sb.busy || sb.rec.Deleting || sb.workload != lifecycle.WorkloadReady || sb.killedFor != "" ||
+			sb.rec.Mode == v1alpha1.OperatingModePaused {
 			continue
 		}
 		probes = append(probes, probe{sb: sb, p: sb.proc, target: "unix://" + e.socketPath(&sb.rec), secret: sb.rec.Secret})
@@ -110,9 +113,9 @@ func (e *Engine) probed(pr probe, err error) {
 	now := time.Now()
 	e.mu.Lock()
 	sb := pr.sb
-	if sb.proc != pr.p || sb.killedFor != "" {
+	if sb.proc != pr.p || sb.killedFor != "" || sb.rec.Mode == v1alpha1.OperatingModePaused {
 		e.mu.Unlock()
-		return // stopped, restarted or being killed meanwhile
+		return // stopped, restarted, being killed or paused meanwhile
 	}
 	if err == nil {
 		sb.healthFails, sb.lastAnswer = 0, now

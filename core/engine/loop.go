@@ -41,7 +41,7 @@ func (e *Engine) loop(ctx context.Context) {
 
 // action is one side effect the reconcile pass decided on.
 type action struct {
-	kind string // "create", "delete", "restart", "suspend", "retain"
+	kind string // "create", "delete", "restart", "suspend", "pause", "retain"
 	sb   *sandbox
 	pool *pool
 }
@@ -75,11 +75,14 @@ func (e *Engine) reconcile(ctx context.Context) time.Duration {
 			waits = append(waits, wait)
 		}
 		if r.Claimed && sb.active == 0 && sb.phase() == v1alpha1.SandboxRunning {
-			due, wait := lifecycle.IdleSuspendDue(now, r.LastActivity, r.Spec.IdleTimeout.Duration)
-			if due {
+			switch act, wait := lifecycle.IdleDue(now, r.LastActivity, r.Spec.IdleTimeout.Duration, r.Spec.IdleAction); act {
+			case v1alpha1.IdlePause:
+				actions = append(actions, action{kind: "pause", sb: sb})
+			case v1alpha1.IdleSuspend:
 				actions = append(actions, action{kind: "suspend", sb: sb})
+			default:
+				waits = append(waits, wait)
 			}
-			waits = append(waits, wait)
 		}
 	}
 	for key, p := range e.pools {
@@ -153,6 +156,11 @@ func (e *Engine) act(ctx context.Context, a action) {
 	case "suspend":
 		e.log.Info("idle timeout: suspending", "sandbox", a.sb.rec.key())
 		_, _ = e.SuspendSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name)
+	case "pause":
+		e.log.Info("idle timeout: pausing", "sandbox", a.sb.rec.key())
+		if _, err := e.PauseSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name); err != nil {
+			e.log.Warn("idle pause", "sandbox", a.sb.rec.key(), "err", err)
+		}
 	case "create":
 		e.createMember(a.pool)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,6 +35,15 @@ type process struct {
 	// network delivers the result of attaching the sandbox's user-mode
 	// network (nil: none to wait for).
 	network chan error
+
+	// cgroup is the container's freezer cgroup directory ("" when runc
+	// chose it: pause then goes through runc). freezeMu orders freeze, thaw
+	// and kill; frozen is what the last of them left; killing is set once
+	// kill began (nothing freezes it again then).
+	cgroup   string
+	freezeMu sync.Mutex
+	frozen   bool
+	killing  bool
 }
 
 // release removes the container's runc state and cgroups once its init
@@ -57,6 +67,9 @@ type launch struct {
 	// network namespace; without it the sandbox has loopback only.
 	egress   bool
 	setupPID func(pid int, start uint64) error // persists the PID before the gate opens
+	// cgroup is the container's freezer cgroup directory, if the engine
+	// chose it (see Engine.freezerDir).
+	cgroup string
 }
 
 // startProcess starts `sandpod agent` as the init of a runc container (see
@@ -101,7 +114,7 @@ func startProcess(l launch) (*process, error) {
 		_ = l.runc.remove(l.id)
 		return nil, err
 	}
-	p := &process{pid: pid, done: make(chan struct{}), runc: l.runc, id: l.id}
+	p := &process{pid: pid, done: make(chan struct{}), runc: l.runc, id: l.id, cgroup: l.cgroup}
 	p.start, _ = processStart(pid)
 	go p.reap()
 	fail := func(err error) (*process, error) {
@@ -149,7 +162,7 @@ func (p *process) networkReady(ctx context.Context) error {
 
 // adoptProcess finds a sandbox init started by an earlier engine, if it is
 // still the same process (same PID and start time).
-func adoptProcess(rt runc, id string, pid int, start uint64) *process {
+func adoptProcess(rt runc, id, cgroup string, pid int, start uint64) *process {
 	if pid <= 0 {
 		return nil
 	}
@@ -161,7 +174,7 @@ func adoptProcess(rt runc, id string, pid int, start uint64) *process {
 	if err != nil {
 		return nil
 	}
-	p := &process{pid: pid, start: start, done: make(chan struct{}), runc: rt, id: id}
+	p := &process{pid: pid, start: start, done: make(chan struct{}), runc: rt, id: id, cgroup: cgroup}
 	go p.wait(fd, "exited (exit status unknown: it started before the engine restarted)")
 	return p
 }
@@ -208,8 +221,16 @@ func becomeSubreaper() error {
 }
 
 // kill ends the sandbox's whole process tree and waits until it is gone.
+// A frozen tree is thawed after the SIGKILL, so it dies at once and runs
+// none of its own code on the way (a v1-frozen process cannot die).
 func (p *process) kill(timeout time.Duration) error {
+	p.freezeMu.Lock()
+	p.killing = true
 	_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	if frozen, _ := p.isFrozen(); frozen || p.frozen {
+		_ = p.thawLocked()
+	}
+	p.freezeMu.Unlock()
 	select {
 	case <-p.done:
 		return nil

@@ -29,7 +29,7 @@ func Purge(stateDir string) (int, error) {
 		return 0, err
 	}
 	for _, r := range f.records {
-		if p := adoptProcess(rt, r.Container, r.PID, r.PIDStart); p != nil {
+		if p := adoptProcess(rt, r.Container, "", r.PID, r.PIDStart); p != nil {
 			if p.kill(10*time.Second) == nil {
 				killed++
 			}

@@ -143,6 +143,7 @@ func conditions(phase v1alpha1.SandboxPhase, r *record) []*sandpodv1.Condition {
 	return []*sandpodv1.Condition{
 		ready,
 		cond(v1alpha1.ConditionSuspended, phase == v1alpha1.SandboxSuspended, string(phase)),
+		cond(v1alpha1.ConditionPaused, phase == v1alpha1.SandboxPaused, string(phase)),
 		cond(v1alpha1.ConditionExpired, r.Expired, string(phase)),
 		cond(v1alpha1.ConditionFinished, r.Expired || phase == v1alpha1.SandboxFailed, string(phase)),
 	}

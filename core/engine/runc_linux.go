@@ -116,16 +116,29 @@ func (r runc) remove(id string) error {
 
 // running reports whether a container's init is still alive.
 func (r runc) running(id string) bool {
+	switch r.status(id) {
+	case "running", "created", "paused":
+		return true
+	}
+	return false
+}
+
+// status is runc's status of a container ("running", "paused", ...), or ""
+// when runc does not know it.
+func (r runc) status(id string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := r.command(ctx, "state", id).Output()
 	if err != nil {
-		return false
+		return ""
 	}
 	var st struct {
 		Status string `json:"status"`
 	}
-	return json.Unmarshal(out, &st) == nil && (st.Status == "running" || st.Status == "created" || st.Status == "paused")
+	if json.Unmarshal(out, &st) != nil {
+		return ""
+	}
+	return st.Status
 }
 
 // removeAll removes every container whose name begins with prefix.

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -142,6 +143,7 @@ func (e *Engine) launch(rec *record) (*process, error) {
 		logPath:   e.logPath(rec),
 		secret:    rec.Secret,
 		egress:    !rec.Spec.NetIsolated,
+		cgroup:    e.freezerDir(id),
 		setupPID: func(pid int, start uint64) error {
 			e.mu.Lock()
 			defer e.mu.Unlock()
@@ -305,6 +307,12 @@ func (e *Engine) agentDownLocked(sb *sandbox, now time.Time, how string, failedS
 	})
 	sb.healthFails, sb.killedFor = 0, ""
 	r.PID, r.PIDStart, r.Container = 0, 0, ""
+	if r.Mode == v1alpha1.OperatingModePaused {
+		// What was frozen is gone with its memory: the sandbox is running
+		// again (a new agent, if the policy restarts one), not paused.
+		r.Mode = v1alpha1.OperatingModeRunning
+		how += " while paused"
+	}
 	r.RestartStreak, r.StartFailures = plan.Streak, plan.StartFailures
 	r.LastAgentExit = &agentExit{Time: now, Reason: how}
 	r.RestartDue = time.Time{}

@@ -21,6 +21,8 @@ const (
 	CallExtend
 	// CallDelete deletes it.
 	CallDelete
+	// CallPause freezes its processes (PauseSandbox).
+	CallPause
 )
 
 func (c SandboxCall) String() string {
@@ -37,6 +39,8 @@ func (c SandboxCall) String() string {
 		return "extend"
 	case CallDelete:
 		return "delete"
+	case CallPause:
+		return "pause"
 	}
 	return fmt.Sprintf("call(%d)", int(c))
 }
@@ -69,6 +73,8 @@ const ReasonUnclaimedPoolMember = "UNCLAIMED_POOL_MEMBER"
 //     replace it), and suspend/resume would let a caller restart it at will;
 //   - resume: refused, for the same reason (a member is never suspended by
 //     the API; one suspended otherwise is replaced by its pool);
+//   - pause: refused, like suspend: a paused member serves nobody, and
+//     its next claimer would get it frozen;
 //   - extend: refused; a member waits without a shutdown time until a claim
 //     sets one, and a time set on a member would expire it in the pool;
 //   - delete: allowed; an operator may retire a member (say, one suspected

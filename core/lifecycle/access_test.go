@@ -21,6 +21,7 @@ func TestMayReach(t *testing.T) {
 		{CallResume, member, false},
 		{CallExtend, member, false},
 		{CallDelete, member, true},
+		{CallPause, member, false},
 
 		{CallGet, claimed, true},
 		{CallAgent, claimed, true},
@@ -28,6 +29,7 @@ func TestMayReach(t *testing.T) {
 		{CallResume, claimed, true},
 		{CallExtend, claimed, true},
 		{CallDelete, claimed, true},
+		{CallPause, claimed, true},
 	}
 	for _, tc := range cases {
 		name := tc.call.String() + "/claimed"

@@ -26,6 +26,7 @@ func SandboxSpecFromTemplate(templateName string, t *v1alpha1.SandboxTemplateSpe
 		Lifecycle: v1alpha1.Lifecycle{
 			ShutdownPolicy: t.Lifecycle.ShutdownPolicy,
 			IdleTimeout:    t.Lifecycle.IdleTimeout.DeepCopy(),
+			IdleAction:     t.Lifecycle.IdleAction,
 		},
 	}
 	for i := range t.VolumeClaimTemplates {
@@ -55,6 +56,10 @@ func ClaimLifecycle(now time.Time, req v1alpha1.Lifecycle, tmpl v1alpha1.Templat
 	}
 	if out.IdleTimeout == nil {
 		out.IdleTimeout = tmpl.IdleTimeout.DeepCopy()
+	}
+	out.IdleAction = req.IdleAction
+	if out.IdleAction == "" {
+		out.IdleAction = tmpl.IdleAction
 	}
 	if st := ShutdownTime(now, explicit, 0, defaultTTL); st != nil {
 		mt := metav1.NewTime(*st)

@@ -61,6 +61,7 @@ func TestClaimLifecycle(t *testing.T) {
 		wantShutdown   *time.Time
 		wantPolicy     v1alpha1.ShutdownPolicy
 		wantIdleTimout *metav1.Duration
+		wantIdleAction v1alpha1.IdleAction
 	}{
 		"nothing": {wantPolicy: v1alpha1.ShutdownPolicyDelete},
 		"explicit wins over default ttl": {
@@ -70,6 +71,15 @@ func TestClaimLifecycle(t *testing.T) {
 		"default ttl from now, template policy and idle": {
 			tmpl:         v1alpha1.TemplateLifecycle{DefaultTTL: ttl, ShutdownPolicy: v1alpha1.ShutdownPolicyRetain, IdleTimeout: idle},
 			wantShutdown: ptr(now.Add(10 * time.Minute)), wantPolicy: v1alpha1.ShutdownPolicyRetain, wantIdleTimout: idle,
+		},
+		"template idle action": {
+			tmpl:       v1alpha1.TemplateLifecycle{IdleTimeout: idle, IdleAction: v1alpha1.IdlePause},
+			wantPolicy: v1alpha1.ShutdownPolicyDelete, wantIdleTimout: idle, wantIdleAction: v1alpha1.IdlePause,
+		},
+		"request idle action wins": {
+			req:        v1alpha1.Lifecycle{IdleAction: v1alpha1.IdleSuspend},
+			tmpl:       v1alpha1.TemplateLifecycle{IdleAction: v1alpha1.IdlePause},
+			wantPolicy: v1alpha1.ShutdownPolicyDelete, wantIdleAction: v1alpha1.IdleSuspend,
 		},
 		"request policy wins": {
 			req:        v1alpha1.Lifecycle{ShutdownPolicy: v1alpha1.ShutdownPolicyDelete},
@@ -92,6 +102,9 @@ func TestClaimLifecycle(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantIdleTimout, got.IdleTimeout); diff != "" {
 				t.Errorf("idle (-want +got):\n%s", diff)
+			}
+			if got.IdleAction != tc.wantIdleAction {
+				t.Errorf("idle action = %q, want %q", got.IdleAction, tc.wantIdleAction)
 			}
 		})
 	}

@@ -40,6 +40,10 @@ func Phase(o Observed) v1alpha1.SandboxPhase {
 		return v1alpha1.SandboxExpired
 	case o.Mode == v1alpha1.OperatingModeSuspended:
 		return v1alpha1.SandboxSuspended
+	case o.Mode == v1alpha1.OperatingModePaused && o.Workload == WorkloadReady:
+		// Paused only while the frozen workload is there: one that died
+		// (or is being replaced) is reported as such, its memory is gone.
+		return v1alpha1.SandboxPaused
 	case o.Workload == WorkloadFailed:
 		return v1alpha1.SandboxFailed
 	case o.Workload == WorkloadReady:
@@ -50,7 +54,8 @@ func Phase(o Observed) v1alpha1.SandboxPhase {
 }
 
 // ShouldRunWorkload says whether a sandbox in this state should have a
-// running workload: the backend starts one when it is absent.
+// running workload: the backend starts one when it is absent. A paused
+// sandbox keeps its (frozen) workload.
 func ShouldRunWorkload(o Observed) bool {
 	return !o.Deleting && !o.Expired && o.Mode != v1alpha1.OperatingModeSuspended
 }

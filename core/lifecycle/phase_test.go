@@ -7,7 +7,7 @@ import (
 )
 
 func TestPhase(t *testing.T) {
-	running, suspended := v1alpha1.OperatingModeRunning, v1alpha1.OperatingModeSuspended
+	running, suspended, paused := v1alpha1.OperatingModeRunning, v1alpha1.OperatingModeSuspended, v1alpha1.OperatingModePaused
 	cases := map[string]struct {
 		in   Observed
 		want v1alpha1.SandboxPhase
@@ -20,6 +20,11 @@ func TestPhase(t *testing.T) {
 		"suspended beats workload":  {Observed{Mode: suspended, Workload: WorkloadReady}, v1alpha1.SandboxSuspended},
 		"expired beats suspended":   {Observed{Mode: suspended, Expired: true}, v1alpha1.SandboxExpired},
 		"deleting beats everything": {Observed{Deleting: true, Expired: true, Workload: WorkloadReady}, v1alpha1.SandboxTerminating},
+		"paused":                    {Observed{Mode: paused, Workload: WorkloadReady}, v1alpha1.SandboxPaused},
+		"paused, workload died":     {Observed{Mode: paused, Workload: WorkloadFailed}, v1alpha1.SandboxFailed},
+		"paused, being restarted":   {Observed{Mode: paused, Workload: WorkloadStarting}, v1alpha1.SandboxPending},
+		"expired beats paused":      {Observed{Mode: paused, Expired: true, Workload: WorkloadReady}, v1alpha1.SandboxExpired},
+		"deleting beats paused":     {Observed{Mode: paused, Deleting: true, Workload: WorkloadReady}, v1alpha1.SandboxTerminating},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -39,6 +44,7 @@ func TestShouldRunAndRestart(t *testing.T) {
 	}{
 		"running":                {Observed{Mode: v1alpha1.OperatingModeRunning}, false, true, false},
 		"suspended":              {Observed{Mode: v1alpha1.OperatingModeSuspended}, true, false, false},
+		"paused keeps workload":  {Observed{Mode: v1alpha1.OperatingModePaused, Workload: WorkloadReady}, true, true, false},
 		"expired":                {Observed{Expired: true, Workload: WorkloadFailed}, true, false, false},
 		"deleting":               {Observed{Deleting: true}, false, false, false},
 		"failed, no restart":     {Observed{Workload: WorkloadFailed}, false, true, false},

@@ -77,7 +77,7 @@ func TestSchemaValidation(t *testing.T) {
 		}(),
 		"unknown operating mode": func() clientObject {
 			sb := makeSandbox(ns, "bad2")
-			sb.Spec.OperatingMode = "Paused"
+			sb.Spec.OperatingMode = "Hibernating"
 			return sb
 		}(),
 		"unknown shutdown policy": func() clientObject {

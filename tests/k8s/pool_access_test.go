@@ -54,6 +54,8 @@ func TestBridgeRefusesUnclaimedPoolMembers(t *testing.T) {
 	refused("SuspendSandbox", err)
 	_, err = api.ResumeSandbox(ctx, &pb.ResumeSandboxRequest{Name: name, Namespace: ns})
 	refused("ResumeSandbox", err)
+	_, err = api.PauseSandbox(ctx, &pb.PauseSandboxRequest{Name: name, Namespace: ns})
+	refused("PauseSandbox", err)
 	_, err = api.ExtendSandbox(ctx, &pb.ExtendSandboxRequest{Name: name, Namespace: ns, Ttl: durationpb.New(time.Hour)})
 	refused("ExtendSandbox", err)
 	if got, err := api.GetSandbox(ctx, &pb.GetSandboxRequest{Name: name, Namespace: ns}); err != nil ||

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -136,6 +137,32 @@ func TestSandboxSuspendKeepsStorageAndResumeRecreates(t *testing.T) {
 	pod := waitPod(t, ns, "nap", "recreated", func(_ *corev1.Pod, err error) bool { return err == nil })
 	if !podMountsPVC(pod, "data-nap") {
 		t.Errorf("resumed pod does not mount the kept pvc")
+	}
+}
+
+// operatingMode Paused (the bridge sets it once the agent has stopped the
+// sandbox's processes) keeps the pod, and the controller reports phase
+// Paused with the Paused condition; Running makes it Running again on the
+// same pod.
+func TestSandboxPausedKeepsItsPod(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	create(t, makeSandbox(ns, "still"))
+	waitSandbox(t, ns, "still", "running", phaseIs(v1alpha1.SandboxRunning))
+	before := waitPod(t, ns, "still", "running", func(_ *corev1.Pod, err error) bool { return err == nil })
+
+	setMode(t, ns, "still", v1alpha1.OperatingModePaused)
+	waitSandbox(t, ns, "still", "paused", func(sb *v1alpha1.Sandbox) bool {
+		c := meta.FindStatusCondition(sb.Status.Conditions, v1alpha1.ConditionPaused)
+		return sb.Status.Phase == v1alpha1.SandboxPaused && c != nil && c.Status == metav1.ConditionTrue && !isReady(sb)
+	})
+	setMode(t, ns, "still", v1alpha1.OperatingModeRunning)
+	waitSandbox(t, ns, "still", "running again", func(sb *v1alpha1.Sandbox) bool {
+		c := meta.FindStatusCondition(sb.Status.Conditions, v1alpha1.ConditionPaused)
+		return sb.Status.Phase == v1alpha1.SandboxRunning && c != nil && c.Status == metav1.ConditionFalse && isReady(sb)
+	})
+	after := &corev1.Pod{}
+	if err := env.Get(after, ns, "still"); err != nil || after.UID != before.UID {
+		t.Fatalf("the pod was replaced across pause (err=%v)", err)
 	}
 }
 

@@ -115,7 +115,8 @@ func crdCases() map[string]crdCase {
 		"sandbox: unicode name":       {sandbox("sändbox", nil), "metadata.name"},
 		"sandbox: name ending in '-'": {sandbox("ends-", nil), "metadata.name"},
 		// Sandbox spec.
-		"sandbox: unknown operatingMode": {sandbox("bad-mode", func(sb *v1alpha1.Sandbox) { sb.Spec.OperatingMode = "Paused" }), "spec.operatingMode"},
+		"sandbox: unknown operatingMode": {sandbox("bad-mode", func(sb *v1alpha1.Sandbox) { sb.Spec.OperatingMode = "Hibernating" }), "spec.operatingMode"},
+		"template: unknown idleAction":   {template("bad-idle", func(t *v1alpha1.SandboxTemplate) { t.Spec.Lifecycle.IdleAction = "Hibernate" }), "spec.lifecycle.idleAction"},
 		"sandbox: unknown shutdownPolicy": {sandbox("bad-policy", func(sb *v1alpha1.Sandbox) {
 			sb.Spec.Lifecycle.ShutdownPolicy = "Archive"
 		}), "spec.lifecycle.shutdownPolicy"},

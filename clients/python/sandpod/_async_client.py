@@ -797,12 +797,28 @@ class AsyncSandbox:
     async def resume(
         self, *, wait: bool = True, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> AsyncSandbox:
-        """Starts a suspended (or expired and retained) sandbox again."""
+        """Starts a suspended (or expired and retained) sandbox again, or thaws a paused
+        one: its processes continue where they stopped. Resuming a running sandbox
+        changes nothing."""
         resp = await self._unary(
             "ResumeSandbox",
             _pb.ResumeSandboxRequest(no_wait=not wait, **self._ref()),
             timeout=timeout,
             wait_desc=f"sandpod: resuming {self.name}" if wait else "",
+        )
+        return self._update(resp.sandbox)
+
+    async def pause(
+        self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> AsyncSandbox:
+        """Freezes the sandbox's processes with their memory (``status`` becomes
+        ``Phase.PAUSED``); :meth:`resume` thaws them where they stopped. While paused,
+        exec and file calls raise :class:`FailedPrecondition` with reason
+        ``SANDBOX_PAUSED`` (unless the template auto-resumes). Pausing a paused sandbox
+        changes nothing; a suspended or unclaimed pool member raises
+        :class:`FailedPrecondition`."""
+        resp = await self._unary(
+            "PauseSandbox", _pb.PauseSandboxRequest(**self._ref()), timeout=timeout
         )
         return self._update(resp.sandbox)
 

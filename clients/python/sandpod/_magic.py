@@ -264,7 +264,7 @@ class SandboxSession:
             try:
                 sb = self.client.get(opts.name, on_exit="keep")
                 how = "reconnected"
-                if sb.status == Phase.SUSPENDED:
+                if sb.status in (Phase.SUSPENDED, Phase.PAUSED):
                     sb.resume()
                     how = "reconnected and resumed"
             except SandboxNotFound:

@@ -40,6 +40,8 @@ class Phase(str, enum.Enum):
     PENDING = "Pending"
     RUNNING = "Running"
     SUSPENDED = "Suspended"
+    #: Processes frozen with their memory (:meth:`Sandbox.pause`); ``resume()`` thaws.
+    PAUSED = "Paused"
     EXPIRED = "Expired"
     FAILED = "Failed"
     TERMINATING = "Terminating"
@@ -55,6 +57,7 @@ _PHASE_FROM_PB: dict[int, Phase] = {
     sandbox_pb2.PHASE_PENDING: Phase.PENDING,
     sandbox_pb2.PHASE_RUNNING: Phase.RUNNING,
     sandbox_pb2.PHASE_SUSPENDED: Phase.SUSPENDED,
+    sandbox_pb2.PHASE_PAUSED: Phase.PAUSED,
     sandbox_pb2.PHASE_EXPIRED: Phase.EXPIRED,
     sandbox_pb2.PHASE_FAILED: Phase.FAILED,
     sandbox_pb2.PHASE_TERMINATING: Phase.TERMINATING,
@@ -144,7 +147,8 @@ def label_selector(labels: Mapping[str, str] | str | None) -> str:
 
 @dataclass(frozen=True)
 class Condition:
-    """A Kubernetes-style condition (``Ready``, ``Suspended``, ``Expired``, ``Finished``)."""
+    """A Kubernetes-style condition (``Ready``, ``Suspended``, ``Paused``, ``Expired``,
+    ``Finished``)."""
 
     type: str
     status: str
@@ -248,6 +252,8 @@ class Template:
     memory_limit_bytes: int = 0
     cpu_limit_millis: int = 0
     pids_limit: int = 0
+    #: What ``idle_timeout`` does: ``"suspend"`` (the default) or ``"pause"``.
+    idle_action: str = "suspend"
 
     @classmethod
     def from_pb(cls, pb: sandbox_pb2.Template) -> Template:
@@ -264,6 +270,7 @@ class Template:
             memory_limit_bytes=pb.memory_limit_bytes,
             cpu_limit_millis=pb.cpu_limit_millis,
             pids_limit=pb.pids_limit,
+            idle_action="pause" if pb.idle_action == sandbox_pb2.IDLE_ACTION_PAUSE else "suspend",
         )
 
 
@@ -474,6 +481,7 @@ _PHASE_COLORS = {
     Phase.RUNNING: "#1a7f37",
     Phase.PENDING: "#9a6700",
     Phase.SUSPENDED: "#0969da",
+    Phase.PAUSED: "#8250df",
     Phase.EXPIRED: "#6e7781",
     Phase.FAILED: "#cf222e",
     Phase.TERMINATING: "#6e7781",

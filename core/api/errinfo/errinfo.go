@@ -25,6 +25,9 @@ const (
 	// ReasonFileNotFound: a path a file call names (or a parent of it)
 	// does not exist in the sandbox, which does.
 	ReasonFileNotFound = "FILE_NOT_FOUND"
+	// ReasonSandboxPaused: an exec or file call on a paused sandbox (whose
+	// template does not auto-resume): resume it, then retry.
+	ReasonSandboxPaused = "SANDBOX_PAUSED"
 )
 
 // New returns a status error of code with an ErrorInfo of reason.

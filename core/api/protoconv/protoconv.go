@@ -12,6 +12,7 @@ var phases = map[v1alpha1.SandboxPhase]sandpodv1.Phase{
 	v1alpha1.SandboxPending:     sandpodv1.Phase_PHASE_PENDING,
 	v1alpha1.SandboxRunning:     sandpodv1.Phase_PHASE_RUNNING,
 	v1alpha1.SandboxSuspended:   sandpodv1.Phase_PHASE_SUSPENDED,
+	v1alpha1.SandboxPaused:      sandpodv1.Phase_PHASE_PAUSED,
 	v1alpha1.SandboxExpired:     sandpodv1.Phase_PHASE_EXPIRED,
 	v1alpha1.SandboxFailed:      sandpodv1.Phase_PHASE_FAILED,
 	v1alpha1.SandboxTerminating: sandpodv1.Phase_PHASE_TERMINATING,
@@ -45,4 +46,15 @@ func PolicyFromProto(p sandpodv1.ShutdownPolicy) v1alpha1.ShutdownPolicy {
 		return v1alpha1.ShutdownPolicyRetain
 	}
 	return ""
+}
+
+// IdleAction is the wire value of a template's idle action.
+func IdleAction(a v1alpha1.IdleAction) sandpodv1.IdleAction {
+	switch a {
+	case v1alpha1.IdleSuspend:
+		return sandpodv1.IdleAction_IDLE_ACTION_SUSPEND
+	case v1alpha1.IdlePause:
+		return sandpodv1.IdleAction_IDLE_ACTION_PAUSE
+	}
+	return sandpodv1.IdleAction_IDLE_ACTION_UNSPECIFIED
 }

@@ -1,7 +1,7 @@
 package v1alpha1
 
 // Condition reasons set by the controller. Condition types are in
-// sandbox_types.go (Ready, Suspended, Expired, Finished); claims and pools use
+// sandbox_types.go (Ready, Suspended, Paused, Expired, Finished); claims and pools use
 // Ready too.
 const (
 	ReasonPodReady            = "PodReady"
@@ -9,6 +9,7 @@ const (
 	ReasonPodFailed           = "PodFailed"
 	ReasonPodAbsent           = "PodAbsent"
 	ReasonSuspended           = "Suspended"
+	ReasonPaused              = "Paused"
 	ReasonIdle                = "Idle"
 	ReasonRunning             = "Running"
 	ReasonShutdownTimeReached = "ShutdownTimeReached"

@@ -32,7 +32,8 @@ type SandboxSpec struct {
 	Service bool `json:"service,omitempty"`
 
 	// OperatingMode Suspended deletes the pod and keeps storage and identity;
-	// Running recreates it. Default Running.
+	// Paused keeps the pod and freezes the user's processes in it (the
+	// agent stops them); Running recreates or thaws it. Default Running.
 	// +optional
 	OperatingMode OperatingMode `json:"operatingMode,omitempty"`
 
@@ -56,12 +57,13 @@ type SandboxSpec struct {
 }
 
 // SandboxPhase is a summary of where a sandbox is in its life.
-// +kubebuilder:validation:Enum=Pending;Running;Suspended;Expired;Failed;Terminating
+// +kubebuilder:validation:Enum=Pending;Running;Paused;Suspended;Expired;Failed;Terminating
 type SandboxPhase string
 
 const (
 	SandboxPending     SandboxPhase = "Pending"
 	SandboxRunning     SandboxPhase = "Running"
+	SandboxPaused      SandboxPhase = "Paused"
 	SandboxSuspended   SandboxPhase = "Suspended"
 	SandboxExpired     SandboxPhase = "Expired"
 	SandboxFailed      SandboxPhase = "Failed"
@@ -72,6 +74,7 @@ const (
 const (
 	ConditionReady     = "Ready"
 	ConditionSuspended = "Suspended"
+	ConditionPaused    = "Paused"
 	ConditionExpired   = "Expired"
 	ConditionFinished  = "Finished"
 )

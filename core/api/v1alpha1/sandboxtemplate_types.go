@@ -60,6 +60,11 @@ type TemplateLifecycle struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration such as 90s, 15m or 1h"
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+
+	// IdleAction is what IdleTimeout does: Suspend (the default: processes
+	// stopped, files kept) or Pause (processes frozen with their memory).
+	// +optional
+	IdleAction IdleAction `json:"idleAction,omitempty"`
 }
 
 // EgressMode is what a sandbox may reach.

@@ -163,7 +163,11 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 			return false, 0, fmt.Errorf("clear idle mark: %w", err)
 		}
 	}
+	// idleAction Pause is the bridge's to apply (bridge/kube/idlepause.go):
+	// a pause needs the sandbox's agent, which the controller does not talk
+	// to. The controller leaves such a sandbox running.
 	if sb.Spec.Lifecycle.IdleTimeout == nil || mode(sb) != v1alpha1.OperatingModeRunning ||
+		sb.Spec.Lifecycle.IdleAction == v1alpha1.IdlePause ||
 		expiry != lifecycle.ExpiryNone || sb.Status.Phase != v1alpha1.SandboxRunning {
 		return false, 0, nil
 	}

@@ -93,6 +93,8 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 		readyReason, readyMsg = v1alpha1.ReasonPodReady, restartNote
 	case st.Phase == v1alpha1.SandboxSuspended:
 		readyReason = v1alpha1.ReasonSuspended
+	case st.Phase == v1alpha1.SandboxPaused:
+		readyReason = v1alpha1.ReasonPaused
 	case st.Phase == v1alpha1.SandboxExpired:
 		readyReason = v1alpha1.ReasonShutdownTimeReached
 	case st.Phase == v1alpha1.SandboxFailed:
@@ -114,6 +116,15 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 		}
 	}
 	set(v1alpha1.ConditionSuspended, suspended, susReason, "")
+
+	// Paused: the agent stopped the sandbox's processes in its pod (the
+	// bridge asked it, then set operatingMode Paused); the pod is kept.
+	paused := st.Phase == v1alpha1.SandboxPaused
+	pauseReason := v1alpha1.ReasonRunning
+	if paused {
+		pauseReason = v1alpha1.ReasonPaused
+	}
+	set(v1alpha1.ConditionPaused, paused, pauseReason, "")
 
 	expReason := v1alpha1.ReasonRunning
 	if in.Observed.Expired {

@@ -62,6 +62,14 @@ func TestComputeStatus(t *testing.T) {
 			in:        statusInput{Observed: lifecycle.Observed{Mode: v1alpha1.OperatingModeSuspended}},
 			wantPhase: v1alpha1.SandboxSuspended, wantTrue: []string{v1alpha1.ConditionSuspended}, wantReason: v1alpha1.ReasonSuspended,
 		},
+		"paused keeps its pod": {
+			in:        statusInput{Observed: lifecycle.Observed{Mode: v1alpha1.OperatingModePaused, Workload: lifecycle.WorkloadReady}, Pod: readyPod()},
+			wantPhase: v1alpha1.SandboxPaused, wantTrue: []string{v1alpha1.ConditionPaused}, wantReason: v1alpha1.ReasonPaused,
+		},
+		"paused, pod being replaced": {
+			in:        statusInput{Observed: lifecycle.Observed{Mode: v1alpha1.OperatingModePaused, Workload: lifecycle.WorkloadStarting}},
+			wantPhase: v1alpha1.SandboxPending, wantReason: v1alpha1.ReasonPodAbsent,
+		},
 		"expired under retain": {
 			in:        statusInput{Observed: lifecycle.Observed{Mode: v1alpha1.OperatingModeRunning, Expired: true}},
 			wantPhase: v1alpha1.SandboxExpired, wantTrue: []string{v1alpha1.ConditionExpired, v1alpha1.ConditionFinished}, wantReason: v1alpha1.ReasonShutdownTimeReached,

@@ -22,6 +22,103 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SetPausedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Paused        bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPausedRequest) Reset() {
+	*x = SetPausedRequest{}
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPausedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPausedRequest) ProtoMessage() {}
+
+func (x *SetPausedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPausedRequest.ProtoReflect.Descriptor instead.
+func (*SetPausedRequest) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SetPausedRequest) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+type SetPausedResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Paused bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	// Processes stopped (or continued) by this call.
+	Processes     int32 `protobuf:"varint,2,opt,name=processes,proto3" json:"processes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPausedResponse) Reset() {
+	*x = SetPausedResponse{}
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPausedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPausedResponse) ProtoMessage() {}
+
+func (x *SetPausedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPausedResponse.ProtoReflect.Descriptor instead.
+func (*SetPausedResponse) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetPausedResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *SetPausedResponse) GetProcesses() int32 {
+	if x != nil {
+		return x.Processes
+	}
+	return 0
+}
+
 type GetAgentInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -30,7 +127,7 @@ type GetAgentInfoRequest struct {
 
 func (x *GetAgentInfoRequest) Reset() {
 	*x = GetAgentInfoRequest{}
-	mi := &file_sandpod_v1_agent_service_proto_msgTypes[0]
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -42,7 +139,7 @@ func (x *GetAgentInfoRequest) String() string {
 func (*GetAgentInfoRequest) ProtoMessage() {}
 
 func (x *GetAgentInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_agent_service_proto_msgTypes[0]
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -55,7 +152,7 @@ func (x *GetAgentInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{0}
+	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{2}
 }
 
 type GetAgentInfoResponse struct {
@@ -75,7 +172,7 @@ type GetAgentInfoResponse struct {
 
 func (x *GetAgentInfoResponse) Reset() {
 	*x = GetAgentInfoResponse{}
-	mi := &file_sandpod_v1_agent_service_proto_msgTypes[1]
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -87,7 +184,7 @@ func (x *GetAgentInfoResponse) String() string {
 func (*GetAgentInfoResponse) ProtoMessage() {}
 
 func (x *GetAgentInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_agent_service_proto_msgTypes[1]
+	mi := &file_sandpod_v1_agent_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -100,7 +197,7 @@ func (x *GetAgentInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{1}
+	return file_sandpod_v1_agent_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetAgentInfoResponse) GetSandbox() string {
@@ -150,7 +247,12 @@ var File_sandpod_v1_agent_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esandpod/v1/agent_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\"\x15\n" +
+	"sandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\"*\n" +
+	"\x10SetPausedRequest\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\"I\n" +
+	"\x11SetPausedResponse\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\x12\x1c\n" +
+	"\tprocesses\x18\x02 \x01(\x05R\tprocesses\"\x15\n" +
 	"\x13GetAgentInfoRequest\"\x88\x02\n" +
 	"\x14GetAgentInfoResponse\x12\x18\n" +
 	"\asandbox\x18\x01 \x01(\tR\asandbox\x12\x18\n" +
@@ -159,7 +261,7 @@ const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12H\n" +
 	"\x12last_activity_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastActivityTime\x12#\n" +
-	"\rrunning_execs\x18\x06 \x01(\x05R\frunningExecs2\xce\b\n" +
+	"\rrunning_execs\x18\x06 \x01(\x05R\frunningExecs2\x98\t\n" +
 	"\fAgentService\x12Q\n" +
 	"\fGetAgentInfo\x12\x1f.sandpod.v1.GetAgentInfoRequest\x1a .sandpod.v1.GetAgentInfoResponse\x12=\n" +
 	"\x04Exec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x010\x01\x12G\n" +
@@ -176,7 +278,8 @@ const file_sandpod_v1_agent_service_proto_rawDesc = "" +
 	"\aRunCode\x12\x1a.sandpod.v1.RunCodeRequest\x1a\x1b.sandpod.v1.RunCodeResponse0\x01\x12`\n" +
 	"\x11CreateCodeContext\x12$.sandpod.v1.CreateCodeContextRequest\x1a%.sandpod.v1.CreateCodeContextResponse\x12]\n" +
 	"\x10ListCodeContexts\x12#.sandpod.v1.ListCodeContextsRequest\x1a$.sandpod.v1.ListCodeContextsResponse\x12`\n" +
-	"\x11DeleteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"\x11DeleteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponse\x12H\n" +
+	"\tSetPaused\x12\x1c.sandpod.v1.SetPausedRequest\x1a\x1d.sandpod.v1.SetPausedResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_agent_service_proto_rawDescOnce sync.Once
@@ -190,71 +293,75 @@ func file_sandpod_v1_agent_service_proto_rawDescGZIP() []byte {
 	return file_sandpod_v1_agent_service_proto_rawDescData
 }
 
-var file_sandpod_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_sandpod_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_sandpod_v1_agent_service_proto_goTypes = []any{
-	(*GetAgentInfoRequest)(nil),       // 0: sandpod.v1.GetAgentInfoRequest
-	(*GetAgentInfoResponse)(nil),      // 1: sandpod.v1.GetAgentInfoResponse
-	(*timestamppb.Timestamp)(nil),     // 2: google.protobuf.Timestamp
-	(*ExecRequest)(nil),               // 3: sandpod.v1.ExecRequest
-	(*ReadFileRequest)(nil),           // 4: sandpod.v1.ReadFileRequest
-	(*WriteFileRequest)(nil),          // 5: sandpod.v1.WriteFileRequest
-	(*ListFilesRequest)(nil),          // 6: sandpod.v1.ListFilesRequest
-	(*StatFileRequest)(nil),           // 7: sandpod.v1.StatFileRequest
-	(*RemoveFileRequest)(nil),         // 8: sandpod.v1.RemoveFileRequest
-	(*MakeDirRequest)(nil),            // 9: sandpod.v1.MakeDirRequest
-	(*WatchFilesRequest)(nil),         // 10: sandpod.v1.WatchFilesRequest
-	(*DialRequest)(nil),               // 11: sandpod.v1.DialRequest
-	(*RunCodeRequest)(nil),            // 12: sandpod.v1.RunCodeRequest
-	(*CreateCodeContextRequest)(nil),  // 13: sandpod.v1.CreateCodeContextRequest
-	(*ListCodeContextsRequest)(nil),   // 14: sandpod.v1.ListCodeContextsRequest
-	(*DeleteCodeContextRequest)(nil),  // 15: sandpod.v1.DeleteCodeContextRequest
-	(*ExecResponse)(nil),              // 16: sandpod.v1.ExecResponse
-	(*ReadFileResponse)(nil),          // 17: sandpod.v1.ReadFileResponse
-	(*WriteFileResponse)(nil),         // 18: sandpod.v1.WriteFileResponse
-	(*ListFilesResponse)(nil),         // 19: sandpod.v1.ListFilesResponse
-	(*StatFileResponse)(nil),          // 20: sandpod.v1.StatFileResponse
-	(*RemoveFileResponse)(nil),        // 21: sandpod.v1.RemoveFileResponse
-	(*MakeDirResponse)(nil),           // 22: sandpod.v1.MakeDirResponse
-	(*WatchFilesResponse)(nil),        // 23: sandpod.v1.WatchFilesResponse
-	(*DialResponse)(nil),              // 24: sandpod.v1.DialResponse
-	(*RunCodeResponse)(nil),           // 25: sandpod.v1.RunCodeResponse
-	(*CreateCodeContextResponse)(nil), // 26: sandpod.v1.CreateCodeContextResponse
-	(*ListCodeContextsResponse)(nil),  // 27: sandpod.v1.ListCodeContextsResponse
-	(*DeleteCodeContextResponse)(nil), // 28: sandpod.v1.DeleteCodeContextResponse
+	(*SetPausedRequest)(nil),          // 0: sandpod.v1.SetPausedRequest
+	(*SetPausedResponse)(nil),         // 1: sandpod.v1.SetPausedResponse
+	(*GetAgentInfoRequest)(nil),       // 2: sandpod.v1.GetAgentInfoRequest
+	(*GetAgentInfoResponse)(nil),      // 3: sandpod.v1.GetAgentInfoResponse
+	(*timestamppb.Timestamp)(nil),     // 4: google.protobuf.Timestamp
+	(*ExecRequest)(nil),               // 5: sandpod.v1.ExecRequest
+	(*ReadFileRequest)(nil),           // 6: sandpod.v1.ReadFileRequest
+	(*WriteFileRequest)(nil),          // 7: sandpod.v1.WriteFileRequest
+	(*ListFilesRequest)(nil),          // 8: sandpod.v1.ListFilesRequest
+	(*StatFileRequest)(nil),           // 9: sandpod.v1.StatFileRequest
+	(*RemoveFileRequest)(nil),         // 10: sandpod.v1.RemoveFileRequest
+	(*MakeDirRequest)(nil),            // 11: sandpod.v1.MakeDirRequest
+	(*WatchFilesRequest)(nil),         // 12: sandpod.v1.WatchFilesRequest
+	(*DialRequest)(nil),               // 13: sandpod.v1.DialRequest
+	(*RunCodeRequest)(nil),            // 14: sandpod.v1.RunCodeRequest
+	(*CreateCodeContextRequest)(nil),  // 15: sandpod.v1.CreateCodeContextRequest
+	(*ListCodeContextsRequest)(nil),   // 16: sandpod.v1.ListCodeContextsRequest
+	(*DeleteCodeContextRequest)(nil),  // 17: sandpod.v1.DeleteCodeContextRequest
+	(*ExecResponse)(nil),              // 18: sandpod.v1.ExecResponse
+	(*ReadFileResponse)(nil),          // 19: sandpod.v1.ReadFileResponse
+	(*WriteFileResponse)(nil),         // 20: sandpod.v1.WriteFileResponse
+	(*ListFilesResponse)(nil),         // 21: sandpod.v1.ListFilesResponse
+	(*StatFileResponse)(nil),          // 22: sandpod.v1.StatFileResponse
+	(*RemoveFileResponse)(nil),        // 23: sandpod.v1.RemoveFileResponse
+	(*MakeDirResponse)(nil),           // 24: sandpod.v1.MakeDirResponse
+	(*WatchFilesResponse)(nil),        // 25: sandpod.v1.WatchFilesResponse
+	(*DialResponse)(nil),              // 26: sandpod.v1.DialResponse
+	(*RunCodeResponse)(nil),           // 27: sandpod.v1.RunCodeResponse
+	(*CreateCodeContextResponse)(nil), // 28: sandpod.v1.CreateCodeContextResponse
+	(*ListCodeContextsResponse)(nil),  // 29: sandpod.v1.ListCodeContextsResponse
+	(*DeleteCodeContextResponse)(nil), // 30: sandpod.v1.DeleteCodeContextResponse
 }
 var file_sandpod_v1_agent_service_proto_depIdxs = []int32{
-	2,  // 0: sandpod.v1.GetAgentInfoResponse.start_time:type_name -> google.protobuf.Timestamp
-	2,  // 1: sandpod.v1.GetAgentInfoResponse.last_activity_time:type_name -> google.protobuf.Timestamp
-	0,  // 2: sandpod.v1.AgentService.GetAgentInfo:input_type -> sandpod.v1.GetAgentInfoRequest
-	3,  // 3: sandpod.v1.AgentService.Exec:input_type -> sandpod.v1.ExecRequest
-	4,  // 4: sandpod.v1.AgentService.ReadFile:input_type -> sandpod.v1.ReadFileRequest
-	5,  // 5: sandpod.v1.AgentService.WriteFile:input_type -> sandpod.v1.WriteFileRequest
-	6,  // 6: sandpod.v1.AgentService.ListFiles:input_type -> sandpod.v1.ListFilesRequest
-	7,  // 7: sandpod.v1.AgentService.StatFile:input_type -> sandpod.v1.StatFileRequest
-	8,  // 8: sandpod.v1.AgentService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
-	9,  // 9: sandpod.v1.AgentService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
-	10, // 10: sandpod.v1.AgentService.WatchFiles:input_type -> sandpod.v1.WatchFilesRequest
-	11, // 11: sandpod.v1.AgentService.Dial:input_type -> sandpod.v1.DialRequest
-	12, // 12: sandpod.v1.AgentService.RunCode:input_type -> sandpod.v1.RunCodeRequest
-	13, // 13: sandpod.v1.AgentService.CreateCodeContext:input_type -> sandpod.v1.CreateCodeContextRequest
-	14, // 14: sandpod.v1.AgentService.ListCodeContexts:input_type -> sandpod.v1.ListCodeContextsRequest
-	15, // 15: sandpod.v1.AgentService.DeleteCodeContext:input_type -> sandpod.v1.DeleteCodeContextRequest
-	1,  // 16: sandpod.v1.AgentService.GetAgentInfo:output_type -> sandpod.v1.GetAgentInfoResponse
-	16, // 17: sandpod.v1.AgentService.Exec:output_type -> sandpod.v1.ExecResponse
-	17, // 18: sandpod.v1.AgentService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
-	18, // 19: sandpod.v1.AgentService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
-	19, // 20: sandpod.v1.AgentService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
-	20, // 21: sandpod.v1.AgentService.StatFile:output_type -> sandpod.v1.StatFileResponse
-	21, // 22: sandpod.v1.AgentService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
-	22, // 23: sandpod.v1.AgentService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
-	23, // 24: sandpod.v1.AgentService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
-	24, // 25: sandpod.v1.AgentService.Dial:output_type -> sandpod.v1.DialResponse
-	25, // 26: sandpod.v1.AgentService.RunCode:output_type -> sandpod.v1.RunCodeResponse
-	26, // 27: sandpod.v1.AgentService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
-	27, // 28: sandpod.v1.AgentService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
-	28, // 29: sandpod.v1.AgentService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
-	16, // [16:30] is the sub-list for method output_type
-	2,  // [2:16] is the sub-list for method input_type
+	4,  // 0: sandpod.v1.GetAgentInfoResponse.start_time:type_name -> google.protobuf.Timestamp
+	4,  // 1: sandpod.v1.GetAgentInfoResponse.last_activity_time:type_name -> google.protobuf.Timestamp
+	2,  // 2: sandpod.v1.AgentService.GetAgentInfo:input_type -> sandpod.v1.GetAgentInfoRequest
+	5,  // 3: sandpod.v1.AgentService.Exec:input_type -> sandpod.v1.ExecRequest
+	6,  // 4: sandpod.v1.AgentService.ReadFile:input_type -> sandpod.v1.ReadFileRequest
+	7,  // 5: sandpod.v1.AgentService.WriteFile:input_type -> sandpod.v1.WriteFileRequest
+	8,  // 6: sandpod.v1.AgentService.ListFiles:input_type -> sandpod.v1.ListFilesRequest
+	9,  // 7: sandpod.v1.AgentService.StatFile:input_type -> sandpod.v1.StatFileRequest
+	10, // 8: sandpod.v1.AgentService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
+	11, // 9: sandpod.v1.AgentService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
+	12, // 10: sandpod.v1.AgentService.WatchFiles:input_type -> sandpod.v1.WatchFilesRequest
+	13, // 11: sandpod.v1.AgentService.Dial:input_type -> sandpod.v1.DialRequest
+	14, // 12: sandpod.v1.AgentService.RunCode:input_type -> sandpod.v1.RunCodeRequest
+	15, // 13: sandpod.v1.AgentService.CreateCodeContext:input_type -> sandpod.v1.CreateCodeContextRequest
+	16, // 14: sandpod.v1.AgentService.ListCodeContexts:input_type -> sandpod.v1.ListCodeContextsRequest
+	17, // 15: sandpod.v1.AgentService.DeleteCodeContext:input_type -> sandpod.v1.DeleteCodeContextRequest
+	0,  // 16: sandpod.v1.AgentService.SetPaused:input_type -> sandpod.v1.SetPausedRequest
+	3,  // 17: sandpod.v1.AgentService.GetAgentInfo:output_type -> sandpod.v1.GetAgentInfoResponse
+	18, // 18: sandpod.v1.AgentService.Exec:output_type -> sandpod.v1.ExecResponse
+	19, // 19: sandpod.v1.AgentService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
+	20, // 20: sandpod.v1.AgentService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
+	21, // 21: sandpod.v1.AgentService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
+	22, // 22: sandpod.v1.AgentService.StatFile:output_type -> sandpod.v1.StatFileResponse
+	23, // 23: sandpod.v1.AgentService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
+	24, // 24: sandpod.v1.AgentService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
+	25, // 25: sandpod.v1.AgentService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
+	26, // 26: sandpod.v1.AgentService.Dial:output_type -> sandpod.v1.DialResponse
+	27, // 27: sandpod.v1.AgentService.RunCode:output_type -> sandpod.v1.RunCodeResponse
+	28, // 28: sandpod.v1.AgentService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
+	29, // 29: sandpod.v1.AgentService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
+	30, // 30: sandpod.v1.AgentService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
+	1,  // 31: sandpod.v1.AgentService.SetPaused:output_type -> sandpod.v1.SetPausedResponse
+	17, // [17:32] is the sub-list for method output_type
+	2,  // [2:17] is the sub-list for method input_type
 	2,  // [2:2] is the sub-list for extension type_name
 	2,  // [2:2] is the sub-list for extension extendee
 	0,  // [0:2] is the sub-list for field type_name
@@ -275,7 +382,7 @@ func file_sandpod_v1_agent_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sandpod_v1_agent_service_proto_rawDesc), len(file_sandpod_v1_agent_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

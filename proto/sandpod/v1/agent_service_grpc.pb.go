@@ -33,6 +33,7 @@ const (
 	AgentService_CreateCodeContext_FullMethodName = "/sandpod.v1.AgentService/CreateCodeContext"
 	AgentService_ListCodeContexts_FullMethodName  = "/sandpod.v1.AgentService/ListCodeContexts"
 	AgentService_DeleteCodeContext_FullMethodName = "/sandpod.v1.AgentService/DeleteCodeContext"
+	AgentService_SetPaused_FullMethodName         = "/sandpod.v1.AgentService/SetPaused"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -61,6 +62,12 @@ type AgentServiceClient interface {
 	CreateCodeContext(ctx context.Context, in *CreateCodeContextRequest, opts ...grpc.CallOption) (*CreateCodeContextResponse, error)
 	ListCodeContexts(ctx context.Context, in *ListCodeContextsRequest, opts ...grpc.CallOption) (*ListCodeContextsResponse, error)
 	DeleteCodeContext(ctx context.Context, in *DeleteCodeContextRequest, opts ...grpc.CallOption) (*DeleteCodeContextResponse, error)
+	// Freezes (paused true) or thaws (false) every process of the sandbox
+	// but the agent itself: SIGSTOP until no unstopped process is left, or
+	// SIGCONT to all. Used where the bridge cannot reach a cgroup freezer
+	// (a Kubernetes pod). While frozen, Exec and file calls answer
+	// FAILED_PRECONDITION. Idempotent.
+	SetPaused(ctx context.Context, in *SetPausedRequest, opts ...grpc.CallOption) (*SetPausedResponse, error)
 }
 
 type agentServiceClient struct {
@@ -247,6 +254,16 @@ func (c *agentServiceClient) DeleteCodeContext(ctx context.Context, in *DeleteCo
 	return out, nil
 }
 
+func (c *agentServiceClient) SetPaused(ctx context.Context, in *SetPausedRequest, opts ...grpc.CallOption) (*SetPausedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetPausedResponse)
+	err := c.cc.Invoke(ctx, AgentService_SetPaused_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -273,6 +290,12 @@ type AgentServiceServer interface {
 	CreateCodeContext(context.Context, *CreateCodeContextRequest) (*CreateCodeContextResponse, error)
 	ListCodeContexts(context.Context, *ListCodeContextsRequest) (*ListCodeContextsResponse, error)
 	DeleteCodeContext(context.Context, *DeleteCodeContextRequest) (*DeleteCodeContextResponse, error)
+	// Freezes (paused true) or thaws (false) every process of the sandbox
+	// but the agent itself: SIGSTOP until no unstopped process is left, or
+	// SIGCONT to all. Used where the bridge cannot reach a cgroup freezer
+	// (a Kubernetes pod). While frozen, Exec and file calls answer
+	// FAILED_PRECONDITION. Idempotent.
+	SetPaused(context.Context, *SetPausedRequest) (*SetPausedResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -324,6 +347,9 @@ func (UnimplementedAgentServiceServer) ListCodeContexts(context.Context, *ListCo
 }
 func (UnimplementedAgentServiceServer) DeleteCodeContext(context.Context, *DeleteCodeContextRequest) (*DeleteCodeContextResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteCodeContext not implemented")
+}
+func (UnimplementedAgentServiceServer) SetPaused(context.Context, *SetPausedRequest) (*SetPausedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetPaused not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -544,6 +570,24 @@ func _AgentService_DeleteCodeContext_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_SetPaused_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPausedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).SetPaused(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_SetPaused_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).SetPaused(ctx, req.(*SetPausedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -582,6 +626,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteCodeContext",
 			Handler:    _AgentService_DeleteCodeContext_Handler,
+		},
+		{
+			MethodName: "SetPaused",
+			Handler:    _AgentService_SetPaused_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

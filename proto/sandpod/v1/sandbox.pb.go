@@ -41,6 +41,11 @@ const (
 	Phase_PHASE_FAILED Phase = 5
 	// Being deleted.
 	Phase_PHASE_TERMINATING Phase = 6
+	// Processes frozen with their memory (PauseSandbox, or an idle template
+	// whose idle_action is PAUSE); ResumeSandbox thaws them where they stopped.
+	// Exec and file calls answer FAILED_PRECONDITION (reason SANDBOX_PAUSED)
+	// unless the template auto-resumes.
+	Phase_PHASE_PAUSED Phase = 7
 )
 
 // Enum value maps for Phase.
@@ -53,6 +58,7 @@ var (
 		4: "PHASE_EXPIRED",
 		5: "PHASE_FAILED",
 		6: "PHASE_TERMINATING",
+		7: "PHASE_PAUSED",
 	}
 	Phase_value = map[string]int32{
 		"PHASE_UNSPECIFIED": 0,
@@ -62,6 +68,7 @@ var (
 		"PHASE_EXPIRED":     4,
 		"PHASE_FAILED":      5,
 		"PHASE_TERMINATING": 6,
+		"PHASE_PAUSED":      7,
 	}
 )
 
@@ -90,6 +97,59 @@ func (x Phase) Number() protoreflect.EnumNumber {
 // Deprecated: Use Phase.Descriptor instead.
 func (Phase) EnumDescriptor() ([]byte, []int) {
 	return file_sandpod_v1_sandbox_proto_rawDescGZIP(), []int{0}
+}
+
+// IdleAction is what a template's idle timeout does to an idle sandbox.
+type IdleAction int32
+
+const (
+	// Suspend (the default).
+	IdleAction_IDLE_ACTION_UNSPECIFIED IdleAction = 0
+	// Stop its processes, keep its files.
+	IdleAction_IDLE_ACTION_SUSPEND IdleAction = 1
+	// Freeze its processes with their memory.
+	IdleAction_IDLE_ACTION_PAUSE IdleAction = 2
+)
+
+// Enum value maps for IdleAction.
+var (
+	IdleAction_name = map[int32]string{
+		0: "IDLE_ACTION_UNSPECIFIED",
+		1: "IDLE_ACTION_SUSPEND",
+		2: "IDLE_ACTION_PAUSE",
+	}
+	IdleAction_value = map[string]int32{
+		"IDLE_ACTION_UNSPECIFIED": 0,
+		"IDLE_ACTION_SUSPEND":     1,
+		"IDLE_ACTION_PAUSE":       2,
+	}
+)
+
+func (x IdleAction) Enum() *IdleAction {
+	p := new(IdleAction)
+	*p = x
+	return p
+}
+
+func (x IdleAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IdleAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_sandpod_v1_sandbox_proto_enumTypes[1].Descriptor()
+}
+
+func (IdleAction) Type() protoreflect.EnumType {
+	return &file_sandpod_v1_sandbox_proto_enumTypes[1]
+}
+
+func (x IdleAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IdleAction.Descriptor instead.
+func (IdleAction) EnumDescriptor() ([]byte, []int) {
+	return file_sandpod_v1_sandbox_proto_rawDescGZIP(), []int{1}
 }
 
 // ShutdownPolicy says what happens when a sandbox reaches its shutdown time.
@@ -128,11 +188,11 @@ func (x ShutdownPolicy) String() string {
 }
 
 func (ShutdownPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_sandpod_v1_sandbox_proto_enumTypes[1].Descriptor()
+	return file_sandpod_v1_sandbox_proto_enumTypes[2].Descriptor()
 }
 
 func (ShutdownPolicy) Type() protoreflect.EnumType {
-	return &file_sandpod_v1_sandbox_proto_enumTypes[1]
+	return &file_sandpod_v1_sandbox_proto_enumTypes[2]
 }
 
 func (x ShutdownPolicy) Number() protoreflect.EnumNumber {
@@ -141,13 +201,13 @@ func (x ShutdownPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ShutdownPolicy.Descriptor instead.
 func (ShutdownPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_proto_rawDescGZIP(), []int{1}
+	return file_sandpod_v1_sandbox_proto_rawDescGZIP(), []int{2}
 }
 
 // Condition follows the Kubernetes condition shape (type, status, reason).
 type Condition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Ready, Suspended, Expired or Finished.
+	// Ready, Suspended, Paused, Expired or Finished.
 	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	// "True", "False" or "Unknown".
 	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
@@ -440,8 +500,10 @@ type Template struct {
 	// CPU limit in millicores; 0 means unlimited.
 	CpuLimitMillis int64 `protobuf:"varint,11,opt,name=cpu_limit_millis,json=cpuLimitMillis,proto3" json:"cpu_limit_millis,omitempty"`
 	PidsLimit      int64 `protobuf:"varint,12,opt,name=pids_limit,json=pidsLimit,proto3" json:"pids_limit,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What idle_timeout does: suspend (default) or pause.
+	IdleAction    IdleAction `protobuf:"varint,13,opt,name=idle_action,json=idleAction,proto3,enum=sandpod.v1.IdleAction" json:"idle_action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Template) Reset() {
@@ -556,6 +618,13 @@ func (x *Template) GetPidsLimit() int64 {
 		return x.PidsLimit
 	}
 	return 0
+}
+
+func (x *Template) GetIdleAction() IdleAction {
+	if x != nil {
+		return x.IdleAction
+	}
+	return IdleAction_IDLE_ACTION_UNSPECIFIED
 }
 
 // WarmPool keeps a number of ready sandboxes of one template.
@@ -683,7 +752,7 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\x0eagent_restarts\x18\x12 \x01(\x05R\ragentRestarts\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x82\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbb\x04\n" +
 	"\bTemplate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x14\n" +
@@ -700,14 +769,16 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	" \x01(\x03R\x10memoryLimitBytes\x12(\n" +
 	"\x10cpu_limit_millis\x18\v \x01(\x03R\x0ecpuLimitMillis\x12\x1d\n" +
 	"\n" +
-	"pids_limit\x18\f \x01(\x03R\tpidsLimit\"\xc6\x01\n" +
+	"pids_limit\x18\f \x01(\x03R\tpidsLimit\x127\n" +
+	"\vidle_action\x18\r \x01(\x0e2\x16.sandpod.v1.IdleActionR\n" +
+	"idleAction\"\xc6\x01\n" +
 	"\bWarmPool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\btemplate\x18\x03 \x01(\tR\btemplate\x12\x1a\n" +
 	"\breplicas\x18\x04 \x01(\x05R\breplicas\x12%\n" +
 	"\x0eready_replicas\x18\x05 \x01(\x05R\rreadyReplicas\x12)\n" +
-	"\x10pending_replicas\x18\x06 \x01(\x05R\x0fpendingReplicas*\x95\x01\n" +
+	"\x10pending_replicas\x18\x06 \x01(\x05R\x0fpendingReplicas*\xa7\x01\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPHASE_PENDING\x10\x01\x12\x11\n" +
@@ -715,7 +786,13 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\x0fPHASE_SUSPENDED\x10\x03\x12\x11\n" +
 	"\rPHASE_EXPIRED\x10\x04\x12\x10\n" +
 	"\fPHASE_FAILED\x10\x05\x12\x15\n" +
-	"\x11PHASE_TERMINATING\x10\x06*i\n" +
+	"\x11PHASE_TERMINATING\x10\x06\x12\x10\n" +
+	"\fPHASE_PAUSED\x10\a*Y\n" +
+	"\n" +
+	"IdleAction\x12\x1b\n" +
+	"\x17IDLE_ACTION_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13IDLE_ACTION_SUSPEND\x10\x01\x12\x15\n" +
+	"\x11IDLE_ACTION_PAUSE\x10\x02*i\n" +
 	"\x0eShutdownPolicy\x12\x1f\n" +
 	"\x1bSHUTDOWN_POLICY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16SHUTDOWN_POLICY_DELETE\x10\x01\x12\x1a\n" +
@@ -733,37 +810,39 @@ func file_sandpod_v1_sandbox_proto_rawDescGZIP() []byte {
 	return file_sandpod_v1_sandbox_proto_rawDescData
 }
 
-var file_sandpod_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_sandpod_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_sandpod_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_sandpod_v1_sandbox_proto_goTypes = []any{
 	(Phase)(0),                    // 0: sandpod.v1.Phase
-	(ShutdownPolicy)(0),           // 1: sandpod.v1.ShutdownPolicy
-	(*Condition)(nil),             // 2: sandpod.v1.Condition
-	(*Sandbox)(nil),               // 3: sandpod.v1.Sandbox
-	(*Template)(nil),              // 4: sandpod.v1.Template
-	(*WarmPool)(nil),              // 5: sandpod.v1.WarmPool
-	nil,                           // 6: sandpod.v1.Sandbox.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
+	(IdleAction)(0),               // 1: sandpod.v1.IdleAction
+	(ShutdownPolicy)(0),           // 2: sandpod.v1.ShutdownPolicy
+	(*Condition)(nil),             // 3: sandpod.v1.Condition
+	(*Sandbox)(nil),               // 4: sandpod.v1.Sandbox
+	(*Template)(nil),              // 5: sandpod.v1.Template
+	(*WarmPool)(nil),              // 6: sandpod.v1.WarmPool
+	nil,                           // 7: sandpod.v1.Sandbox.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
 }
 var file_sandpod_v1_sandbox_proto_depIdxs = []int32{
-	7,  // 0: sandpod.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	6,  // 1: sandpod.v1.Sandbox.labels:type_name -> sandpod.v1.Sandbox.LabelsEntry
+	8,  // 0: sandpod.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	7,  // 1: sandpod.v1.Sandbox.labels:type_name -> sandpod.v1.Sandbox.LabelsEntry
 	0,  // 2: sandpod.v1.Sandbox.phase:type_name -> sandpod.v1.Phase
-	2,  // 3: sandpod.v1.Sandbox.conditions:type_name -> sandpod.v1.Condition
-	7,  // 4: sandpod.v1.Sandbox.create_time:type_name -> google.protobuf.Timestamp
-	7,  // 5: sandpod.v1.Sandbox.shutdown_time:type_name -> google.protobuf.Timestamp
-	1,  // 6: sandpod.v1.Sandbox.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
-	7,  // 7: sandpod.v1.Sandbox.last_activity_time:type_name -> google.protobuf.Timestamp
-	8,  // 8: sandpod.v1.Sandbox.idle_timeout:type_name -> google.protobuf.Duration
-	8,  // 9: sandpod.v1.Template.idle_timeout:type_name -> google.protobuf.Duration
-	8,  // 10: sandpod.v1.Template.default_ttl:type_name -> google.protobuf.Duration
-	1,  // 11: sandpod.v1.Template.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	3,  // 3: sandpod.v1.Sandbox.conditions:type_name -> sandpod.v1.Condition
+	8,  // 4: sandpod.v1.Sandbox.create_time:type_name -> google.protobuf.Timestamp
+	8,  // 5: sandpod.v1.Sandbox.shutdown_time:type_name -> google.protobuf.Timestamp
+	2,  // 6: sandpod.v1.Sandbox.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
+	8,  // 7: sandpod.v1.Sandbox.last_activity_time:type_name -> google.protobuf.Timestamp
+	9,  // 8: sandpod.v1.Sandbox.idle_timeout:type_name -> google.protobuf.Duration
+	9,  // 9: sandpod.v1.Template.idle_timeout:type_name -> google.protobuf.Duration
+	9,  // 10: sandpod.v1.Template.default_ttl:type_name -> google.protobuf.Duration
+	2,  // 11: sandpod.v1.Template.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
+	1,  // 12: sandpod.v1.Template.idle_action:type_name -> sandpod.v1.IdleAction
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_sandpod_v1_sandbox_proto_init() }
@@ -776,7 +855,7 @@ func file_sandpod_v1_sandbox_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sandpod_v1_sandbox_proto_rawDesc), len(file_sandpod_v1_sandbox_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,

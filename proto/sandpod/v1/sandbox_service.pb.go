@@ -947,6 +947,102 @@ func (x *ResumeSandboxResponse) GetSandbox() *Sandbox {
 	return nil
 }
 
+type PauseSandboxRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Namespace     string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseSandboxRequest) Reset() {
+	*x = PauseSandboxRequest{}
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseSandboxRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseSandboxRequest) ProtoMessage() {}
+
+func (x *PauseSandboxRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseSandboxRequest.ProtoReflect.Descriptor instead.
+func (*PauseSandboxRequest) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PauseSandboxRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PauseSandboxRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+type PauseSandboxResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sandbox       *Sandbox               `protobuf:"bytes,1,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseSandboxResponse) Reset() {
+	*x = PauseSandboxResponse{}
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseSandboxResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseSandboxResponse) ProtoMessage() {}
+
+func (x *PauseSandboxResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseSandboxResponse.ProtoReflect.Descriptor instead.
+func (*PauseSandboxResponse) Descriptor() ([]byte, []int) {
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PauseSandboxResponse) GetSandbox() *Sandbox {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
 type ExtendSandboxRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -960,7 +1056,7 @@ type ExtendSandboxRequest struct {
 
 func (x *ExtendSandboxRequest) Reset() {
 	*x = ExtendSandboxRequest{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[14]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1068,7 @@ func (x *ExtendSandboxRequest) String() string {
 func (*ExtendSandboxRequest) ProtoMessage() {}
 
 func (x *ExtendSandboxRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[14]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1081,7 @@ func (x *ExtendSandboxRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendSandboxRequest.ProtoReflect.Descriptor instead.
 func (*ExtendSandboxRequest) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{14}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExtendSandboxRequest) GetName() string {
@@ -1025,7 +1121,7 @@ type ExtendSandboxResponse struct {
 
 func (x *ExtendSandboxResponse) Reset() {
 	*x = ExtendSandboxResponse{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[15]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1133,7 @@ func (x *ExtendSandboxResponse) String() string {
 func (*ExtendSandboxResponse) ProtoMessage() {}
 
 func (x *ExtendSandboxResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[15]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1146,7 @@ func (x *ExtendSandboxResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendSandboxResponse.ProtoReflect.Descriptor instead.
 func (*ExtendSandboxResponse) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{15}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExtendSandboxResponse) GetSandbox() *Sandbox {
@@ -1070,7 +1166,7 @@ type DeleteSandboxRequest struct {
 
 func (x *DeleteSandboxRequest) Reset() {
 	*x = DeleteSandboxRequest{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[16]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1178,7 @@ func (x *DeleteSandboxRequest) String() string {
 func (*DeleteSandboxRequest) ProtoMessage() {}
 
 func (x *DeleteSandboxRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[16]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1191,7 @@ func (x *DeleteSandboxRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSandboxRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSandboxRequest) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{16}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteSandboxRequest) GetName() string {
@@ -1120,7 +1216,7 @@ type DeleteSandboxResponse struct {
 
 func (x *DeleteSandboxResponse) Reset() {
 	*x = DeleteSandboxResponse{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[17]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1228,7 @@ func (x *DeleteSandboxResponse) String() string {
 func (*DeleteSandboxResponse) ProtoMessage() {}
 
 func (x *DeleteSandboxResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[17]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1241,7 @@ func (x *DeleteSandboxResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSandboxResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSandboxResponse) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{17}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{19}
 }
 
 type ListTemplatesRequest struct {
@@ -1159,7 +1255,7 @@ type ListTemplatesRequest struct {
 
 func (x *ListTemplatesRequest) Reset() {
 	*x = ListTemplatesRequest{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[18]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1267,7 @@ func (x *ListTemplatesRequest) String() string {
 func (*ListTemplatesRequest) ProtoMessage() {}
 
 func (x *ListTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[18]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1280,7 @@ func (x *ListTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{18}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListTemplatesRequest) GetNamespace() string {
@@ -1218,7 +1314,7 @@ type ListTemplatesResponse struct {
 
 func (x *ListTemplatesResponse) Reset() {
 	*x = ListTemplatesResponse{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[19]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1326,7 @@ func (x *ListTemplatesResponse) String() string {
 func (*ListTemplatesResponse) ProtoMessage() {}
 
 func (x *ListTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[19]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1339,7 @@ func (x *ListTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{19}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListTemplatesResponse) GetTemplates() []*Template {
@@ -1271,7 +1367,7 @@ type ListWarmPoolsRequest struct {
 
 func (x *ListWarmPoolsRequest) Reset() {
 	*x = ListWarmPoolsRequest{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[20]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1379,7 @@ func (x *ListWarmPoolsRequest) String() string {
 func (*ListWarmPoolsRequest) ProtoMessage() {}
 
 func (x *ListWarmPoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[20]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1392,7 @@ func (x *ListWarmPoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWarmPoolsRequest.ProtoReflect.Descriptor instead.
 func (*ListWarmPoolsRequest) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{20}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListWarmPoolsRequest) GetNamespace() string {
@@ -1330,7 +1426,7 @@ type ListWarmPoolsResponse struct {
 
 func (x *ListWarmPoolsResponse) Reset() {
 	*x = ListWarmPoolsResponse{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[21]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1438,7 @@ func (x *ListWarmPoolsResponse) String() string {
 func (*ListWarmPoolsResponse) ProtoMessage() {}
 
 func (x *ListWarmPoolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[21]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1451,7 @@ func (x *ListWarmPoolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWarmPoolsResponse.ProtoReflect.Descriptor instead.
 func (*ListWarmPoolsResponse) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{21}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListWarmPoolsResponse) GetWarmPools() []*WarmPool {
@@ -1382,7 +1478,7 @@ type GetWarmPoolRequest struct {
 
 func (x *GetWarmPoolRequest) Reset() {
 	*x = GetWarmPoolRequest{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[22]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1490,7 @@ func (x *GetWarmPoolRequest) String() string {
 func (*GetWarmPoolRequest) ProtoMessage() {}
 
 func (x *GetWarmPoolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[22]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1503,7 @@ func (x *GetWarmPoolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWarmPoolRequest.ProtoReflect.Descriptor instead.
 func (*GetWarmPoolRequest) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{22}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetWarmPoolRequest) GetName() string {
@@ -1433,7 +1529,7 @@ type GetWarmPoolResponse struct {
 
 func (x *GetWarmPoolResponse) Reset() {
 	*x = GetWarmPoolResponse{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[23]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1541,7 @@ func (x *GetWarmPoolResponse) String() string {
 func (*GetWarmPoolResponse) ProtoMessage() {}
 
 func (x *GetWarmPoolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[23]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1554,7 @@ func (x *GetWarmPoolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWarmPoolResponse.ProtoReflect.Descriptor instead.
 func (*GetWarmPoolResponse) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{23}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetWarmPoolResponse) GetWarmPool() *WarmPool {
@@ -1481,7 +1577,7 @@ type ScaleWarmPoolRequest struct {
 
 func (x *ScaleWarmPoolRequest) Reset() {
 	*x = ScaleWarmPoolRequest{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[24]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1493,7 +1589,7 @@ func (x *ScaleWarmPoolRequest) String() string {
 func (*ScaleWarmPoolRequest) ProtoMessage() {}
 
 func (x *ScaleWarmPoolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[24]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1506,7 +1602,7 @@ func (x *ScaleWarmPoolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScaleWarmPoolRequest.ProtoReflect.Descriptor instead.
 func (*ScaleWarmPoolRequest) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{24}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ScaleWarmPoolRequest) GetName() string {
@@ -1539,7 +1635,7 @@ type ScaleWarmPoolResponse struct {
 
 func (x *ScaleWarmPoolResponse) Reset() {
 	*x = ScaleWarmPoolResponse{}
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[25]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1647,7 @@ func (x *ScaleWarmPoolResponse) String() string {
 func (*ScaleWarmPoolResponse) ProtoMessage() {}
 
 func (x *ScaleWarmPoolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[25]
+	mi := &file_sandpod_v1_sandbox_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +1660,7 @@ func (x *ScaleWarmPoolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScaleWarmPoolResponse.ProtoReflect.Descriptor instead.
 func (*ScaleWarmPoolResponse) Descriptor() ([]byte, []int) {
-	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{25}
+	return file_sandpod_v1_sandbox_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ScaleWarmPoolResponse) GetWarmPool() *WarmPool {
@@ -1658,6 +1754,11 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x17\n" +
 	"\ano_wait\x18\x03 \x01(\bR\x06noWait\"F\n" +
 	"\x15ResumeSandboxResponse\x12-\n" +
+	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\"G\n" +
+	"\x13PauseSandboxRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\"E\n" +
+	"\x14PauseSandboxResponse\x12-\n" +
 	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\"\xb6\x01\n" +
 	"\x14ExtendSandboxRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -1697,7 +1798,7 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\breplicas\x18\x03 \x01(\x05R\breplicas\"J\n" +
 	"\x15ScaleWarmPoolResponse\x121\n" +
-	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\x91\x12\n" +
+	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xe4\x12\n" +
 	"\x0eSandboxService\x12T\n" +
 	"\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\x12Q\n" +
 	"\fClaimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\x12K\n" +
@@ -1706,7 +1807,8 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\rListSandboxes\x12 .sandpod.v1.ListSandboxesRequest\x1a!.sandpod.v1.ListSandboxesResponse\x12Y\n" +
 	"\x0eWatchSandboxes\x12!.sandpod.v1.WatchSandboxesRequest\x1a\".sandpod.v1.WatchSandboxesResponse0\x01\x12W\n" +
 	"\x0eSuspendSandbox\x12!.sandpod.v1.SuspendSandboxRequest\x1a\".sandpod.v1.SuspendSandboxResponse\x12T\n" +
-	"\rResumeSandbox\x12 .sandpod.v1.ResumeSandboxRequest\x1a!.sandpod.v1.ResumeSandboxResponse\x12T\n" +
+	"\rResumeSandbox\x12 .sandpod.v1.ResumeSandboxRequest\x1a!.sandpod.v1.ResumeSandboxResponse\x12Q\n" +
+	"\fPauseSandbox\x12\x1f.sandpod.v1.PauseSandboxRequest\x1a .sandpod.v1.PauseSandboxResponse\x12T\n" +
 	"\rExtendSandbox\x12 .sandpod.v1.ExtendSandboxRequest\x1a!.sandpod.v1.ExtendSandboxResponse\x12T\n" +
 	"\rDeleteSandbox\x12 .sandpod.v1.DeleteSandboxRequest\x1a!.sandpod.v1.DeleteSandboxResponse\x12T\n" +
 	"\rListTemplates\x12 .sandpod.v1.ListTemplatesRequest\x1a!.sandpod.v1.ListTemplatesResponse\x12T\n" +
@@ -1745,7 +1847,7 @@ func file_sandpod_v1_sandbox_service_proto_rawDescGZIP() []byte {
 }
 
 var file_sandpod_v1_sandbox_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sandpod_v1_sandbox_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_sandpod_v1_sandbox_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_sandpod_v1_sandbox_service_proto_goTypes = []any{
 	(WatchSandboxesResponse_EventType)(0), // 0: sandpod.v1.WatchSandboxesResponse.EventType
 	(*CreateSandboxRequest)(nil),          // 1: sandpod.v1.CreateSandboxRequest
@@ -1762,146 +1864,151 @@ var file_sandpod_v1_sandbox_service_proto_goTypes = []any{
 	(*SuspendSandboxResponse)(nil),        // 12: sandpod.v1.SuspendSandboxResponse
 	(*ResumeSandboxRequest)(nil),          // 13: sandpod.v1.ResumeSandboxRequest
 	(*ResumeSandboxResponse)(nil),         // 14: sandpod.v1.ResumeSandboxResponse
-	(*ExtendSandboxRequest)(nil),          // 15: sandpod.v1.ExtendSandboxRequest
-	(*ExtendSandboxResponse)(nil),         // 16: sandpod.v1.ExtendSandboxResponse
-	(*DeleteSandboxRequest)(nil),          // 17: sandpod.v1.DeleteSandboxRequest
-	(*DeleteSandboxResponse)(nil),         // 18: sandpod.v1.DeleteSandboxResponse
-	(*ListTemplatesRequest)(nil),          // 19: sandpod.v1.ListTemplatesRequest
-	(*ListTemplatesResponse)(nil),         // 20: sandpod.v1.ListTemplatesResponse
-	(*ListWarmPoolsRequest)(nil),          // 21: sandpod.v1.ListWarmPoolsRequest
-	(*ListWarmPoolsResponse)(nil),         // 22: sandpod.v1.ListWarmPoolsResponse
-	(*GetWarmPoolRequest)(nil),            // 23: sandpod.v1.GetWarmPoolRequest
-	(*GetWarmPoolResponse)(nil),           // 24: sandpod.v1.GetWarmPoolResponse
-	(*ScaleWarmPoolRequest)(nil),          // 25: sandpod.v1.ScaleWarmPoolRequest
-	(*ScaleWarmPoolResponse)(nil),         // 26: sandpod.v1.ScaleWarmPoolResponse
-	nil,                                   // 27: sandpod.v1.CreateSandboxRequest.LabelsEntry
-	nil,                                   // 28: sandpod.v1.CreateSandboxRequest.EnvEntry
-	nil,                                   // 29: sandpod.v1.ClaimSandboxRequest.LabelsEntry
-	nil,                                   // 30: sandpod.v1.ClaimSandboxRequest.EnvEntry
-	(*durationpb.Duration)(nil),           // 31: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 32: google.protobuf.Timestamp
-	(ShutdownPolicy)(0),                   // 33: sandpod.v1.ShutdownPolicy
-	(*Sandbox)(nil),                       // 34: sandpod.v1.Sandbox
-	(*Template)(nil),                      // 35: sandpod.v1.Template
-	(*WarmPool)(nil),                      // 36: sandpod.v1.WarmPool
-	(*ExecRequest)(nil),                   // 37: sandpod.v1.ExecRequest
-	(*ReadFileRequest)(nil),               // 38: sandpod.v1.ReadFileRequest
-	(*WriteFileRequest)(nil),              // 39: sandpod.v1.WriteFileRequest
-	(*ListFilesRequest)(nil),              // 40: sandpod.v1.ListFilesRequest
-	(*StatFileRequest)(nil),               // 41: sandpod.v1.StatFileRequest
-	(*RemoveFileRequest)(nil),             // 42: sandpod.v1.RemoveFileRequest
-	(*MakeDirRequest)(nil),                // 43: sandpod.v1.MakeDirRequest
-	(*WatchFilesRequest)(nil),             // 44: sandpod.v1.WatchFilesRequest
-	(*ExposePortRequest)(nil),             // 45: sandpod.v1.ExposePortRequest
-	(*UnexposePortRequest)(nil),           // 46: sandpod.v1.UnexposePortRequest
-	(*ListExposedPortsRequest)(nil),       // 47: sandpod.v1.ListExposedPortsRequest
-	(*RunCodeRequest)(nil),                // 48: sandpod.v1.RunCodeRequest
-	(*CreateCodeContextRequest)(nil),      // 49: sandpod.v1.CreateCodeContextRequest
-	(*ListCodeContextsRequest)(nil),       // 50: sandpod.v1.ListCodeContextsRequest
-	(*DeleteCodeContextRequest)(nil),      // 51: sandpod.v1.DeleteCodeContextRequest
-	(*ExecResponse)(nil),                  // 52: sandpod.v1.ExecResponse
-	(*ReadFileResponse)(nil),              // 53: sandpod.v1.ReadFileResponse
-	(*WriteFileResponse)(nil),             // 54: sandpod.v1.WriteFileResponse
-	(*ListFilesResponse)(nil),             // 55: sandpod.v1.ListFilesResponse
-	(*StatFileResponse)(nil),              // 56: sandpod.v1.StatFileResponse
-	(*RemoveFileResponse)(nil),            // 57: sandpod.v1.RemoveFileResponse
-	(*MakeDirResponse)(nil),               // 58: sandpod.v1.MakeDirResponse
-	(*WatchFilesResponse)(nil),            // 59: sandpod.v1.WatchFilesResponse
-	(*ExposePortResponse)(nil),            // 60: sandpod.v1.ExposePortResponse
-	(*UnexposePortResponse)(nil),          // 61: sandpod.v1.UnexposePortResponse
-	(*ListExposedPortsResponse)(nil),      // 62: sandpod.v1.ListExposedPortsResponse
-	(*RunCodeResponse)(nil),               // 63: sandpod.v1.RunCodeResponse
-	(*CreateCodeContextResponse)(nil),     // 64: sandpod.v1.CreateCodeContextResponse
-	(*ListCodeContextsResponse)(nil),      // 65: sandpod.v1.ListCodeContextsResponse
-	(*DeleteCodeContextResponse)(nil),     // 66: sandpod.v1.DeleteCodeContextResponse
+	(*PauseSandboxRequest)(nil),           // 15: sandpod.v1.PauseSandboxRequest
+	(*PauseSandboxResponse)(nil),          // 16: sandpod.v1.PauseSandboxResponse
+	(*ExtendSandboxRequest)(nil),          // 17: sandpod.v1.ExtendSandboxRequest
+	(*ExtendSandboxResponse)(nil),         // 18: sandpod.v1.ExtendSandboxResponse
+	(*DeleteSandboxRequest)(nil),          // 19: sandpod.v1.DeleteSandboxRequest
+	(*DeleteSandboxResponse)(nil),         // 20: sandpod.v1.DeleteSandboxResponse
+	(*ListTemplatesRequest)(nil),          // 21: sandpod.v1.ListTemplatesRequest
+	(*ListTemplatesResponse)(nil),         // 22: sandpod.v1.ListTemplatesResponse
+	(*ListWarmPoolsRequest)(nil),          // 23: sandpod.v1.ListWarmPoolsRequest
+	(*ListWarmPoolsResponse)(nil),         // 24: sandpod.v1.ListWarmPoolsResponse
+	(*GetWarmPoolRequest)(nil),            // 25: sandpod.v1.GetWarmPoolRequest
+	(*GetWarmPoolResponse)(nil),           // 26: sandpod.v1.GetWarmPoolResponse
+	(*ScaleWarmPoolRequest)(nil),          // 27: sandpod.v1.ScaleWarmPoolRequest
+	(*ScaleWarmPoolResponse)(nil),         // 28: sandpod.v1.ScaleWarmPoolResponse
+	nil,                                   // 29: sandpod.v1.CreateSandboxRequest.LabelsEntry
+	nil,                                   // 30: sandpod.v1.CreateSandboxRequest.EnvEntry
+	nil,                                   // 31: sandpod.v1.ClaimSandboxRequest.LabelsEntry
+	nil,                                   // 32: sandpod.v1.ClaimSandboxRequest.EnvEntry
+	(*durationpb.Duration)(nil),           // 33: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 34: google.protobuf.Timestamp
+	(ShutdownPolicy)(0),                   // 35: sandpod.v1.ShutdownPolicy
+	(*Sandbox)(nil),                       // 36: sandpod.v1.Sandbox
+	(*Template)(nil),                      // 37: sandpod.v1.Template
+	(*WarmPool)(nil),                      // 38: sandpod.v1.WarmPool
+	(*ExecRequest)(nil),                   // 39: sandpod.v1.ExecRequest
+	(*ReadFileRequest)(nil),               // 40: sandpod.v1.ReadFileRequest
+	(*WriteFileRequest)(nil),              // 41: sandpod.v1.WriteFileRequest
+	(*ListFilesRequest)(nil),              // 42: sandpod.v1.ListFilesRequest
+	(*StatFileRequest)(nil),               // 43: sandpod.v1.StatFileRequest
+	(*RemoveFileRequest)(nil),             // 44: sandpod.v1.RemoveFileRequest
+	(*MakeDirRequest)(nil),                // 45: sandpod.v1.MakeDirRequest
+	(*WatchFilesRequest)(nil),             // 46: sandpod.v1.WatchFilesRequest
+	(*ExposePortRequest)(nil),             // 47: sandpod.v1.ExposePortRequest
+	(*UnexposePortRequest)(nil),           // 48: sandpod.v1.UnexposePortRequest
+	(*ListExposedPortsRequest)(nil),       // 49: sandpod.v1.ListExposedPortsRequest
+	(*RunCodeRequest)(nil),                // 50: sandpod.v1.RunCodeRequest
+	(*CreateCodeContextRequest)(nil),      // 51: sandpod.v1.CreateCodeContextRequest
+	(*ListCodeContextsRequest)(nil),       // 52: sandpod.v1.ListCodeContextsRequest
+	(*DeleteCodeContextRequest)(nil),      // 53: sandpod.v1.DeleteCodeContextRequest
+	(*ExecResponse)(nil),                  // 54: sandpod.v1.ExecResponse
+	(*ReadFileResponse)(nil),              // 55: sandpod.v1.ReadFileResponse
+	(*WriteFileResponse)(nil),             // 56: sandpod.v1.WriteFileResponse
+	(*ListFilesResponse)(nil),             // 57: sandpod.v1.ListFilesResponse
+	(*StatFileResponse)(nil),              // 58: sandpod.v1.StatFileResponse
+	(*RemoveFileResponse)(nil),            // 59: sandpod.v1.RemoveFileResponse
+	(*MakeDirResponse)(nil),               // 60: sandpod.v1.MakeDirResponse
+	(*WatchFilesResponse)(nil),            // 61: sandpod.v1.WatchFilesResponse
+	(*ExposePortResponse)(nil),            // 62: sandpod.v1.ExposePortResponse
+	(*UnexposePortResponse)(nil),          // 63: sandpod.v1.UnexposePortResponse
+	(*ListExposedPortsResponse)(nil),      // 64: sandpod.v1.ListExposedPortsResponse
+	(*RunCodeResponse)(nil),               // 65: sandpod.v1.RunCodeResponse
+	(*CreateCodeContextResponse)(nil),     // 66: sandpod.v1.CreateCodeContextResponse
+	(*ListCodeContextsResponse)(nil),      // 67: sandpod.v1.ListCodeContextsResponse
+	(*DeleteCodeContextResponse)(nil),     // 68: sandpod.v1.DeleteCodeContextResponse
 }
 var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
-	27, // 0: sandpod.v1.CreateSandboxRequest.labels:type_name -> sandpod.v1.CreateSandboxRequest.LabelsEntry
-	28, // 1: sandpod.v1.CreateSandboxRequest.env:type_name -> sandpod.v1.CreateSandboxRequest.EnvEntry
-	31, // 2: sandpod.v1.CreateSandboxRequest.ttl:type_name -> google.protobuf.Duration
-	32, // 3: sandpod.v1.CreateSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
-	33, // 4: sandpod.v1.CreateSandboxRequest.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
-	34, // 5: sandpod.v1.CreateSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	29, // 6: sandpod.v1.ClaimSandboxRequest.labels:type_name -> sandpod.v1.ClaimSandboxRequest.LabelsEntry
-	30, // 7: sandpod.v1.ClaimSandboxRequest.env:type_name -> sandpod.v1.ClaimSandboxRequest.EnvEntry
-	31, // 8: sandpod.v1.ClaimSandboxRequest.ttl:type_name -> google.protobuf.Duration
-	32, // 9: sandpod.v1.ClaimSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
-	33, // 10: sandpod.v1.ClaimSandboxRequest.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
-	34, // 11: sandpod.v1.ClaimSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	34, // 12: sandpod.v1.GetSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	34, // 13: sandpod.v1.ListSandboxesResponse.sandboxes:type_name -> sandpod.v1.Sandbox
+	29, // 0: sandpod.v1.CreateSandboxRequest.labels:type_name -> sandpod.v1.CreateSandboxRequest.LabelsEntry
+	30, // 1: sandpod.v1.CreateSandboxRequest.env:type_name -> sandpod.v1.CreateSandboxRequest.EnvEntry
+	33, // 2: sandpod.v1.CreateSandboxRequest.ttl:type_name -> google.protobuf.Duration
+	34, // 3: sandpod.v1.CreateSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
+	35, // 4: sandpod.v1.CreateSandboxRequest.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
+	36, // 5: sandpod.v1.CreateSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	31, // 6: sandpod.v1.ClaimSandboxRequest.labels:type_name -> sandpod.v1.ClaimSandboxRequest.LabelsEntry
+	32, // 7: sandpod.v1.ClaimSandboxRequest.env:type_name -> sandpod.v1.ClaimSandboxRequest.EnvEntry
+	33, // 8: sandpod.v1.ClaimSandboxRequest.ttl:type_name -> google.protobuf.Duration
+	34, // 9: sandpod.v1.ClaimSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
+	35, // 10: sandpod.v1.ClaimSandboxRequest.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
+	36, // 11: sandpod.v1.ClaimSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	36, // 12: sandpod.v1.GetSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	36, // 13: sandpod.v1.ListSandboxesResponse.sandboxes:type_name -> sandpod.v1.Sandbox
 	0,  // 14: sandpod.v1.WatchSandboxesResponse.type:type_name -> sandpod.v1.WatchSandboxesResponse.EventType
-	34, // 15: sandpod.v1.WatchSandboxesResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	34, // 16: sandpod.v1.SuspendSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	34, // 17: sandpod.v1.ResumeSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	31, // 18: sandpod.v1.ExtendSandboxRequest.ttl:type_name -> google.protobuf.Duration
-	32, // 19: sandpod.v1.ExtendSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
-	34, // 20: sandpod.v1.ExtendSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	35, // 21: sandpod.v1.ListTemplatesResponse.templates:type_name -> sandpod.v1.Template
-	36, // 22: sandpod.v1.ListWarmPoolsResponse.warm_pools:type_name -> sandpod.v1.WarmPool
-	36, // 23: sandpod.v1.GetWarmPoolResponse.warm_pool:type_name -> sandpod.v1.WarmPool
-	36, // 24: sandpod.v1.ScaleWarmPoolResponse.warm_pool:type_name -> sandpod.v1.WarmPool
-	1,  // 25: sandpod.v1.SandboxService.CreateSandbox:input_type -> sandpod.v1.CreateSandboxRequest
-	3,  // 26: sandpod.v1.SandboxService.ClaimSandbox:input_type -> sandpod.v1.ClaimSandboxRequest
-	5,  // 27: sandpod.v1.SandboxService.GetSandbox:input_type -> sandpod.v1.GetSandboxRequest
-	7,  // 28: sandpod.v1.SandboxService.ListSandboxes:input_type -> sandpod.v1.ListSandboxesRequest
-	9,  // 29: sandpod.v1.SandboxService.WatchSandboxes:input_type -> sandpod.v1.WatchSandboxesRequest
-	11, // 30: sandpod.v1.SandboxService.SuspendSandbox:input_type -> sandpod.v1.SuspendSandboxRequest
-	13, // 31: sandpod.v1.SandboxService.ResumeSandbox:input_type -> sandpod.v1.ResumeSandboxRequest
-	15, // 32: sandpod.v1.SandboxService.ExtendSandbox:input_type -> sandpod.v1.ExtendSandboxRequest
-	17, // 33: sandpod.v1.SandboxService.DeleteSandbox:input_type -> sandpod.v1.DeleteSandboxRequest
-	19, // 34: sandpod.v1.SandboxService.ListTemplates:input_type -> sandpod.v1.ListTemplatesRequest
-	21, // 35: sandpod.v1.SandboxService.ListWarmPools:input_type -> sandpod.v1.ListWarmPoolsRequest
-	23, // 36: sandpod.v1.SandboxService.GetWarmPool:input_type -> sandpod.v1.GetWarmPoolRequest
-	25, // 37: sandpod.v1.SandboxService.ScaleWarmPool:input_type -> sandpod.v1.ScaleWarmPoolRequest
-	37, // 38: sandpod.v1.SandboxService.Exec:input_type -> sandpod.v1.ExecRequest
-	38, // 39: sandpod.v1.SandboxService.ReadFile:input_type -> sandpod.v1.ReadFileRequest
-	39, // 40: sandpod.v1.SandboxService.WriteFile:input_type -> sandpod.v1.WriteFileRequest
-	40, // 41: sandpod.v1.SandboxService.ListFiles:input_type -> sandpod.v1.ListFilesRequest
-	41, // 42: sandpod.v1.SandboxService.StatFile:input_type -> sandpod.v1.StatFileRequest
-	42, // 43: sandpod.v1.SandboxService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
-	43, // 44: sandpod.v1.SandboxService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
-	44, // 45: sandpod.v1.SandboxService.WatchFiles:input_type -> sandpod.v1.WatchFilesRequest
-	45, // 46: sandpod.v1.SandboxService.ExposePort:input_type -> sandpod.v1.ExposePortRequest
-	46, // 47: sandpod.v1.SandboxService.UnexposePort:input_type -> sandpod.v1.UnexposePortRequest
-	47, // 48: sandpod.v1.SandboxService.ListExposedPorts:input_type -> sandpod.v1.ListExposedPortsRequest
-	48, // 49: sandpod.v1.SandboxService.RunCode:input_type -> sandpod.v1.RunCodeRequest
-	49, // 50: sandpod.v1.SandboxService.CreateCodeContext:input_type -> sandpod.v1.CreateCodeContextRequest
-	50, // 51: sandpod.v1.SandboxService.ListCodeContexts:input_type -> sandpod.v1.ListCodeContextsRequest
-	51, // 52: sandpod.v1.SandboxService.DeleteCodeContext:input_type -> sandpod.v1.DeleteCodeContextRequest
-	2,  // 53: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
-	4,  // 54: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
-	6,  // 55: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
-	8,  // 56: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
-	10, // 57: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
-	12, // 58: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
-	14, // 59: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
-	16, // 60: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
-	18, // 61: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
-	20, // 62: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
-	22, // 63: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
-	24, // 64: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
-	26, // 65: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
-	52, // 66: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
-	53, // 67: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
-	54, // 68: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
-	55, // 69: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
-	56, // 70: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
-	57, // 71: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
-	58, // 72: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
-	59, // 73: sandpod.v1.SandboxService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
-	60, // 74: sandpod.v1.SandboxService.ExposePort:output_type -> sandpod.v1.ExposePortResponse
-	61, // 75: sandpod.v1.SandboxService.UnexposePort:output_type -> sandpod.v1.UnexposePortResponse
-	62, // 76: sandpod.v1.SandboxService.ListExposedPorts:output_type -> sandpod.v1.ListExposedPortsResponse
-	63, // 77: sandpod.v1.SandboxService.RunCode:output_type -> sandpod.v1.RunCodeResponse
-	64, // 78: sandpod.v1.SandboxService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
-	65, // 79: sandpod.v1.SandboxService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
-	66, // 80: sandpod.v1.SandboxService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
-	53, // [53:81] is the sub-list for method output_type
-	25, // [25:53] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	36, // 15: sandpod.v1.WatchSandboxesResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	36, // 16: sandpod.v1.SuspendSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	36, // 17: sandpod.v1.ResumeSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	36, // 18: sandpod.v1.PauseSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	33, // 19: sandpod.v1.ExtendSandboxRequest.ttl:type_name -> google.protobuf.Duration
+	34, // 20: sandpod.v1.ExtendSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
+	36, // 21: sandpod.v1.ExtendSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	37, // 22: sandpod.v1.ListTemplatesResponse.templates:type_name -> sandpod.v1.Template
+	38, // 23: sandpod.v1.ListWarmPoolsResponse.warm_pools:type_name -> sandpod.v1.WarmPool
+	38, // 24: sandpod.v1.GetWarmPoolResponse.warm_pool:type_name -> sandpod.v1.WarmPool
+	38, // 25: sandpod.v1.ScaleWarmPoolResponse.warm_pool:type_name -> sandpod.v1.WarmPool
+	1,  // 26: sandpod.v1.SandboxService.CreateSandbox:input_type -> sandpod.v1.CreateSandboxRequest
+	3,  // 27: sandpod.v1.SandboxService.ClaimSandbox:input_type -> sandpod.v1.ClaimSandboxRequest
+	5,  // 28: sandpod.v1.SandboxService.GetSandbox:input_type -> sandpod.v1.GetSandboxRequest
+	7,  // 29: sandpod.v1.SandboxService.ListSandboxes:input_type -> sandpod.v1.ListSandboxesRequest
+	9,  // 30: sandpod.v1.SandboxService.WatchSandboxes:input_type -> sandpod.v1.WatchSandboxesRequest
+	11, // 31: sandpod.v1.SandboxService.SuspendSandbox:input_type -> sandpod.v1.SuspendSandboxRequest
+	13, // 32: sandpod.v1.SandboxService.ResumeSandbox:input_type -> sandpod.v1.ResumeSandboxRequest
+	15, // 33: sandpod.v1.SandboxService.PauseSandbox:input_type -> sandpod.v1.PauseSandboxRequest
+	17, // 34: sandpod.v1.SandboxService.ExtendSandbox:input_type -> sandpod.v1.ExtendSandboxRequest
+	19, // 35: sandpod.v1.SandboxService.DeleteSandbox:input_type -> sandpod.v1.DeleteSandboxRequest
+	21, // 36: sandpod.v1.SandboxService.ListTemplates:input_type -> sandpod.v1.ListTemplatesRequest
+	23, // 37: sandpod.v1.SandboxService.ListWarmPools:input_type -> sandpod.v1.ListWarmPoolsRequest
+	25, // 38: sandpod.v1.SandboxService.GetWarmPool:input_type -> sandpod.v1.GetWarmPoolRequest
+	27, // 39: sandpod.v1.SandboxService.ScaleWarmPool:input_type -> sandpod.v1.ScaleWarmPoolRequest
+	39, // 40: sandpod.v1.SandboxService.Exec:input_type -> sandpod.v1.ExecRequest
+	40, // 41: sandpod.v1.SandboxService.ReadFile:input_type -> sandpod.v1.ReadFileRequest
+	41, // 42: sandpod.v1.SandboxService.WriteFile:input_type -> sandpod.v1.WriteFileRequest
+	42, // 43: sandpod.v1.SandboxService.ListFiles:input_type -> sandpod.v1.ListFilesRequest
+	43, // 44: sandpod.v1.SandboxService.StatFile:input_type -> sandpod.v1.StatFileRequest
+	44, // 45: sandpod.v1.SandboxService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
+	45, // 46: sandpod.v1.SandboxService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
+	46, // 47: sandpod.v1.SandboxService.WatchFiles:input_type -> sandpod.v1.WatchFilesRequest
+	47, // 48: sandpod.v1.SandboxService.ExposePort:input_type -> sandpod.v1.ExposePortRequest
+	48, // 49: sandpod.v1.SandboxService.UnexposePort:input_type -> sandpod.v1.UnexposePortRequest
+	49, // 50: sandpod.v1.SandboxService.ListExposedPorts:input_type -> sandpod.v1.ListExposedPortsRequest
+	50, // 51: sandpod.v1.SandboxService.RunCode:input_type -> sandpod.v1.RunCodeRequest
+	51, // 52: sandpod.v1.SandboxService.CreateCodeContext:input_type -> sandpod.v1.CreateCodeContextRequest
+	52, // 53: sandpod.v1.SandboxService.ListCodeContexts:input_type -> sandpod.v1.ListCodeContextsRequest
+	53, // 54: sandpod.v1.SandboxService.DeleteCodeContext:input_type -> sandpod.v1.DeleteCodeContextRequest
+	2,  // 55: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
+	4,  // 56: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
+	6,  // 57: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
+	8,  // 58: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
+	10, // 59: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
+	12, // 60: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
+	14, // 61: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
+	16, // 62: sandpod.v1.SandboxService.PauseSandbox:output_type -> sandpod.v1.PauseSandboxResponse
+	18, // 63: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
+	20, // 64: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
+	22, // 65: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
+	24, // 66: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
+	26, // 67: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
+	28, // 68: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
+	54, // 69: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
+	55, // 70: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
+	56, // 71: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
+	57, // 72: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
+	58, // 73: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
+	59, // 74: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
+	60, // 75: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
+	61, // 76: sandpod.v1.SandboxService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
+	62, // 77: sandpod.v1.SandboxService.ExposePort:output_type -> sandpod.v1.ExposePortResponse
+	63, // 78: sandpod.v1.SandboxService.UnexposePort:output_type -> sandpod.v1.UnexposePortResponse
+	64, // 79: sandpod.v1.SandboxService.ListExposedPorts:output_type -> sandpod.v1.ListExposedPortsResponse
+	65, // 80: sandpod.v1.SandboxService.RunCode:output_type -> sandpod.v1.RunCodeResponse
+	66, // 81: sandpod.v1.SandboxService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
+	67, // 82: sandpod.v1.SandboxService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
+	68, // 83: sandpod.v1.SandboxService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
+	55, // [55:84] is the sub-list for method output_type
+	26, // [26:55] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_sandpod_v1_sandbox_service_proto_init() }
@@ -1920,7 +2027,7 @@ func file_sandpod_v1_sandbox_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sandpod_v1_sandbox_service_proto_rawDesc), len(file_sandpod_v1_sandbox_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

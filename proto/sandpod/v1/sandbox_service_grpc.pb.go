@@ -26,6 +26,7 @@ const (
 	SandboxService_WatchSandboxes_FullMethodName    = "/sandpod.v1.SandboxService/WatchSandboxes"
 	SandboxService_SuspendSandbox_FullMethodName    = "/sandpod.v1.SandboxService/SuspendSandbox"
 	SandboxService_ResumeSandbox_FullMethodName     = "/sandpod.v1.SandboxService/ResumeSandbox"
+	SandboxService_PauseSandbox_FullMethodName      = "/sandpod.v1.SandboxService/PauseSandbox"
 	SandboxService_ExtendSandbox_FullMethodName     = "/sandpod.v1.SandboxService/ExtendSandbox"
 	SandboxService_DeleteSandbox_FullMethodName     = "/sandpod.v1.SandboxService/DeleteSandbox"
 	SandboxService_ListTemplates_FullMethodName     = "/sandpod.v1.SandboxService/ListTemplates"
@@ -75,9 +76,17 @@ type SandboxServiceClient interface {
 	WatchSandboxes(ctx context.Context, in *WatchSandboxesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchSandboxesResponse], error)
 	// Stops the sandbox's processes and keeps its files and name.
 	SuspendSandbox(ctx context.Context, in *SuspendSandboxRequest, opts ...grpc.CallOption) (*SuspendSandboxResponse, error)
-	// Starts a suspended (or failed) sandbox again. An expired sandbox must be
-	// extended first (FAILED_PRECONDITION otherwise).
+	// Starts a suspended (or failed) sandbox again, or thaws a paused one
+	// (its processes continue where they stopped). An expired sandbox must be
+	// extended first (FAILED_PRECONDITION otherwise). Resuming a running
+	// sandbox changes nothing.
 	ResumeSandbox(ctx context.Context, in *ResumeSandboxRequest, opts ...grpc.CallOption) (*ResumeSandboxResponse, error)
+	// Freezes the sandbox's processes with their memory (PHASE_PAUSED): they
+	// use no CPU until ResumeSandbox. Pausing a paused sandbox changes nothing;
+	// a suspended, expired, failed or pending one, or an unclaimed pool
+	// member, answers FAILED_PRECONDITION. Suspend and delete work on a paused
+	// sandbox; its shutdown time still applies.
+	PauseSandbox(ctx context.Context, in *PauseSandboxRequest, opts ...grpc.CallOption) (*PauseSandboxResponse, error)
 	// Moves the shutdown time.
 	ExtendSandbox(ctx context.Context, in *ExtendSandboxRequest, opts ...grpc.CallOption) (*ExtendSandboxResponse, error)
 	DeleteSandbox(ctx context.Context, in *DeleteSandboxRequest, opts ...grpc.CallOption) (*DeleteSandboxResponse, error)
@@ -206,6 +215,16 @@ func (c *sandboxServiceClient) ResumeSandbox(ctx context.Context, in *ResumeSand
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ResumeSandboxResponse)
 	err := c.cc.Invoke(ctx, SandboxService_ResumeSandbox_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) PauseSandbox(ctx context.Context, in *PauseSandboxRequest, opts ...grpc.CallOption) (*PauseSandboxResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseSandboxResponse)
+	err := c.cc.Invoke(ctx, SandboxService_PauseSandbox_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -481,9 +500,17 @@ type SandboxServiceServer interface {
 	WatchSandboxes(*WatchSandboxesRequest, grpc.ServerStreamingServer[WatchSandboxesResponse]) error
 	// Stops the sandbox's processes and keeps its files and name.
 	SuspendSandbox(context.Context, *SuspendSandboxRequest) (*SuspendSandboxResponse, error)
-	// Starts a suspended (or failed) sandbox again. An expired sandbox must be
-	// extended first (FAILED_PRECONDITION otherwise).
+	// Starts a suspended (or failed) sandbox again, or thaws a paused one
+	// (its processes continue where they stopped). An expired sandbox must be
+	// extended first (FAILED_PRECONDITION otherwise). Resuming a running
+	// sandbox changes nothing.
 	ResumeSandbox(context.Context, *ResumeSandboxRequest) (*ResumeSandboxResponse, error)
+	// Freezes the sandbox's processes with their memory (PHASE_PAUSED): they
+	// use no CPU until ResumeSandbox. Pausing a paused sandbox changes nothing;
+	// a suspended, expired, failed or pending one, or an unclaimed pool
+	// member, answers FAILED_PRECONDITION. Suspend and delete work on a paused
+	// sandbox; its shutdown time still applies.
+	PauseSandbox(context.Context, *PauseSandboxRequest) (*PauseSandboxResponse, error)
 	// Moves the shutdown time.
 	ExtendSandbox(context.Context, *ExtendSandboxRequest) (*ExtendSandboxResponse, error)
 	DeleteSandbox(context.Context, *DeleteSandboxRequest) (*DeleteSandboxResponse, error)
@@ -559,6 +586,9 @@ func (UnimplementedSandboxServiceServer) SuspendSandbox(context.Context, *Suspen
 }
 func (UnimplementedSandboxServiceServer) ResumeSandbox(context.Context, *ResumeSandboxRequest) (*ResumeSandboxResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResumeSandbox not implemented")
+}
+func (UnimplementedSandboxServiceServer) PauseSandbox(context.Context, *PauseSandboxRequest) (*PauseSandboxResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseSandbox not implemented")
 }
 func (UnimplementedSandboxServiceServer) ExtendSandbox(context.Context, *ExtendSandboxRequest) (*ExtendSandboxResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExtendSandbox not implemented")
@@ -759,6 +789,24 @@ func _SandboxService_ResumeSandbox_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(SandboxServiceServer).ResumeSandbox(ctx, req.(*ResumeSandboxRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_PauseSandbox_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseSandboxRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).PauseSandbox(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_PauseSandbox_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).PauseSandbox(ctx, req.(*PauseSandboxRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1128,6 +1176,10 @@ var SandboxService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResumeSandbox",
 			Handler:    _SandboxService_ResumeSandbox_Handler,
+		},
+		{
+			MethodName: "PauseSandbox",
+			Handler:    _SandboxService_PauseSandbox_Handler,
 		},
 		{
 			MethodName: "ExtendSandbox",

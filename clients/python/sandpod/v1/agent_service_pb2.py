@@ -29,7 +29,7 @@ from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
 from sandpod.v1 import preview_pb2 as sandpod_dot_v1_dot_preview__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1esandpod/v1/agent_service.proto\x12\nsandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\"\x15\n\x13GetAgentInfoRequest\"\xc5\x01\n\x14GetAgentInfoResponse\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0c\n\x04root\x18\x03 \x01(\t\x12.\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x36\n\x12last_activity_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rrunning_execs\x18\x06 \x01(\x05\x32\xce\x08\n\x0c\x41gentService\x12Q\n\x0cGetAgentInfo\x12\x1f.sandpod.v1.GetAgentInfoRequest\x1a .sandpod.v1.GetAgentInfoResponse\x12=\n\x04\x45xec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x01\x30\x01\x12G\n\x08ReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse0\x01\x12J\n\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12H\n\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\x12\x45\n\x08StatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n\nRemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12\x42\n\x07MakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12M\n\nWatchFiles\x12\x1d.sandpod.v1.WatchFilesRequest\x1a\x1e.sandpod.v1.WatchFilesResponse0\x01\x12=\n\x04\x44ial\x12\x17.sandpod.v1.DialRequest\x1a\x18.sandpod.v1.DialResponse(\x01\x30\x01\x12\x44\n\x07RunCode\x12\x1a.sandpod.v1.RunCodeRequest\x1a\x1b.sandpod.v1.RunCodeResponse0\x01\x12`\n\x11\x43reateCodeContext\x12$.sandpod.v1.CreateCodeContextRequest\x1a%.sandpod.v1.CreateCodeContextResponse\x12]\n\x10ListCodeContexts\x12#.sandpod.v1.ListCodeContextsRequest\x1a$.sandpod.v1.ListCodeContextsResponse\x12`\n\x11\x44\x65leteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1esandpod/v1/agent_service.proto\x12\nsandpod.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\"\"\n\x10SetPausedRequest\x12\x0e\n\x06paused\x18\x01 \x01(\x08\"6\n\x11SetPausedResponse\x12\x0e\n\x06paused\x18\x01 \x01(\x08\x12\x11\n\tprocesses\x18\x02 \x01(\x05\"\x15\n\x13GetAgentInfoRequest\"\xc5\x01\n\x14GetAgentInfoResponse\x12\x0f\n\x07sandbox\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0c\n\x04root\x18\x03 \x01(\t\x12.\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x36\n\x12last_activity_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rrunning_execs\x18\x06 \x01(\x05\x32\x98\t\n\x0c\x41gentService\x12Q\n\x0cGetAgentInfo\x12\x1f.sandpod.v1.GetAgentInfoRequest\x1a .sandpod.v1.GetAgentInfoResponse\x12=\n\x04\x45xec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x01\x30\x01\x12G\n\x08ReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse0\x01\x12J\n\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12H\n\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\x12\x45\n\x08StatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n\nRemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12\x42\n\x07MakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12M\n\nWatchFiles\x12\x1d.sandpod.v1.WatchFilesRequest\x1a\x1e.sandpod.v1.WatchFilesResponse0\x01\x12=\n\x04\x44ial\x12\x17.sandpod.v1.DialRequest\x1a\x18.sandpod.v1.DialResponse(\x01\x30\x01\x12\x44\n\x07RunCode\x12\x1a.sandpod.v1.RunCodeRequest\x1a\x1b.sandpod.v1.RunCodeResponse0\x01\x12`\n\x11\x43reateCodeContext\x12$.sandpod.v1.CreateCodeContextRequest\x1a%.sandpod.v1.CreateCodeContextResponse\x12]\n\x10ListCodeContexts\x12#.sandpod.v1.ListCodeContextsRequest\x1a$.sandpod.v1.ListCodeContextsResponse\x12`\n\x11\x44\x65leteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponse\x12H\n\tSetPaused\x12\x1c.sandpod.v1.SetPausedRequest\x1a\x1d.sandpod.v1.SetPausedResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,10 +37,14 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'sandpod.v1.agent_service_pb
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1'
-  _globals['_GETAGENTINFOREQUEST']._serialized_start=175
-  _globals['_GETAGENTINFOREQUEST']._serialized_end=196
-  _globals['_GETAGENTINFORESPONSE']._serialized_start=199
-  _globals['_GETAGENTINFORESPONSE']._serialized_end=396
-  _globals['_AGENTSERVICE']._serialized_start=399
-  _globals['_AGENTSERVICE']._serialized_end=1501
+  _globals['_SETPAUSEDREQUEST']._serialized_start=175
+  _globals['_SETPAUSEDREQUEST']._serialized_end=209
+  _globals['_SETPAUSEDRESPONSE']._serialized_start=211
+  _globals['_SETPAUSEDRESPONSE']._serialized_end=265
+  _globals['_GETAGENTINFOREQUEST']._serialized_start=267
+  _globals['_GETAGENTINFOREQUEST']._serialized_end=288
+  _globals['_GETAGENTINFORESPONSE']._serialized_start=291
+  _globals['_GETAGENTINFORESPONSE']._serialized_end=488
+  _globals['_AGENTSERVICE']._serialized_start=491
+  _globals['_AGENTSERVICE']._serialized_end=1667
 # @@protoc_insertion_point(module_scope)

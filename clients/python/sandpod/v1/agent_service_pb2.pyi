@@ -12,6 +12,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class SetPausedRequest(_message.Message):
+    __slots__ = ("paused",)
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    paused: bool
+    def __init__(self, paused: _Optional[bool] = ...) -> None: ...
+
+class SetPausedResponse(_message.Message):
+    __slots__ = ("paused", "processes")
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    paused: bool
+    processes: int
+    def __init__(self, paused: _Optional[bool] = ..., processes: _Optional[int] = ...) -> None: ...
+
 class GetAgentInfoRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

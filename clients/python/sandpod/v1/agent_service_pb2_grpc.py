@@ -113,6 +113,11 @@ class AgentServiceStub:
                 request_serializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.SerializeToString,
                 response_deserializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.FromString,
                 _registered_method=True)
+        self.SetPaused = channel.unary_unary(
+                '/sandpod.v1.AgentService/SetPaused',
+                request_serializer=sandpod_dot_v1_dot_agent__service__pb2.SetPausedRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_agent__service__pb2.SetPausedResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -209,6 +214,17 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetPaused(self, request, context):
+        """Freezes (paused true) or thaws (false) every process of the sandbox
+        but the agent itself: SIGSTOP until no unstopped process is left, or
+        SIGCONT to all. Used where the bridge cannot reach a cgroup freezer
+        (a Kubernetes pod). While frozen, Exec and file calls answer
+        FAILED_PRECONDITION. Idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -281,6 +297,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.DeleteCodeContext,
                     request_deserializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.FromString,
                     response_serializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.SerializeToString,
+            ),
+            'SetPaused': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetPaused,
+                    request_deserializer=sandpod_dot_v1_dot_agent__service__pb2.SetPausedRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_agent__service__pb2.SetPausedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -666,6 +687,33 @@ class AgentService:
             '/sandpod.v1.AgentService/DeleteCodeContext',
             sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.SerializeToString,
             sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetPaused(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.AgentService/SetPaused',
+            sandpod_dot_v1_dot_agent__service__pb2.SetPausedRequest.SerializeToString,
+            sandpod_dot_v1_dot_agent__service__pb2.SetPausedResponse.FromString,
             options,
             channel_credentials,
             insecure,

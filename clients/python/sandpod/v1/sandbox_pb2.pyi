@@ -20,6 +20,13 @@ class Phase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PHASE_EXPIRED: _ClassVar[Phase]
     PHASE_FAILED: _ClassVar[Phase]
     PHASE_TERMINATING: _ClassVar[Phase]
+    PHASE_PAUSED: _ClassVar[Phase]
+
+class IdleAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    IDLE_ACTION_UNSPECIFIED: _ClassVar[IdleAction]
+    IDLE_ACTION_SUSPEND: _ClassVar[IdleAction]
+    IDLE_ACTION_PAUSE: _ClassVar[IdleAction]
 
 class ShutdownPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -33,6 +40,10 @@ PHASE_SUSPENDED: Phase
 PHASE_EXPIRED: Phase
 PHASE_FAILED: Phase
 PHASE_TERMINATING: Phase
+PHASE_PAUSED: Phase
+IDLE_ACTION_UNSPECIFIED: IdleAction
+IDLE_ACTION_SUSPEND: IdleAction
+IDLE_ACTION_PAUSE: IdleAction
 SHUTDOWN_POLICY_UNSPECIFIED: ShutdownPolicy
 SHUTDOWN_POLICY_DELETE: ShutdownPolicy
 SHUTDOWN_POLICY_RETAIN: ShutdownPolicy
@@ -99,7 +110,7 @@ class Sandbox(_message.Message):
     def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., template: _Optional[str] = ..., pool: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., phase: _Optional[_Union[Phase, str]] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., last_activity_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., claimed: _Optional[bool] = ..., env_keys: _Optional[_Iterable[str]] = ..., service_fqdn: _Optional[str] = ..., agent_restarts: _Optional[int] = ...) -> None: ...
 
 class Template(_message.Message):
-    __slots__ = ("name", "namespace", "image", "runtime_class_name", "idle_timeout", "default_ttl", "shutdown_policy", "auto_resume", "network_isolated", "memory_limit_bytes", "cpu_limit_millis", "pids_limit")
+    __slots__ = ("name", "namespace", "image", "runtime_class_name", "idle_timeout", "default_ttl", "shutdown_policy", "auto_resume", "network_isolated", "memory_limit_bytes", "cpu_limit_millis", "pids_limit", "idle_action")
     NAME_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
@@ -112,6 +123,7 @@ class Template(_message.Message):
     MEMORY_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
     CPU_LIMIT_MILLIS_FIELD_NUMBER: _ClassVar[int]
     PIDS_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    IDLE_ACTION_FIELD_NUMBER: _ClassVar[int]
     name: str
     namespace: str
     image: str
@@ -124,7 +136,8 @@ class Template(_message.Message):
     memory_limit_bytes: int
     cpu_limit_millis: int
     pids_limit: int
-    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., image: _Optional[str] = ..., runtime_class_name: _Optional[str] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., default_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., auto_resume: _Optional[bool] = ..., network_isolated: _Optional[bool] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_millis: _Optional[int] = ..., pids_limit: _Optional[int] = ...) -> None: ...
+    idle_action: IdleAction
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., image: _Optional[str] = ..., runtime_class_name: _Optional[str] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., default_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., auto_resume: _Optional[bool] = ..., network_isolated: _Optional[bool] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_millis: _Optional[int] = ..., pids_limit: _Optional[int] = ..., idle_action: _Optional[_Union[IdleAction, str]] = ...) -> None: ...
 
 class WarmPool(_message.Message):
     __slots__ = ("name", "namespace", "template", "replicas", "ready_replicas", "pending_replicas")

@@ -198,6 +198,20 @@ class ResumeSandboxResponse(_message.Message):
     sandbox: _sandbox_pb2.Sandbox
     def __init__(self, sandbox: _Optional[_Union[_sandbox_pb2.Sandbox, _Mapping]] = ...) -> None: ...
 
+class PauseSandboxRequest(_message.Message):
+    __slots__ = ("name", "namespace")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace: str
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
+
+class PauseSandboxResponse(_message.Message):
+    __slots__ = ("sandbox",)
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    sandbox: _sandbox_pb2.Sandbox
+    def __init__(self, sandbox: _Optional[_Union[_sandbox_pb2.Sandbox, _Mapping]] = ...) -> None: ...
+
 class ExtendSandboxRequest(_message.Message):
     __slots__ = ("name", "namespace", "ttl", "shutdown_time")
     NAME_FIELD_NUMBER: _ClassVar[int]

@@ -81,6 +81,11 @@ class SandboxServiceStub:
                 request_serializer=sandpod_dot_v1_dot_sandbox__service__pb2.ResumeSandboxRequest.SerializeToString,
                 response_deserializer=sandpod_dot_v1_dot_sandbox__service__pb2.ResumeSandboxResponse.FromString,
                 _registered_method=True)
+        self.PauseSandbox = channel.unary_unary(
+                '/sandpod.v1.SandboxService/PauseSandbox',
+                request_serializer=sandpod_dot_v1_dot_sandbox__service__pb2.PauseSandboxRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_sandbox__service__pb2.PauseSandboxResponse.FromString,
+                _registered_method=True)
         self.ExtendSandbox = channel.unary_unary(
                 '/sandpod.v1.SandboxService/ExtendSandbox',
                 request_serializer=sandpod_dot_v1_dot_sandbox__service__pb2.ExtendSandboxRequest.SerializeToString,
@@ -243,8 +248,21 @@ class SandboxServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ResumeSandbox(self, request, context):
-        """Starts a suspended (or failed) sandbox again. An expired sandbox must be
-        extended first (FAILED_PRECONDITION otherwise).
+        """Starts a suspended (or failed) sandbox again, or thaws a paused one
+        (its processes continue where they stopped). An expired sandbox must be
+        extended first (FAILED_PRECONDITION otherwise). Resuming a running
+        sandbox changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseSandbox(self, request, context):
+        """Freezes the sandbox's processes with their memory (PHASE_PAUSED): they
+        use no CPU until ResumeSandbox. Pausing a paused sandbox changes nothing;
+        a suspended, expired, failed or pending one, or an unclaimed pool
+        member, answers FAILED_PRECONDITION. Suspend and delete work on a paused
+        sandbox; its shutdown time still applies.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -437,6 +455,11 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.ResumeSandbox,
                     request_deserializer=sandpod_dot_v1_dot_sandbox__service__pb2.ResumeSandboxRequest.FromString,
                     response_serializer=sandpod_dot_v1_dot_sandbox__service__pb2.ResumeSandboxResponse.SerializeToString,
+            ),
+            'PauseSandbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseSandbox,
+                    request_deserializer=sandpod_dot_v1_dot_sandbox__service__pb2.PauseSandboxRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_sandbox__service__pb2.PauseSandboxResponse.SerializeToString,
             ),
             'ExtendSandbox': grpc.unary_unary_rpc_method_handler(
                     servicer.ExtendSandbox,
@@ -741,6 +764,33 @@ class SandboxService:
             '/sandpod.v1.SandboxService/ResumeSandbox',
             sandpod_dot_v1_dot_sandbox__service__pb2.ResumeSandboxRequest.SerializeToString,
             sandpod_dot_v1_dot_sandbox__service__pb2.ResumeSandboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseSandbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/PauseSandbox',
+            sandpod_dot_v1_dot_sandbox__service__pb2.PauseSandboxRequest.SerializeToString,
+            sandpod_dot_v1_dot_sandbox__service__pb2.PauseSandboxResponse.FromString,
             options,
             channel_credentials,
             insecure,
