@@ -22,6 +22,7 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from sandpod.v1 import exec_pb2 as sandpod_dot_v1_dot_exec__pb2
@@ -29,7 +30,7 @@ from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
 from sandpod.v1 import sandbox_pb2 as sandpod_dot_v1_dot_sandbox__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n sandpod/v1/sandbox_service.proto\x12\nsandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/sandbox.proto\"\xcf\x03\n\x14\x43reateSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12<\n\x06labels\x18\x04 \x03(\x0b\x32,.sandpod.v1.CreateSandboxRequest.LabelsEntry\x12\x36\n\x03\x65nv\x18\x05 \x03(\x0b\x32).sandpod.v1.CreateSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x08 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\t \x01(\t\x12\x0f\n\x07no_wait\x18\n \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x15\x43reateSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\xad\x03\n\x13\x43laimSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12;\n\x06labels\x18\x03 \x03(\x0b\x32+.sandpod.v1.ClaimSandboxRequest.LabelsEntry\x12\x35\n\x03\x65nv\x18\x04 \x03(\x0b\x32(.sandpod.v1.ClaimSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x07 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"J\n\x14\x43laimSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x0c\n\x04warm\x18\x02 \x01(\x08\"4\n\x11GetSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\":\n\x12GetSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x86\x01\n\x14ListSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x1c\n\x14include_pool_members\x18\x05 \x01(\x08\"X\n\x15ListSandboxesResponse\x12&\n\tsandboxes\x18\x01 \x03(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"}\n\x15WatchSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x1b\n\x13send_initial_events\x18\x03 \x01(\x08\x12\x1c\n\x14include_pool_members\x18\x04 \x01(\x08\"\xea\x01\n\x16WatchSandboxesResponse\x12:\n\x04type\x18\x01 \x01(\x0e\x32,.sandpod.v1.WatchSandboxesResponse.EventType\x12$\n\x07sandbox\x18\x02 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"n\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45VENT_TYPE_ADDED\x10\x01\x12\x17\n\x13\x45VENT_TYPE_MODIFIED\x10\x02\x12\x16\n\x12\x45VENT_TYPE_DELETED\x10\x03\"8\n\x15SuspendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x16SuspendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"H\n\x14ResumeSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0f\n\x07no_wait\x18\x03 \x01(\x08\"=\n\x15ResumeSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x92\x01\n\x14\x45xtendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12&\n\x03ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x15\x45xtendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"7\n\x14\x44\x65leteSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\"\x17\n\x15\x44\x65leteSandboxResponse\"P\n\x14ListTemplatesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Y\n\x15ListTemplatesResponse\x12\'\n\ttemplates\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.Template\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"P\n\x14ListWarmPoolsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Z\n\x15ListWarmPoolsResponse\x12(\n\nwarm_pools\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.WarmPool\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"5\n\x12GetWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x13GetWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool\"I\n\x14ScaleWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x10\n\x08replicas\x18\x03 \x01(\x05\"@\n\x15ScaleWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool2\xda\x0c\n\x0eSandboxService\x12T\n\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\x12Q\n\x0c\x43laimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\x12K\n\nGetSandbox\x12\x1d.sandpod.v1.GetSandboxRequest\x1a\x1e.sandpod.v1.GetSandboxResponse\x12T\n\rListSandboxes\x12 .sandpod.v1.ListSandboxesRequest\x1a!.sandpod.v1.ListSandboxesResponse\x12Y\n\x0eWatchSandboxes\x12!.sandpod.v1.WatchSandboxesRequest\x1a\".sandpod.v1.WatchSandboxesResponse0\x01\x12W\n\x0eSuspendSandbox\x12!.sandpod.v1.SuspendSandboxRequest\x1a\".sandpod.v1.SuspendSandboxResponse\x12T\n\rResumeSandbox\x12 .sandpod.v1.ResumeSandboxRequest\x1a!.sandpod.v1.ResumeSandboxResponse\x12T\n\rExtendSandbox\x12 .sandpod.v1.ExtendSandboxRequest\x1a!.sandpod.v1.ExtendSandboxResponse\x12T\n\rDeleteSandbox\x12 .sandpod.v1.DeleteSandboxRequest\x1a!.sandpod.v1.DeleteSandboxResponse\x12T\n\rListTemplates\x12 .sandpod.v1.ListTemplatesRequest\x1a!.sandpod.v1.ListTemplatesResponse\x12T\n\rListWarmPools\x12 .sandpod.v1.ListWarmPoolsRequest\x1a!.sandpod.v1.ListWarmPoolsResponse\x12N\n\x0bGetWarmPool\x12\x1e.sandpod.v1.GetWarmPoolRequest\x1a\x1f.sandpod.v1.GetWarmPoolResponse\x12T\n\rScaleWarmPool\x12 .sandpod.v1.ScaleWarmPoolRequest\x1a!.sandpod.v1.ScaleWarmPoolResponse\x12=\n\x04\x45xec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x01\x30\x01\x12G\n\x08ReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse0\x01\x12J\n\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12H\n\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\x12\x45\n\x08StatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n\nRemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12\x42\n\x07MakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n sandpod/v1/sandbox_service.proto\x12\nsandpod.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/sandbox.proto\"\xcf\x03\n\x14\x43reateSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12<\n\x06labels\x18\x04 \x03(\x0b\x32,.sandpod.v1.CreateSandboxRequest.LabelsEntry\x12\x36\n\x03\x65nv\x18\x05 \x03(\x0b\x32).sandpod.v1.CreateSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x08 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\t \x01(\t\x12\x0f\n\x07no_wait\x18\n \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x15\x43reateSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\xad\x03\n\x13\x43laimSandboxRequest\x12\x10\n\x08template\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12;\n\x06labels\x18\x03 \x03(\x0b\x32+.sandpod.v1.ClaimSandboxRequest.LabelsEntry\x12\x35\n\x03\x65nv\x18\x04 \x03(\x0b\x32(.sandpod.v1.ClaimSandboxRequest.EnvEntry\x12&\n\x03ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x07 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"J\n\x14\x43laimSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x0c\n\x04warm\x18\x02 \x01(\x08\"4\n\x11GetSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\":\n\x12GetSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x86\x01\n\x14ListSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x1c\n\x14include_pool_members\x18\x05 \x01(\x08\"X\n\x15ListSandboxesResponse\x12&\n\tsandboxes\x18\x01 \x03(\x0b\x32\x13.sandpod.v1.Sandbox\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"}\n\x15WatchSandboxesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x16\n\x0elabel_selector\x18\x02 \x01(\t\x12\x1b\n\x13send_initial_events\x18\x03 \x01(\x08\x12\x1c\n\x14include_pool_members\x18\x04 \x01(\x08\"\xea\x01\n\x16WatchSandboxesResponse\x12:\n\x04type\x18\x01 \x01(\x0e\x32,.sandpod.v1.WatchSandboxesResponse.EventType\x12$\n\x07sandbox\x18\x02 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"n\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45VENT_TYPE_ADDED\x10\x01\x12\x17\n\x13\x45VENT_TYPE_MODIFIED\x10\x02\x12\x16\n\x12\x45VENT_TYPE_DELETED\x10\x03\"8\n\x15SuspendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x16SuspendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"H\n\x14ResumeSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0f\n\x07no_wait\x18\x03 \x01(\x08\"=\n\x15ResumeSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"\x92\x01\n\x14\x45xtendSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12&\n\x03ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\rshutdown_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x15\x45xtendSandboxResponse\x12$\n\x07sandbox\x18\x01 \x01(\x0b\x32\x13.sandpod.v1.Sandbox\"7\n\x14\x44\x65leteSandboxRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\"\x17\n\x15\x44\x65leteSandboxResponse\"P\n\x14ListTemplatesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Y\n\x15ListTemplatesResponse\x12\'\n\ttemplates\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.Template\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"P\n\x14ListWarmPoolsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Z\n\x15ListWarmPoolsResponse\x12(\n\nwarm_pools\x18\x01 \x03(\x0b\x32\x14.sandpod.v1.WarmPool\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"5\n\x12GetWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\">\n\x13GetWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool\"I\n\x14ScaleWarmPoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x10\n\x08replicas\x18\x03 \x01(\x05\"@\n\x15ScaleWarmPoolResponse\x12\'\n\twarm_pool\x18\x01 \x01(\x0b\x32\x14.sandpod.v1.WarmPool2\xf6\x18\n\x0eSandboxService\x12\x99\x01\n\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\"C\x82\xd3\xe4\x93\x02=\"\r/v1/sandboxes:\x01*Z)\"$/v1/namespaces/{namespace}/sandboxes:\x01*\x12\xa2\x01\n\x0c\x43laimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\"O\x82\xd3\xe4\x93\x02I\"\x13/v1/sandboxes:claim:\x01*Z/\"*/v1/namespaces/{namespace}/sandboxes:claim:\x01*\x12\x98\x01\n\nGetSandbox\x12\x1d.sandpod.v1.GetSandboxRequest\x1a\x1e.sandpod.v1.GetSandboxResponse\"K\x82\xd3\xe4\x93\x02\x45\x12\x14/v1/sandboxes/{name}Z-\x12+/v1/namespaces/{namespace}/sandboxes/{name}\x12\x93\x01\n\rListSandboxes\x12 .sandpod.v1.ListSandboxesRequest\x1a!.sandpod.v1.ListSandboxesResponse\"=\x82\xd3\xe4\x93\x02\x37\x12\r/v1/sandboxesZ&\x12$/v1/namespaces/{namespace}/sandboxes\x12\xa4\x01\n\x0eWatchSandboxes\x12!.sandpod.v1.WatchSandboxesRequest\x1a\".sandpod.v1.WatchSandboxesResponse\"I\x82\xd3\xe4\x93\x02\x43\x12\x13/v1/sandboxes:watchZ,\x12*/v1/namespaces/{namespace}/sandboxes:watch0\x01\x12\xba\x01\n\x0eSuspendSandbox\x12!.sandpod.v1.SuspendSandboxRequest\x1a\".sandpod.v1.SuspendSandboxResponse\"a\x82\xd3\xe4\x93\x02[\"\x1c/v1/sandboxes/{name}:suspend:\x01*Z8\"3/v1/namespaces/{namespace}/sandboxes/{name}:suspend:\x01*\x12\xb5\x01\n\rResumeSandbox\x12 .sandpod.v1.ResumeSandboxRequest\x1a!.sandpod.v1.ResumeSandboxResponse\"_\x82\xd3\xe4\x93\x02Y\"\x1b/v1/sandboxes/{name}:resume:\x01*Z7\"2/v1/namespaces/{namespace}/sandboxes/{name}:resume:\x01*\x12\xb5\x01\n\rExtendSandbox\x12 .sandpod.v1.ExtendSandboxRequest\x1a!.sandpod.v1.ExtendSandboxResponse\"_\x82\xd3\xe4\x93\x02Y\"\x1b/v1/sandboxes/{name}:extend:\x01*Z7\"2/v1/namespaces/{namespace}/sandboxes/{name}:extend:\x01*\x12\xa1\x01\n\rDeleteSandbox\x12 .sandpod.v1.DeleteSandboxRequest\x1a!.sandpod.v1.DeleteSandboxResponse\"K\x82\xd3\xe4\x93\x02\x45*\x14/v1/sandboxes/{name}Z-*+/v1/namespaces/{namespace}/sandboxes/{name}\x12\x93\x01\n\rListTemplates\x12 .sandpod.v1.ListTemplatesRequest\x1a!.sandpod.v1.ListTemplatesResponse\"=\x82\xd3\xe4\x93\x02\x37\x12\r/v1/templatesZ&\x12$/v1/namespaces/{namespace}/templates\x12\x93\x01\n\rListWarmPools\x12 .sandpod.v1.ListWarmPoolsRequest\x1a!.sandpod.v1.ListWarmPoolsResponse\"=\x82\xd3\xe4\x93\x02\x37\x12\r/v1/warmPoolsZ&\x12$/v1/namespaces/{namespace}/warmPools\x12\x9b\x01\n\x0bGetWarmPool\x12\x1e.sandpod.v1.GetWarmPoolRequest\x1a\x1f.sandpod.v1.GetWarmPoolResponse\"K\x82\xd3\xe4\x93\x02\x45\x12\x14/v1/warmPools/{name}Z-\x12+/v1/namespaces/{namespace}/warmPools/{name}\x12\xb3\x01\n\rScaleWarmPool\x12 .sandpod.v1.ScaleWarmPoolRequest\x1a!.sandpod.v1.ScaleWarmPoolResponse\"]\x82\xd3\xe4\x93\x02W\"\x1a/v1/warmPools/{name}:scale:\x01*Z6\"1/v1/namespaces/{namespace}/warmPools/{name}:scale:\x01*\x12=\n\x04\x45xec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x01\x30\x01\x12\xb0\x01\n\x08ReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse\"g\x82\xd3\xe4\x93\x02\x61\x12\"/v1/sandboxes/{sandbox}/files:readZ;\x12\x39/v1/namespaces/{namespace}/sandboxes/{sandbox}/files:read0\x01\x12J\n\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12\xa7\x01\n\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\"]\x82\xd3\xe4\x93\x02W\x12\x1d/v1/sandboxes/{sandbox}/filesZ6\x12\x34/v1/namespaces/{namespace}/sandboxes/{sandbox}/files\x12\xae\x01\n\x08StatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\"g\x82\xd3\xe4\x93\x02\x61\x12\"/v1/sandboxes/{sandbox}/files:statZ;\x12\x39/v1/namespaces/{namespace}/sandboxes/{sandbox}/files:stat\x12\xaa\x01\n\nRemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\"]\x82\xd3\xe4\x93\x02W*\x1d/v1/sandboxes/{sandbox}/filesZ6*4/v1/namespaces/{namespace}/sandboxes/{sandbox}/files\x12\xb3\x01\n\x07MakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\"o\x82\xd3\xe4\x93\x02i\"#/v1/sandboxes/{sandbox}/files:mkdir:\x01*Z?\":/v1/namespaces/{namespace}/sandboxes/{sandbox}/files:mkdir:\x01*B7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -45,68 +46,104 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_options = b'8\001'
   _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._loaded_options = None
   _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_options = b'8\001'
-  _globals['_CREATESANDBOXREQUEST']._serialized_start=187
-  _globals['_CREATESANDBOXREQUEST']._serialized_end=650
-  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_start=561
-  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_end=606
-  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_start=608
-  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_end=650
-  _globals['_CREATESANDBOXRESPONSE']._serialized_start=652
-  _globals['_CREATESANDBOXRESPONSE']._serialized_end=713
-  _globals['_CLAIMSANDBOXREQUEST']._serialized_start=716
-  _globals['_CLAIMSANDBOXREQUEST']._serialized_end=1145
-  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_start=561
-  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_end=606
-  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_start=608
-  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_end=650
-  _globals['_CLAIMSANDBOXRESPONSE']._serialized_start=1147
-  _globals['_CLAIMSANDBOXRESPONSE']._serialized_end=1221
-  _globals['_GETSANDBOXREQUEST']._serialized_start=1223
-  _globals['_GETSANDBOXREQUEST']._serialized_end=1275
-  _globals['_GETSANDBOXRESPONSE']._serialized_start=1277
-  _globals['_GETSANDBOXRESPONSE']._serialized_end=1335
-  _globals['_LISTSANDBOXESREQUEST']._serialized_start=1338
-  _globals['_LISTSANDBOXESREQUEST']._serialized_end=1472
-  _globals['_LISTSANDBOXESRESPONSE']._serialized_start=1474
-  _globals['_LISTSANDBOXESRESPONSE']._serialized_end=1562
-  _globals['_WATCHSANDBOXESREQUEST']._serialized_start=1564
-  _globals['_WATCHSANDBOXESREQUEST']._serialized_end=1689
-  _globals['_WATCHSANDBOXESRESPONSE']._serialized_start=1692
-  _globals['_WATCHSANDBOXESRESPONSE']._serialized_end=1926
-  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_start=1816
-  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_end=1926
-  _globals['_SUSPENDSANDBOXREQUEST']._serialized_start=1928
-  _globals['_SUSPENDSANDBOXREQUEST']._serialized_end=1984
-  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_start=1986
-  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_end=2048
-  _globals['_RESUMESANDBOXREQUEST']._serialized_start=2050
-  _globals['_RESUMESANDBOXREQUEST']._serialized_end=2122
-  _globals['_RESUMESANDBOXRESPONSE']._serialized_start=2124
-  _globals['_RESUMESANDBOXRESPONSE']._serialized_end=2185
-  _globals['_EXTENDSANDBOXREQUEST']._serialized_start=2188
-  _globals['_EXTENDSANDBOXREQUEST']._serialized_end=2334
-  _globals['_EXTENDSANDBOXRESPONSE']._serialized_start=2336
-  _globals['_EXTENDSANDBOXRESPONSE']._serialized_end=2397
-  _globals['_DELETESANDBOXREQUEST']._serialized_start=2399
-  _globals['_DELETESANDBOXREQUEST']._serialized_end=2454
-  _globals['_DELETESANDBOXRESPONSE']._serialized_start=2456
-  _globals['_DELETESANDBOXRESPONSE']._serialized_end=2479
-  _globals['_LISTTEMPLATESREQUEST']._serialized_start=2481
-  _globals['_LISTTEMPLATESREQUEST']._serialized_end=2561
-  _globals['_LISTTEMPLATESRESPONSE']._serialized_start=2563
-  _globals['_LISTTEMPLATESRESPONSE']._serialized_end=2652
-  _globals['_LISTWARMPOOLSREQUEST']._serialized_start=2654
-  _globals['_LISTWARMPOOLSREQUEST']._serialized_end=2734
-  _globals['_LISTWARMPOOLSRESPONSE']._serialized_start=2736
-  _globals['_LISTWARMPOOLSRESPONSE']._serialized_end=2826
-  _globals['_GETWARMPOOLREQUEST']._serialized_start=2828
-  _globals['_GETWARMPOOLREQUEST']._serialized_end=2881
-  _globals['_GETWARMPOOLRESPONSE']._serialized_start=2883
-  _globals['_GETWARMPOOLRESPONSE']._serialized_end=2945
-  _globals['_SCALEWARMPOOLREQUEST']._serialized_start=2947
-  _globals['_SCALEWARMPOOLREQUEST']._serialized_end=3020
-  _globals['_SCALEWARMPOOLRESPONSE']._serialized_start=3022
-  _globals['_SCALEWARMPOOLRESPONSE']._serialized_end=3086
-  _globals['_SANDBOXSERVICE']._serialized_start=3089
-  _globals['_SANDBOXSERVICE']._serialized_end=4715
+  _globals['_SANDBOXSERVICE'].methods_by_name['CreateSandbox']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['CreateSandbox']._serialized_options = b'\202\323\344\223\002=\"\r/v1/sandboxes:\001*Z)\"$/v1/namespaces/{namespace}/sandboxes:\001*'
+  _globals['_SANDBOXSERVICE'].methods_by_name['ClaimSandbox']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['ClaimSandbox']._serialized_options = b'\202\323\344\223\002I\"\023/v1/sandboxes:claim:\001*Z/\"*/v1/namespaces/{namespace}/sandboxes:claim:\001*'
+  _globals['_SANDBOXSERVICE'].methods_by_name['GetSandbox']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['GetSandbox']._serialized_options = b'\202\323\344\223\002E\022\024/v1/sandboxes/{name}Z-\022+/v1/namespaces/{namespace}/sandboxes/{name}'
+  _globals['_SANDBOXSERVICE'].methods_by_name['ListSandboxes']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['ListSandboxes']._serialized_options = b'\202\323\344\223\0027\022\r/v1/sandboxesZ&\022$/v1/namespaces/{namespace}/sandboxes'
+  _globals['_SANDBOXSERVICE'].methods_by_name['WatchSandboxes']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['WatchSandboxes']._serialized_options = b'\202\323\344\223\002C\022\023/v1/sandboxes:watchZ,\022*/v1/namespaces/{namespace}/sandboxes:watch'
+  _globals['_SANDBOXSERVICE'].methods_by_name['SuspendSandbox']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['SuspendSandbox']._serialized_options = b'\202\323\344\223\002[\"\034/v1/sandboxes/{name}:suspend:\001*Z8\"3/v1/namespaces/{namespace}/sandboxes/{name}:suspend:\001*'
+  _globals['_SANDBOXSERVICE'].methods_by_name['ResumeSandbox']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['ResumeSandbox']._serialized_options = b'\202\323\344\223\002Y\"\033/v1/sandboxes/{name}:resume:\001*Z7\"2/v1/namespaces/{namespace}/sandboxes/{name}:resume:\001*'
+  _globals['_SANDBOXSERVICE'].methods_by_name['ExtendSandbox']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['ExtendSandbox']._serialized_options = b'\202\323\344\223\002Y\"\033/v1/sandboxes/{name}:extend:\001*Z7\"2/v1/namespaces/{namespace}/sandboxes/{name}:extend:\001*'
+  _globals['_SANDBOXSERVICE'].methods_by_name['DeleteSandbox']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['DeleteSandbox']._serialized_options = b'\202\323\344\223\002E*\024/v1/sandboxes/{name}Z-*+/v1/namespaces/{namespace}/sandboxes/{name}'
+  _globals['_SANDBOXSERVICE'].methods_by_name['ListTemplates']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['ListTemplates']._serialized_options = b'\202\323\344\223\0027\022\r/v1/templatesZ&\022$/v1/namespaces/{namespace}/templates'
+  _globals['_SANDBOXSERVICE'].methods_by_name['ListWarmPools']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['ListWarmPools']._serialized_options = b'\202\323\344\223\0027\022\r/v1/warmPoolsZ&\022$/v1/namespaces/{namespace}/warmPools'
+  _globals['_SANDBOXSERVICE'].methods_by_name['GetWarmPool']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['GetWarmPool']._serialized_options = b'\202\323\344\223\002E\022\024/v1/warmPools/{name}Z-\022+/v1/namespaces/{namespace}/warmPools/{name}'
+  _globals['_SANDBOXSERVICE'].methods_by_name['ScaleWarmPool']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['ScaleWarmPool']._serialized_options = b'\202\323\344\223\002W\"\032/v1/warmPools/{name}:scale:\001*Z6\"1/v1/namespaces/{namespace}/warmPools/{name}:scale:\001*'
+  _globals['_SANDBOXSERVICE'].methods_by_name['ReadFile']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['ReadFile']._serialized_options = b'\202\323\344\223\002a\022\"/v1/sandboxes/{sandbox}/files:readZ;\0229/v1/namespaces/{namespace}/sandboxes/{sandbox}/files:read'
+  _globals['_SANDBOXSERVICE'].methods_by_name['ListFiles']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['ListFiles']._serialized_options = b'\202\323\344\223\002W\022\035/v1/sandboxes/{sandbox}/filesZ6\0224/v1/namespaces/{namespace}/sandboxes/{sandbox}/files'
+  _globals['_SANDBOXSERVICE'].methods_by_name['StatFile']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['StatFile']._serialized_options = b'\202\323\344\223\002a\022\"/v1/sandboxes/{sandbox}/files:statZ;\0229/v1/namespaces/{namespace}/sandboxes/{sandbox}/files:stat'
+  _globals['_SANDBOXSERVICE'].methods_by_name['RemoveFile']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['RemoveFile']._serialized_options = b'\202\323\344\223\002W*\035/v1/sandboxes/{sandbox}/filesZ6*4/v1/namespaces/{namespace}/sandboxes/{sandbox}/files'
+  _globals['_SANDBOXSERVICE'].methods_by_name['MakeDir']._loaded_options = None
+  _globals['_SANDBOXSERVICE'].methods_by_name['MakeDir']._serialized_options = b'\202\323\344\223\002i\"#/v1/sandboxes/{sandbox}/files:mkdir:\001*Z?\":/v1/namespaces/{namespace}/sandboxes/{sandbox}/files:mkdir:\001*'
+  _globals['_CREATESANDBOXREQUEST']._serialized_start=217
+  _globals['_CREATESANDBOXREQUEST']._serialized_end=680
+  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_start=591
+  _globals['_CREATESANDBOXREQUEST_LABELSENTRY']._serialized_end=636
+  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_start=638
+  _globals['_CREATESANDBOXREQUEST_ENVENTRY']._serialized_end=680
+  _globals['_CREATESANDBOXRESPONSE']._serialized_start=682
+  _globals['_CREATESANDBOXRESPONSE']._serialized_end=743
+  _globals['_CLAIMSANDBOXREQUEST']._serialized_start=746
+  _globals['_CLAIMSANDBOXREQUEST']._serialized_end=1175
+  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_start=591
+  _globals['_CLAIMSANDBOXREQUEST_LABELSENTRY']._serialized_end=636
+  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_start=638
+  _globals['_CLAIMSANDBOXREQUEST_ENVENTRY']._serialized_end=680
+  _globals['_CLAIMSANDBOXRESPONSE']._serialized_start=1177
+  _globals['_CLAIMSANDBOXRESPONSE']._serialized_end=1251
+  _globals['_GETSANDBOXREQUEST']._serialized_start=1253
+  _globals['_GETSANDBOXREQUEST']._serialized_end=1305
+  _globals['_GETSANDBOXRESPONSE']._serialized_start=1307
+  _globals['_GETSANDBOXRESPONSE']._serialized_end=1365
+  _globals['_LISTSANDBOXESREQUEST']._serialized_start=1368
+  _globals['_LISTSANDBOXESREQUEST']._serialized_end=1502
+  _globals['_LISTSANDBOXESRESPONSE']._serialized_start=1504
+  _globals['_LISTSANDBOXESRESPONSE']._serialized_end=1592
+  _globals['_WATCHSANDBOXESREQUEST']._serialized_start=1594
+  _globals['_WATCHSANDBOXESREQUEST']._serialized_end=1719
+  _globals['_WATCHSANDBOXESRESPONSE']._serialized_start=1722
+  _globals['_WATCHSANDBOXESRESPONSE']._serialized_end=1956
+  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_start=1846
+  _globals['_WATCHSANDBOXESRESPONSE_EVENTTYPE']._serialized_end=1956
+  _globals['_SUSPENDSANDBOXREQUEST']._serialized_start=1958
+  _globals['_SUSPENDSANDBOXREQUEST']._serialized_end=2014
+  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_start=2016
+  _globals['_SUSPENDSANDBOXRESPONSE']._serialized_end=2078
+  _globals['_RESUMESANDBOXREQUEST']._serialized_start=2080
+  _globals['_RESUMESANDBOXREQUEST']._serialized_end=2152
+  _globals['_RESUMESANDBOXRESPONSE']._serialized_start=2154
+  _globals['_RESUMESANDBOXRESPONSE']._serialized_end=2215
+  _globals['_EXTENDSANDBOXREQUEST']._serialized_start=2218
+  _globals['_EXTENDSANDBOXREQUEST']._serialized_end=2364
+  _globals['_EXTENDSANDBOXRESPONSE']._serialized_start=2366
+  _globals['_EXTENDSANDBOXRESPONSE']._serialized_end=2427
+  _globals['_DELETESANDBOXREQUEST']._serialized_start=2429
+  _globals['_DELETESANDBOXREQUEST']._serialized_end=2484
+  _globals['_DELETESANDBOXRESPONSE']._serialized_start=2486
+  _globals['_DELETESANDBOXRESPONSE']._serialized_end=2509
+  _globals['_LISTTEMPLATESREQUEST']._serialized_start=2511
+  _globals['_LISTTEMPLATESREQUEST']._serialized_end=2591
+  _globals['_LISTTEMPLATESRESPONSE']._serialized_start=2593
+  _globals['_LISTTEMPLATESRESPONSE']._serialized_end=2682
+  _globals['_LISTWARMPOOLSREQUEST']._serialized_start=2684
+  _globals['_LISTWARMPOOLSREQUEST']._serialized_end=2764
+  _globals['_LISTWARMPOOLSRESPONSE']._serialized_start=2766
+  _globals['_LISTWARMPOOLSRESPONSE']._serialized_end=2856
+  _globals['_GETWARMPOOLREQUEST']._serialized_start=2858
+  _globals['_GETWARMPOOLREQUEST']._serialized_end=2911
+  _globals['_GETWARMPOOLRESPONSE']._serialized_start=2913
+  _globals['_GETWARMPOOLRESPONSE']._serialized_end=2975
+  _globals['_SCALEWARMPOOLREQUEST']._serialized_start=2977
+  _globals['_SCALEWARMPOOLREQUEST']._serialized_end=3050
+  _globals['_SCALEWARMPOOLRESPONSE']._serialized_start=3052
+  _globals['_SCALEWARMPOOLRESPONSE']._serialized_end=3116
+  _globals['_SANDBOXSERVICE']._serialized_start=3119
+  _globals['_SANDBOXSERVICE']._serialized_end=6309
 # @@protoc_insertion_point(module_scope)
