@@ -1,6 +1,7 @@
 # sandpod — one binary (cmd/sandpod), a Python client, a Go client.
 #
-#   make run     build and start `sandpod serve` on 127.0.0.1:50051
+#   make run     build and start `sandpod serve` on 127.0.0.1:50051 (gRPC)
+#                and 127.0.0.1:50052 (HTTP/JSON, docs/http.md)
 #                (local engine; template "python" with a warm pool of 2)
 #   make test    every check and test: lint, generated-code drift, Go unit
 #                and integration tests (incl. a real kube-apiserver + etcd),
@@ -14,6 +15,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 LISTEN ?= 127.0.0.1:50051
+HTTP_LISTEN ?= 127.0.0.1:50052
 # Fuzz targets run briefly in `make test`; FUZZTIME=10m make test-go for longer.
 FUZZTIME ?= 10s
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
@@ -33,7 +35,7 @@ build:
 	@hack/local/deps.sh bin
 
 run: build
-	bin/sandpod serve --listen $(LISTEN)
+	bin/sandpod serve --listen $(LISTEN) --http-listen $(HTTP_LISTEN)
 
 # The Python environment: the client (editable) with its dev tools.
 $(VENV)/.installed: pyproject.toml

@@ -1,0 +1,134 @@
+// Package httpapi serves sandpod's API as HTTP/JSON (docs/http.md): the
+// routes grpc-gateway generates from the google.api.http options of
+// sandpod.v1 (proto/sandpod/v1/gateway), every RPC without one at
+// POST /sandpod.v1.SandboxService/<Method>, a few routes written here for
+// what JSON does badly (exec as one POST, files as plain bytes), and the
+// OpenAPI document at /openapi.json.
+//
+// It calls the gRPC API through a client connection (in `sandpod serve`
+// and `sandpod bridge`, an in-process one), so every request passes the
+// same validation and the same authentication as a gRPC call: the
+// Authorization header travels as gRPC metadata.
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+	"github.com/sandpod/sandpod/proto/sandpod/v1/gateway"
+)
+
+const (
+	// DefaultMaxBodyBytes caps a JSON request body: the gRPC server takes
+	// messages up to 8 MiB, and JSON is never smaller than the message.
+	DefaultMaxBodyBytes = 8 << 20
+	// DefaultMaxUploadBytes caps one upload (PUT .../files/content, the
+	// streamed WriteFile and Exec routes): 1 GiB.
+	DefaultMaxUploadBytes = 1 << 30
+)
+
+// Options configure the HTTP API.
+type Options struct {
+	// MaxBodyBytes caps JSON request bodies (0: DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// MaxUploadBytes caps the body of an upload or of an exec's standard
+	// input (0: DefaultMaxUploadBytes).
+	MaxUploadBytes int64
+}
+
+// Server is the HTTP API over one gRPC client connection.
+type Server struct {
+	mux    *runtime.ServeMux
+	client sandpodv1.SandboxServiceClient
+	opts   Options
+	doc    []byte
+}
+
+// New builds the HTTP API over conn, a connection to the gRPC API.
+func New(ctx context.Context, conn grpc.ClientConnInterface, o Options) (*Server, error) {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxUploadBytes <= 0 {
+		o.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	doc, err := openAPI(gateway.OpenAPI)
+	if err != nil {
+		return nil, err
+	}
+	m := newMarshaler()
+	s := &Server{
+		mux: runtime.NewServeMux(
+			runtime.WithMarshalerOption(runtime.MIMEWildcard, m),
+			runtime.WithErrorHandler(errorHandler),
+			runtime.WithRoutingErrorHandler(routingErrorHandler),
+		),
+		client: sandpodv1.NewSandboxServiceClient(conn),
+		opts:   o,
+		doc:    doc,
+	}
+	if err := gateway.RegisterSandboxServiceHandlerClient(ctx, s.mux, s.client); err != nil {
+		return nil, err
+	}
+	for _, prefix := range []string{"/v1", "/v1/namespaces/{namespace}"} {
+		routes := []struct {
+			method, path string
+			h            runtime.HandlerFunc
+		}{
+			{"POST", prefix + "/sandboxes/{name}:exec", s.exec},
+			{"GET", prefix + "/sandboxes/{name}/files/content", s.download},
+			{"PUT", prefix + "/sandboxes/{name}/files/content", s.upload},
+		}
+		for _, rt := range routes {
+			if err := s.mux.HandlePath(rt.method, rt.path, rt.h); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := s.mux.HandlePath("GET", "/openapi.json", s.openAPI); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ServeHTTP caps the request body (uploads and exec input at
+// MaxUploadBytes, everything else at MaxBodyBytes) and routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	limit := s.opts.MaxBodyBytes
+	if isUpload(r) {
+		limit = s.opts.MaxUploadBytes
+		// An HTTP/1.1 server stops reading a request once its answer has
+		// begun, unless told otherwise: here input and output flow
+		// together (exec's stdin and output, the streamed gRPC forms).
+		_ = http.NewResponseController(w).EnableFullDuplex()
+	}
+	r, ok := withLimit(w, r, limit)
+	if !ok {
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// isUpload tells the routes whose body is data, not one JSON message.
+func isUpload(r *http.Request) bool {
+	p := r.URL.Path
+	switch {
+	case r.Method == http.MethodPut && strings.HasSuffix(p, "/files/content"):
+		return true
+	case r.Method == http.MethodPost && strings.HasSuffix(p, ":exec"):
+		return true
+	case p == "/sandpod.v1.SandboxService/WriteFile", p == "/sandpod.v1.SandboxService/Exec":
+		return true
+	}
+	return false
+}
+
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(s.doc)
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sandpod/sandpod/bridge"
+	"github.com/sandpod/sandpod/bridge/httpapi"
+)
+
+// httpFlags are the flags of the HTTP/JSON API (docs/http.md), shared by
+// `serve` and `bridge`.
+type httpFlags struct {
+	listen    string
+	maxUpload int64
+}
+
+func (f *httpFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "http-listen", "", "also serve the API as HTTP/JSON on this address (e.g. 127.0.0.1:50052), with the same tokens and TLS; off when empty")
+	fs.Int64Var(&f.maxUpload, "http-max-upload", httpapi.DefaultMaxUploadBytes, "largest HTTP upload (PUT .../files/content) or exec standard input, in bytes; larger is answered 413")
+}
+
+// serveHTTP starts the HTTP/JSON API when --http-listen is set: a gateway
+// that calls b through an in-process gRPC connection, so that it passes the
+// same authentication as a gRPC caller. It is listening when serveHTTP
+// returns; stop shuts it down (streams are cut after 5s).
+func serveHTTP(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridge.Options, f serverFlags) (stop func(), err error) {
+	if f.http.listen == "" {
+		return func() {}, nil
+	}
+	conn, stopConn, err := b.InProcess(bo)
+	if err != nil {
+		return nil, err
+	}
+	api, err := httpapi.New(ctx, conn, httpapi.Options{MaxUploadBytes: f.http.maxUpload})
+	if err != nil {
+		stopConn()
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", f.http.listen)
+	if err != nil {
+		stopConn()
+		return nil, err
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 30 * time.Second, TLSConfig: f.tlsConfig}
+	go func() {
+		var err error
+		if f.tlsConfig != nil {
+			err = srv.ServeTLS(lis, "", "")
+		} else {
+			err = srv.Serve(lis)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("HTTP API", "err", err)
+		}
+	}()
+	log.Info("sandpod HTTP API listening", "address", lis.Addr().String(), "tls", f.tlsConfig != nil, "openapi", "/openapi.json")
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			_ = srv.Close()
+		}
+		stopConn()
+	}, nil
+}
