@@ -25,10 +25,11 @@ import (
 // over the limit of its route.
 const ReasonRequestTooLarge = "REQUEST_TOO_LARGE"
 
-// errorBody is the JSON of every error: google.rpc.Status as grpc-gateway
-// writes it (code, message, details), plus the code's name and the
-// ErrorInfo reason, so that a caller needs neither a table of numbers nor
-// to dig in details.
+// errorBody is the JSON of every error, always under "error" ({"error":
+// {...}}) whether it is the whole answer or the last line of a stream:
+// google.rpc.Status as grpc-gateway writes it (code, message, details),
+// plus the code's name and the ErrorInfo reason, so that a caller needs
+// neither a table of numbers nor to dig in details.
 type errorBody struct {
 	// Code is the gRPC code number (5), Status its name ("NOT_FOUND").
 	Code    int32             `json:"code"`
@@ -102,9 +103,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeStatus(w http.ResponseWriter, st *spb.Status, httpCode int) {
-	buf, err := json.Marshal(newErrorBody(st))
+	buf, err := json.Marshal(map[string]errorBody{"error": newErrorBody(st)})
 	if err != nil {
-		buf = []byte(`{"code":13,"status":"INTERNAL","message":"error body could not be encoded","details":[]}`)
+		buf = []byte(`{"error":{"code":13,"status":"INTERNAL","message":"error body could not be encoded","details":[]}}`)
 	}
 	h := w.Header()
 	h.Del("Content-Length")
@@ -136,9 +137,9 @@ func routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marsh
 	writeStatus(w, status.New(c, msg).Proto(), httpCode)
 }
 
-// streamError is one line of a streamed answer that ends in an error (the
-// status line has gone out already): {"error": {...}} as grpc-gateway
-// writes it, with the same fields as any other error.
+// streamError is the last line of a streamed answer that ends in an error
+// (the status line has gone out already): {"error": {...}} as grpc-gateway
+// writes it, and as every other error is written.
 func streamError(err error) []byte {
 	buf, _ := json.Marshal(map[string]errorBody{"error": newErrorBody(status.Convert(err).Proto())})
 	return append(buf, '\n')

@@ -46,10 +46,11 @@ func TestWriteErrorStatusAndBody(t *testing.T) {
 			if ct := w.Header().Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type %q", ct)
 			}
-			var body errorBody
-			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			var wrapped struct{ Error errorBody }
+			if err := json.Unmarshal(w.Body.Bytes(), &wrapped); err != nil {
 				t.Fatalf("body %q: %v", w.Body, err)
 			}
+			body := wrapped.Error
 			if body.Status != tc.status || body.Reason != tc.reason || codes.Code(body.Code).String() == "" {
 				t.Errorf("body %+v, want status %s reason %q", body, tc.status, tc.reason)
 			}

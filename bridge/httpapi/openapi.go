@@ -55,6 +55,26 @@ func openAPI(generated []byte) ([]byte, error) {
 		paths["/v1"+suffix] = plain
 		paths["/v1/namespaces/{namespace}"+suffix] = namespaced
 	}
+	// An error answer is {"error": Status} (errorBody), a stream's last
+	// line as much as a whole answer.
+	defs["Error"] = map[string]any{
+		"type":        "object",
+		"description": "Every error answer: {\"error\": {...}}, with the HTTP status of the gRPC code (413 for a body over its limit).",
+		"properties":  map[string]any{"error": map[string]any{"$ref": "#/definitions/Status"}},
+	}
+	for _, methods := range paths {
+		ops, _ := methods.(map[string]any)
+		for _, op := range ops {
+			responses, _ := op.(map[string]any)["responses"].(map[string]any)
+			for code, r := range responses {
+				resp, _ := r.(map[string]any)
+				schema, _ := resp["schema"].(map[string]any)
+				if code != "200" && schema["$ref"] == "#/definitions/Status" {
+					resp["schema"] = map[string]any{"$ref": "#/definitions/Error"}
+				}
+			}
+		}
+	}
 	return json.MarshalIndent(doc, "", "  ")
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/proto/sandpod/v1/gateway"
@@ -67,6 +68,7 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, o Options) (*Server
 			runtime.WithMarshalerOption(runtime.MIMEWildcard, m),
 			runtime.WithErrorHandler(errorHandler),
 			runtime.WithRoutingErrorHandler(routingErrorHandler),
+			runtime.WithForwardResponseOption(streamHeadersAtOnce),
 		),
 		client: sandpodv1.NewSandboxServiceClient(conn),
 		opts:   o,
@@ -131,4 +133,26 @@ func isUpload(r *http.Request) bool {
 func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(s.doc)
+}
+
+// streamHeadersAtOnce sends the status line of a server stream as soon as
+// the gRPC server has sent its headers, rather than with the first message
+// (grpc-gateway's way): a watch sends its headers when it is live, and a
+// caller waiting for them then knows it misses no change made after that,
+// as a gRPC caller does, even when no change comes for a long time.
+// ForwardResponseStream calls it once with no message before streaming; a
+// stream that failed before its headers has none, and keeps its error
+// status.
+func streamHeadersAtOnce(ctx context.Context, w http.ResponseWriter, m proto.Message) error {
+	if m != nil {
+		return nil
+	}
+	md, ok := runtime.ServerMetadataFromContext(ctx)
+	if !ok || len(md.HeaderMD) == 0 {
+		return nil
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	return http.NewResponseController(w).Flush()
 }
