@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/sandpod/sandpod/bridge"
@@ -47,7 +48,9 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 		stopConn()
 		return nil, err
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 30 * time.Second, TLSConfig: f.tlsConfig}
+	// No read or write timeout: execs, watches and uploads last as long
+	// as they need. Headers must come promptly, idle connections go.
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: f.tlsConfig}
 	go func() {
 		var err error
 		if f.tlsConfig != nil {
@@ -60,12 +63,20 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 		}
 	}()
 	log.Info("sandpod HTTP API listening", "address", lis.Addr().String(), "tls", f.tlsConfig != nil, "openapi", "/openapi.json")
-	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if srv.Shutdown(sctx) != nil {
-			_ = srv.Close()
-		}
-		stopConn()
-	}, nil
+	// Shut down when ctx ends, alongside the gRPC server's graceful stop
+	// (not after it: both get the same 5 s for their streams), or when
+	// stop is called.
+	var once sync.Once
+	shutdown := func() {
+		once.Do(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if srv.Shutdown(sctx) != nil {
+				_ = srv.Close() // cuts the streams still open (watches, long execs)
+			}
+			stopConn()
+		})
+	}
+	go func() { <-ctx.Done(); shutdown() }()
+	return shutdown, nil
 }

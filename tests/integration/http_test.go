@@ -28,15 +28,21 @@ const httpUploadLimit = 1 << 20
 // httpServer starts serve with --http-listen and returns its base URL.
 func httpServer(t *testing.T, token string) string {
 	t.Helper()
+	url, _ := startHTTPServer(t, token)
+	return url
+}
+
+func startHTTPServer(t *testing.T, token string) (string, *testserver.Server) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
-	testserver.Start(t, testserver.Options{Token: token, ExtraArgs: []string{
+	srv := testserver.Start(t, testserver.Options{Token: token, ExtraArgs: []string{
 		"--http-listen", addr, "--http-max-upload", strconv.Itoa(httpUploadLimit)}})
-	return "http://" + addr
+	return "http://" + addr, srv
 }
 
 type httpAnswer struct {
@@ -420,4 +426,28 @@ func TestHTTPAuth(t *testing.T) {
 	}
 	// The document describes the API, not its data: served to anyone.
 	call(t, "GET", base+"/openapi.json", nil).ok(t, nil)
+}
+
+// TestHTTPStopEndsStreams: a watch open over HTTP does not keep serve from
+// stopping (testserver fails a stop that takes 30 s), and its caller sees
+// the stream end.
+func TestHTTPStopEndsStreams(t *testing.T) {
+	base, srv := startHTTPServer(t, "")
+	wctx := ctx(t)
+	req, _ := http.NewRequestWithContext(wctx, "GET", base+"/v1/sandboxes:watch", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("watch: HTTP %d", resp.StatusCode)
+	}
+	srv.Stop(t)
+	if _, err := io.ReadAll(resp.Body); wctx.Err() != nil {
+		t.Fatalf("the watch did not end with serve: %v", err)
+	}
+	if !strings.Contains(srv.Log(), "sandpod serve stopped") {
+		t.Errorf("serve did not stop cleanly:\n%s", srv.Log())
+	}
 }
