@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/testserver"
@@ -449,5 +454,52 @@ func TestHTTPStopEndsStreams(t *testing.T) {
 	}
 	if !strings.Contains(srv.Log(), "sandpod serve stopped") {
 		t.Errorf("serve did not stop cleanly:\n%s", srv.Log())
+	}
+}
+
+// TestHTTPOverTLS: with --tls-cert the HTTP API serves HTTPS with the same
+// certificate (HTTP/2 included, the exec stream over it), and no plaintext.
+func TestHTTPOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, cert := selfSigned(t, dir, "http")
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	testserver.Start(t, testserver.Options{
+		ExtraArgs:   []string{"--tls-cert", certFile, "--tls-key", keyFile, "--http-listen", addr},
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: roots}))},
+	})
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}}
+	req, _ := http.NewRequestWithContext(ctx(t), "POST", "https://"+addr+"/v1/sandboxes:claim", strings.NewReader(`{"template": "python"}`))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claimed httpSandbox
+	err = json.NewDecoder(resp.Body).Decode(&claimed)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Fatalf("claim over HTTPS: HTTP %d (%s), %v", resp.StatusCode, resp.Proto, err)
+	}
+	req, _ = http.NewRequestWithContext(ctx(t), "POST", "https://"+addr+"/v1/sandboxes/"+claimed.Sandbox.Name+":exec?argv=cat", strings.NewReader("over h2"))
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := readExec(t, resp.Body)
+	resp.Body.Close()
+	if out.stdout != "over h2" || out.exitCode != 0 {
+		t.Fatalf("exec over HTTP/2: %+v", out)
+	}
+	if plain, err := http.Get("http://" + addr + "/v1/templates"); err == nil {
+		plain.Body.Close()
+		if plain.StatusCode == 200 {
+			t.Fatal("a plaintext request to the TLS HTTP API succeeded")
+		}
 	}
 }
