@@ -146,3 +146,50 @@ func TestOpenAPIHasTheHandWrittenRoutes(t *testing.T) {
 		t.Error("Status has no reason")
 	}
 }
+
+func TestCheckBrowser(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		open    bool
+		allowed []string
+		method  string
+		host    string
+		origin  string
+		preflt  bool
+		pass    bool
+		code    int
+	}{
+		{"curl to 127.0.0.1", true, nil, "POST", "127.0.0.1:50052", "", false, true, 0},
+		{"curl to localhost", true, nil, "GET", "localhost:50052", "", false, true, 0},
+		{"curl to [::1]", true, nil, "GET", "[::1]:50052", "", false, true, 0},
+		{"DNS rebinding, open server", true, nil, "GET", "evil.example:50052", "", false, false, 403},
+		{"a name, server with tokens", false, nil, "GET", "sandpod-bridge.sandpod-system:50052", "", false, true, 0},
+		{"a page's POST, open server", true, nil, "POST", "127.0.0.1:50052", "https://evil.example", false, false, 403},
+		{"a page's POST, server with tokens", false, nil, "POST", "bridge:50052", "https://evil.example", false, false, 403},
+		{"an allowed page", false, []string{"https://app.example"}, "POST", "bridge:50052", "https://app.example", false, true, 0},
+		{"any page allowed", true, []string{"*"}, "GET", "127.0.0.1:50052", "https://app.example", false, true, 0},
+		{"preflight of an allowed page", false, []string{"https://app.example"}, "OPTIONS", "bridge:50052", "https://app.example", true, false, 204},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{opts: Options{Open: tc.open, AllowedOrigins: tc.allowed}}
+			r := httptest.NewRequest(tc.method, "/v1/sandboxes", nil)
+			r.Host = tc.host
+			if tc.origin != "" {
+				r.Header.Set("Origin", tc.origin)
+			}
+			if tc.preflt {
+				r.Header.Set("Access-Control-Request-Method", "POST")
+			}
+			w := httptest.NewRecorder()
+			if got := s.checkBrowser(w, r); got != tc.pass {
+				t.Fatalf("pass = %v, want %v (%d %s)", got, tc.pass, w.Code, w.Body)
+			}
+			if !tc.pass && w.Code != tc.code {
+				t.Fatalf("HTTP %d, want %d", w.Code, tc.code)
+			}
+			if tc.pass && tc.origin != "" && w.Header().Get("Access-Control-Allow-Origin") != tc.origin {
+				t.Errorf("no CORS header for an allowed origin: %v", w.Header())
+			}
+		})
+	}
+}

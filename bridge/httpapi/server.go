@@ -40,6 +40,12 @@ type Options struct {
 	// MaxUploadBytes caps the body of an upload or of an exec's standard
 	// input (0: DefaultMaxUploadBytes).
 	MaxUploadBytes int64
+	// Open says the gRPC server authenticates nobody: then only requests
+	// to an IP address or localhost are answered (origin.go).
+	Open bool
+	// AllowedOrigins are the web origins (scheme://host[:port], or "*")
+	// whose pages may call the API, with CORS; others are refused.
+	AllowedOrigins []string
 }
 
 // Server is the HTTP API over one gRPC client connection.
@@ -98,9 +104,12 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, o Options) (*Server
 	return s, nil
 }
 
-// ServeHTTP caps the request body (uploads and exec input at
+// ServeHTTP refuses web pages it does not know (origin.go), caps the request body (uploads and exec input at
 // MaxUploadBytes, everything else at MaxBodyBytes) and routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.checkBrowser(w, r) {
+		return
+	}
 	limit := s.opts.MaxBodyBytes
 	if isUpload(r) {
 		limit = s.opts.MaxUploadBytes

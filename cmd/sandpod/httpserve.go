@@ -19,11 +19,13 @@ import (
 type httpFlags struct {
 	listen    string
 	maxUpload int64
+	origins   stringList
 }
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "http-listen", "", "also serve the API as HTTP/JSON on this address (e.g. 127.0.0.1:50052), with the same tokens and TLS; off when empty")
 	fs.Int64Var(&f.maxUpload, "http-max-upload", httpapi.DefaultMaxUploadBytes, "largest HTTP upload (PUT .../files/content) or exec standard input, in bytes; larger is answered 413")
+	fs.Var(&f.origins, "http-allow-origin", "a web origin (https://app.example.com, or *) whose pages may call the HTTP API, with CORS (repeatable; default: requests from web pages are refused)")
 }
 
 // serveHTTP starts the HTTP/JSON API when --http-listen is set: a gateway
@@ -38,7 +40,8 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 	if err != nil {
 		return nil, err
 	}
-	api, err := httpapi.New(ctx, conn, httpapi.Options{MaxUploadBytes: f.http.maxUpload})
+	api, err := httpapi.New(ctx, conn, httpapi.Options{MaxUploadBytes: f.http.maxUpload,
+		Open: len(bo.Authenticators) == 0, AllowedOrigins: f.http.origins})
 	if err != nil {
 		stopConn()
 		return nil, err

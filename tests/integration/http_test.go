@@ -313,6 +313,10 @@ func TestHTTPClaimGetListExecFiles(t *testing.T) {
 			wantError(t, 413, "RESOURCE_EXHAUSTED", "REQUEST_TOO_LARGE")
 		call(t, "POST", base+"/v1/sandboxes/"+name+":exec", nil).wantError(t, 400, "INVALID_ARGUMENT", "")
 		call(t, "GET", base+"/v1/no/such/route", nil).wantError(t, 404, "NOT_FOUND", "")
+		// A web page (Origin) is refused unless allowed: no cross-site
+		// request may claim or run commands on a server without tokens.
+		call(t, "POST", base+"/v1/sandboxes:claim", `{"template": "python"}`, "Origin", "https://evil.example", "Content-Type", "text/plain").
+			wantError(t, 403, "PERMISSION_DENIED", "")
 		// A stream refused before it starts keeps its status too.
 		call(t, "GET", base+"/v1/sandboxes:watch?labelSelector=a%3D%3D%3Db", nil).wantError(t, 400, "INVALID_ARGUMENT", "")
 	})
