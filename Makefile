@@ -1,6 +1,7 @@
 # sandpod — one binary (cmd/sandpod), a Python client, a Go client.
 #
-#   make run     build and start `sandpod serve` on 127.0.0.1:50051
+#   make run     build and start `sandpod serve` on 127.0.0.1:50051 (gRPC)
+#                and 127.0.0.1:50052 (HTTP/JSON, docs/http.md)
 #                (local engine; template "python" with a warm pool of 2)
 #   make test    every check and test: lint, generated-code drift, Go unit
 #                and integration tests (incl. a real kube-apiserver + etcd),
@@ -15,6 +16,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 LISTEN ?= 127.0.0.1:50051
 PREVIEW_LISTEN ?= 127.0.0.1:50053
+HTTP_LISTEN ?= 127.0.0.1:50052
 # Fuzz targets run briefly in `make test`; FUZZTIME=10m make test-go for longer.
 FUZZTIME ?= 10s
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
@@ -34,7 +36,7 @@ build:
 	@hack/local/deps.sh bin
 
 run: build
-	bin/sandpod serve --listen $(LISTEN) --preview-listen $(PREVIEW_LISTEN)
+	bin/sandpod serve --listen $(LISTEN) --http-listen $(HTTP_LISTEN) --preview-listen $(PREVIEW_LISTEN)
 
 # The Python environment: the client (editable) with its dev tools.
 $(VENV)/.installed: pyproject.toml

@@ -64,6 +64,8 @@ type localSuite struct {
 	floorCount                                          int
 	w1, r1, w100, r100                                  series
 	previewGet                                          series
+	httpWarm, httpGet                                   series   // bench/local_http.go
+	skipped                                             []string // figures left out, and why
 	coldClaims                                          int
 	profile                                             *profileCapture
 	cpu                                                 []cpuShare
@@ -90,6 +92,9 @@ func (l *localSuite) run(ctx context.Context) error {
 	for r := 0; r < l.p.Repeats; r++ {
 		l.log("run %d/%d", r+1, l.p.Repeats)
 		if err := l.runOnce(ctx, r == l.p.Repeats-1); err != nil {
+			return fmt.Errorf("run %d: %w", r+1, err)
+		}
+		if err := l.httpClaims(ctx); err != nil {
 			return fmt.Errorf("run %d: %w", r+1, err)
 		}
 	}
@@ -540,6 +545,10 @@ func (l *localSuite) rows() []Row {
 	}
 	return append([]Row{
 		lat("warm claim (Go, raw gRPC)", &l.warm, "— (≤ 3 ms is for the Python client)", nil, warmNote),
+		lat("warm claim over HTTP/JSON (Python httpx)", &l.httpWarm, "p50 ≤ 5 ms", func(p50, _ float64) bool { return p50 <= 5 },
+			"POST /v1/sandboxes:claim on one keep-alive httpx.Client, timed in Python (bench/http_claims.py), from a full pool"),
+		lat("GET a sandbox over HTTP/JSON (Python httpx)", &l.httpGet, "", nil,
+			"GET /v1/sandboxes/{name}, same client: a small call's round trip, what the HTTP layer costs"),
 		lat("cold create (ready)", &l.cold, "", nil, "CreateSandbox, waits until RUNNING"),
 		lat("suspend", &l.suspend, "", nil, ""),
 		lat("resume (ready)", &l.resume, "", nil, "ResumeSandbox, waits until RUNNING"),

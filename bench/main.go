@@ -159,6 +159,7 @@ func runLocal(ctx context.Context, rep *Report, p localParams, binPath string, w
 	}
 	logf("local engine suite took %s", time.Since(t0).Round(time.Second))
 	rep.Rows = append(rep.Rows, suite.rows()...)
+	rep.Notes = append(rep.Notes, suite.skipped...)
 	for i, c := range suite.cpu {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("exec throughput run %d: %d execs in %.1fs; CPU per exec: server %.2f ms, agent+children %.2f ms, bench client %.2f ms; machine busy %.2f of %d cores",
 			i+1, c.Execs, c.Seconds, c.ServerCPUms, c.AgentCPUms, c.BenchCPUms, c.MachineBusy, c.MachineCores))

@@ -48,16 +48,17 @@ spec:
 
 // server is one `sandpod serve` started by the benchmark.
 type server struct {
-	bin     string
-	dir     string // temporary: config, state, log
-	addr    string
-	pprof   string
-	preview string // the preview listener's address
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	logPath string
-	conn    *grpc.ClientConn
-	api     sandpodv1.SandboxServiceClient
+	bin      string
+	dir      string // temporary: config, state, log
+	addr     string
+	pprof    string
+	httpAddr string // the HTTP/JSON API (--http-listen)
+	preview  string // the preview listener's address
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	logPath  string
+	conn     *grpc.ClientConn
+	api      sandpodv1.SandboxServiceClient
 }
 
 // ensureBinary returns bin, building it from ./cmd/sandpod when missing.
@@ -104,6 +105,10 @@ func startServer(ctx context.Context, bin string, poolSize int, withPprof bool) 
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--address-file", addrFile,
 		"--state-dir", filepath.Join(dir, "state"), "--config", cfg,
 		"--preview-listen", "127.0.0.1:0", "--preview-address-file", filepath.Join(dir, "preview-address")}
+	if s.httpAddr, err = freePort(); err != nil {
+		return nil, err
+	}
+	args = append(args, "--http-listen", s.httpAddr)
 	if withPprof {
 		if s.pprof, err = freePort(); err != nil {
 			return nil, err

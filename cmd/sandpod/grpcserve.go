@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"log/slog"
@@ -23,6 +24,8 @@ type serverFlags struct {
 	listen, addrFile, tokenFile string
 	tlsCert, tlsKey, pprof      string
 	preview                     previewFlags
+	http                        httpFlags
+	tlsConfig                   *tls.Config // from --tls-cert, for the HTTP API too
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -33,6 +36,7 @@ func (f *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.StringVar(&f.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
 	f.preview.register(fs)
+	f.http.register(fs)
 }
 
 func (f *serverFlags) check() error {
@@ -58,6 +62,7 @@ func (f *serverFlags) bridgeOptions() (bridge.Options, error) {
 			return bo, err
 		}
 		bo.ServerOptions = append(bo.ServerOptions, grpc.Creds(credentials.NewTLS(certs.TLSConfig())))
+		f.tlsConfig = certs.TLSConfig()
 	}
 	return bo, nil
 }
@@ -83,6 +88,12 @@ func serveGRPC(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 			return err
 		}
 	}
+	stopHTTP, err := serveHTTP(ctx, log, b, bo, f)
+	if err != nil {
+		_ = lis.Close()
+		return err
+	}
+	defer stopHTTP()
 	if f.pprof != "" {
 		go func() { log.Info("pprof", "err", http.ListenAndServe(f.pprof, nil)) }()
 	}

@@ -7,6 +7,7 @@
 package sandpodv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -1675,7 +1676,7 @@ var File_sandpod_v1_sandbox_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	" sandpod/v1/sandbox_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\"\xc5\x04\n" +
+	"sandpod.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\"\xc5\x04\n" +
 	"\x14CreateSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -1798,31 +1799,31 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\breplicas\x18\x03 \x01(\x05R\breplicas\"J\n" +
 	"\x15ScaleWarmPoolResponse\x121\n" +
-	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xe4\x12\n" +
-	"\x0eSandboxService\x12T\n" +
-	"\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\x12Q\n" +
-	"\fClaimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\x12K\n" +
+	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xe0\x1f\n" +
+	"\x0eSandboxService\x12\x99\x01\n" +
+	"\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\"C\x82\xd3\xe4\x93\x02=:\x01*Z):\x01*\"$/v1/namespaces/{namespace}/sandboxes\"\r/v1/sandboxes\x12\xa2\x01\n" +
+	"\fClaimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\"O\x82\xd3\xe4\x93\x02I:\x01*Z/:\x01*\"*/v1/namespaces/{namespace}/sandboxes:claim\"\x13/v1/sandboxes:claim\x12\x98\x01\n" +
 	"\n" +
-	"GetSandbox\x12\x1d.sandpod.v1.GetSandboxRequest\x1a\x1e.sandpod.v1.GetSandboxResponse\x12T\n" +
-	"\rListSandboxes\x12 .sandpod.v1.ListSandboxesRequest\x1a!.sandpod.v1.ListSandboxesResponse\x12Y\n" +
-	"\x0eWatchSandboxes\x12!.sandpod.v1.WatchSandboxesRequest\x1a\".sandpod.v1.WatchSandboxesResponse0\x01\x12W\n" +
-	"\x0eSuspendSandbox\x12!.sandpod.v1.SuspendSandboxRequest\x1a\".sandpod.v1.SuspendSandboxResponse\x12T\n" +
-	"\rResumeSandbox\x12 .sandpod.v1.ResumeSandboxRequest\x1a!.sandpod.v1.ResumeSandboxResponse\x12Q\n" +
-	"\fPauseSandbox\x12\x1f.sandpod.v1.PauseSandboxRequest\x1a .sandpod.v1.PauseSandboxResponse\x12T\n" +
-	"\rExtendSandbox\x12 .sandpod.v1.ExtendSandboxRequest\x1a!.sandpod.v1.ExtendSandboxResponse\x12T\n" +
-	"\rDeleteSandbox\x12 .sandpod.v1.DeleteSandboxRequest\x1a!.sandpod.v1.DeleteSandboxResponse\x12T\n" +
-	"\rListTemplates\x12 .sandpod.v1.ListTemplatesRequest\x1a!.sandpod.v1.ListTemplatesResponse\x12T\n" +
-	"\rListWarmPools\x12 .sandpod.v1.ListWarmPoolsRequest\x1a!.sandpod.v1.ListWarmPoolsResponse\x12N\n" +
-	"\vGetWarmPool\x12\x1e.sandpod.v1.GetWarmPoolRequest\x1a\x1f.sandpod.v1.GetWarmPoolResponse\x12T\n" +
-	"\rScaleWarmPool\x12 .sandpod.v1.ScaleWarmPoolRequest\x1a!.sandpod.v1.ScaleWarmPoolResponse\x12=\n" +
-	"\x04Exec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x010\x01\x12G\n" +
-	"\bReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse0\x01\x12J\n" +
-	"\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12H\n" +
-	"\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\x12E\n" +
-	"\bStatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n" +
+	"GetSandbox\x12\x1d.sandpod.v1.GetSandboxRequest\x1a\x1e.sandpod.v1.GetSandboxResponse\"K\x82\xd3\xe4\x93\x02EZ-\x12+/v1/namespaces/{namespace}/sandboxes/{name}\x12\x14/v1/sandboxes/{name}\x12\x93\x01\n" +
+	"\rListSandboxes\x12 .sandpod.v1.ListSandboxesRequest\x1a!.sandpod.v1.ListSandboxesResponse\"=\x82\xd3\xe4\x93\x027Z&\x12$/v1/namespaces/{namespace}/sandboxes\x12\r/v1/sandboxes\x12\xa4\x01\n" +
+	"\x0eWatchSandboxes\x12!.sandpod.v1.WatchSandboxesRequest\x1a\".sandpod.v1.WatchSandboxesResponse\"I\x82\xd3\xe4\x93\x02CZ,\x12*/v1/namespaces/{namespace}/sandboxes:watch\x12\x13/v1/sandboxes:watch0\x01\x12\xba\x01\n" +
+	"\x0eSuspendSandbox\x12!.sandpod.v1.SuspendSandboxRequest\x1a\".sandpod.v1.SuspendSandboxResponse\"a\x82\xd3\xe4\x93\x02[:\x01*Z8:\x01*\"3/v1/namespaces/{namespace}/sandboxes/{name}:suspend\"\x1c/v1/sandboxes/{name}:suspend\x12\xb5\x01\n" +
+	"\rResumeSandbox\x12 .sandpod.v1.ResumeSandboxRequest\x1a!.sandpod.v1.ResumeSandboxResponse\"_\x82\xd3\xe4\x93\x02Y:\x01*Z7:\x01*\"2/v1/namespaces/{namespace}/sandboxes/{name}:resume\"\x1b/v1/sandboxes/{name}:resume\x12\xb0\x01\n" +
+	"\fPauseSandbox\x12\x1f.sandpod.v1.PauseSandboxRequest\x1a .sandpod.v1.PauseSandboxResponse\"]\x82\xd3\xe4\x93\x02W:\x01*Z6:\x01*\"1/v1/namespaces/{namespace}/sandboxes/{name}:pause\"\x1a/v1/sandboxes/{name}:pause\x12\xb5\x01\n" +
+	"\rExtendSandbox\x12 .sandpod.v1.ExtendSandboxRequest\x1a!.sandpod.v1.ExtendSandboxResponse\"_\x82\xd3\xe4\x93\x02Y:\x01*Z7:\x01*\"2/v1/namespaces/{namespace}/sandboxes/{name}:extend\"\x1b/v1/sandboxes/{name}:extend\x12\xa1\x01\n" +
+	"\rDeleteSandbox\x12 .sandpod.v1.DeleteSandboxRequest\x1a!.sandpod.v1.DeleteSandboxResponse\"K\x82\xd3\xe4\x93\x02EZ-*+/v1/namespaces/{namespace}/sandboxes/{name}*\x14/v1/sandboxes/{name}\x12\x93\x01\n" +
+	"\rListTemplates\x12 .sandpod.v1.ListTemplatesRequest\x1a!.sandpod.v1.ListTemplatesResponse\"=\x82\xd3\xe4\x93\x027Z&\x12$/v1/namespaces/{namespace}/templates\x12\r/v1/templates\x12\x93\x01\n" +
+	"\rListWarmPools\x12 .sandpod.v1.ListWarmPoolsRequest\x1a!.sandpod.v1.ListWarmPoolsResponse\"=\x82\xd3\xe4\x93\x027Z&\x12$/v1/namespaces/{namespace}/warmPools\x12\r/v1/warmPools\x12\x9b\x01\n" +
+	"\vGetWarmPool\x12\x1e.sandpod.v1.GetWarmPoolRequest\x1a\x1f.sandpod.v1.GetWarmPoolResponse\"K\x82\xd3\xe4\x93\x02EZ-\x12+/v1/namespaces/{namespace}/warmPools/{name}\x12\x14/v1/warmPools/{name}\x12\xb3\x01\n" +
+	"\rScaleWarmPool\x12 .sandpod.v1.ScaleWarmPoolRequest\x1a!.sandpod.v1.ScaleWarmPoolResponse\"]\x82\xd3\xe4\x93\x02W:\x01*Z6:\x01*\"1/v1/namespaces/{namespace}/warmPools/{name}:scale\"\x1a/v1/warmPools/{name}:scale\x12=\n" +
+	"\x04Exec\x12\x17.sandpod.v1.ExecRequest\x1a\x18.sandpod.v1.ExecResponse(\x010\x01\x12\xb0\x01\n" +
+	"\bReadFile\x12\x1b.sandpod.v1.ReadFileRequest\x1a\x1c.sandpod.v1.ReadFileResponse\"g\x82\xd3\xe4\x93\x02aZ;\x129/v1/namespaces/{namespace}/sandboxes/{sandbox}/files:read\x12\"/v1/sandboxes/{sandbox}/files:read0\x01\x12J\n" +
+	"\tWriteFile\x12\x1c.sandpod.v1.WriteFileRequest\x1a\x1d.sandpod.v1.WriteFileResponse(\x01\x12\xa7\x01\n" +
+	"\tListFiles\x12\x1c.sandpod.v1.ListFilesRequest\x1a\x1d.sandpod.v1.ListFilesResponse\"]\x82\xd3\xe4\x93\x02WZ6\x124/v1/namespaces/{namespace}/sandboxes/{sandbox}/files\x12\x1d/v1/sandboxes/{sandbox}/files\x12\xae\x01\n" +
+	"\bStatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\"g\x82\xd3\xe4\x93\x02aZ;\x129/v1/namespaces/{namespace}/sandboxes/{sandbox}/files:stat\x12\"/v1/sandboxes/{sandbox}/files:stat\x12\xaa\x01\n" +
 	"\n" +
-	"RemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12B\n" +
-	"\aMakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12M\n" +
+	"RemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\"]\x82\xd3\xe4\x93\x02WZ6*4/v1/namespaces/{namespace}/sandboxes/{sandbox}/files*\x1d/v1/sandboxes/{sandbox}/files\x12\xb3\x01\n" +
+	"\aMakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\"o\x82\xd3\xe4\x93\x02i:\x01*Z?:\x01*\":/v1/namespaces/{namespace}/sandboxes/{sandbox}/files:mkdir\"#/v1/sandboxes/{sandbox}/files:mkdir\x12M\n" +
 	"\n" +
 	"WatchFiles\x12\x1d.sandpod.v1.WatchFilesRequest\x1a\x1e.sandpod.v1.WatchFilesResponse0\x01\x12K\n" +
 	"\n" +

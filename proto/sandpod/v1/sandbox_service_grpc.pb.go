@@ -62,6 +62,10 @@ const (
 // (message names the field), FAILED_PRECONDITION (e.g. exec on a suspended
 // sandbox whose template does not auto-resume), RESOURCE_EXHAUSTED (limits),
 // UNAVAILABLE (retry), DEADLINE_EXCEEDED.
+//
+// Every RPC is also served as HTTP/JSON by `--http-listen` (docs/http.md):
+// at the routes of its google.api.http option, or, without one, at
+// POST /sandpod.v1.SandboxService/<Method>.
 type SandboxServiceClient interface {
 	// Creates a sandbox cold from a template and waits until it is ready
 	// (unless no_wait). A repeated request_id returns the first sandbox.
@@ -99,11 +103,13 @@ type SandboxServiceClient interface {
 	// stderr and end with one ExitStatus. A client half-close counts as
 	// close_stdin; the call ends when the command exits, even if the client is
 	// still sending stdin; a client that goes away kills the command's process
-	// group. Never retried by the clients.
+	// group. Never retried by the clients. Over HTTP also
+	// POST /v1/sandboxes/{name}:exec (docs/http.md).
 	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
 	ReadFile(ctx context.Context, in *ReadFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadFileResponse], error)
 	// The first request carries WriteFileHeader, the rest data. The file
-	// appears atomically when the stream closes cleanly.
+	// appears atomically when the stream closes cleanly. Over HTTP also
+	// PUT /v1/sandboxes/{name}/files/content?path= with the file as the body.
 	WriteFile(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[WriteFileRequest, WriteFileResponse], error)
 	ListFiles(ctx context.Context, in *ListFilesRequest, opts ...grpc.CallOption) (*ListFilesResponse, error)
 	StatFile(ctx context.Context, in *StatFileRequest, opts ...grpc.CallOption) (*StatFileResponse, error)
@@ -486,6 +492,10 @@ func (c *sandboxServiceClient) DeleteCodeContext(ctx context.Context, in *Delete
 // (message names the field), FAILED_PRECONDITION (e.g. exec on a suspended
 // sandbox whose template does not auto-resume), RESOURCE_EXHAUSTED (limits),
 // UNAVAILABLE (retry), DEADLINE_EXCEEDED.
+//
+// Every RPC is also served as HTTP/JSON by `--http-listen` (docs/http.md):
+// at the routes of its google.api.http option, or, without one, at
+// POST /sandpod.v1.SandboxService/<Method>.
 type SandboxServiceServer interface {
 	// Creates a sandbox cold from a template and waits until it is ready
 	// (unless no_wait). A repeated request_id returns the first sandbox.
@@ -523,11 +533,13 @@ type SandboxServiceServer interface {
 	// stderr and end with one ExitStatus. A client half-close counts as
 	// close_stdin; the call ends when the command exits, even if the client is
 	// still sending stdin; a client that goes away kills the command's process
-	// group. Never retried by the clients.
+	// group. Never retried by the clients. Over HTTP also
+	// POST /v1/sandboxes/{name}:exec (docs/http.md).
 	Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
 	ReadFile(*ReadFileRequest, grpc.ServerStreamingServer[ReadFileResponse]) error
 	// The first request carries WriteFileHeader, the rest data. The file
-	// appears atomically when the stream closes cleanly.
+	// appears atomically when the stream closes cleanly. Over HTTP also
+	// PUT /v1/sandboxes/{name}/files/content?path= with the file as the body.
 	WriteFile(grpc.ClientStreamingServer[WriteFileRequest, WriteFileResponse]) error
 	ListFiles(context.Context, *ListFilesRequest) (*ListFilesResponse, error)
 	StatFile(context.Context, *StatFileRequest) (*StatFileResponse, error)

@@ -127,7 +127,12 @@ class Server:
     """One `sandpod serve` process; restart() keeps its port and state."""
 
     def __init__(
-        self, binary: Path, workdir: Path, token: str | None = None, config: str = CONFIG
+        self,
+        binary: Path,
+        workdir: Path,
+        token: str | None = None,
+        config: str = CONFIG,
+        extra_args: list[str] | None = None,
     ) -> None:
         self.binary = binary
         self.workdir = workdir
@@ -146,6 +151,7 @@ class Server:
             self.token_file.write_text(token + "\n")
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.extra_args = list(extra_args or [])  # appended to `sandpod serve`
 
     def start(self) -> None:
         args = [
@@ -165,6 +171,7 @@ class Server:
         # The binary is a private copy: point it at the runc `make build` links
         # beside the original.
         args += ["--runc", str(sandpod_binary().parent / "runc")]
+        args += self.extra_args
         self.starts += 1
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
         log.write(f"\n=== start #{self.starts}: {' '.join(args)}\n".encode())

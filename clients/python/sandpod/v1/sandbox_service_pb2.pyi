@@ -1,5 +1,6 @@
 import datetime
 
+from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from sandpod.v1 import code_pb2 as _code_pb2

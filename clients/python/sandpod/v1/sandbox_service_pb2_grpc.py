@@ -38,6 +38,10 @@ class SandboxServiceStub:
     (message names the field), FAILED_PRECONDITION (e.g. exec on a suspended
     sandbox whose template does not auto-resume), RESOURCE_EXHAUSTED (limits),
     UNAVAILABLE (retry), DEADLINE_EXCEEDED.
+
+    Every RPC is also served as HTTP/JSON by `--http-listen` (docs/http.md):
+    at the routes of its google.api.http option, or, without one, at
+    POST /sandpod.v1.SandboxService/<Method>.
     """
 
     def __init__(self, channel):
@@ -202,6 +206,10 @@ class SandboxServiceServicer:
     (message names the field), FAILED_PRECONDITION (e.g. exec on a suspended
     sandbox whose template does not auto-resume), RESOURCE_EXHAUSTED (limits),
     UNAVAILABLE (retry), DEADLINE_EXCEEDED.
+
+    Every RPC is also served as HTTP/JSON by `--http-listen` (docs/http.md):
+    at the routes of its google.api.http option, or, without one, at
+    POST /sandpod.v1.SandboxService/<Method>.
     """
 
     def CreateSandbox(self, request, context):
@@ -311,7 +319,8 @@ class SandboxServiceServicer:
         stderr and end with one ExitStatus. A client half-close counts as
         close_stdin; the call ends when the command exits, even if the client is
         still sending stdin; a client that goes away kills the command's process
-        group. Never retried by the clients.
+        group. Never retried by the clients. Over HTTP also
+        POST /v1/sandboxes/{name}:exec (docs/http.md).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -325,7 +334,8 @@ class SandboxServiceServicer:
 
     def WriteFile(self, request_iterator, context):
         """The first request carries WriteFileHeader, the rest data. The file
-        appears atomically when the stream closes cleanly.
+        appears atomically when the stream closes cleanly. Over HTTP also
+        PUT /v1/sandboxes/{name}/files/content?path= with the file as the body.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -583,6 +593,10 @@ class SandboxService:
     (message names the field), FAILED_PRECONDITION (e.g. exec on a suspended
     sandbox whose template does not auto-resume), RESOURCE_EXHAUSTED (limits),
     UNAVAILABLE (retry), DEADLINE_EXCEEDED.
+
+    Every RPC is also served as HTTP/JSON by `--http-listen` (docs/http.md):
+    at the routes of its google.api.http option, or, without one, at
+    POST /sandpod.v1.SandboxService/<Method>.
     """
 
     @staticmethod

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sandpod/sandpod/bridge"
+	"github.com/sandpod/sandpod/bridge/httpapi"
+)
+
+// httpFlags are the flags of the HTTP/JSON API (docs/http.md), shared by
+// `serve` and `bridge`.
+type httpFlags struct {
+	listen    string
+	maxUpload int64
+	origins   stringList
+}
+
+func (f *httpFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "http-listen", "", "also serve the API as HTTP/JSON on this address (e.g. 127.0.0.1:50052), with the same tokens and TLS; off when empty")
+	fs.Int64Var(&f.maxUpload, "http-max-upload", httpapi.DefaultMaxUploadBytes, "largest HTTP upload (PUT .../files/content) or exec standard input, in bytes; larger is answered 413")
+	fs.Var(&f.origins, "http-allow-origin", "a web origin (https://app.example.com, or *) whose pages may call the HTTP API, with CORS (repeatable; default: requests from web pages are refused)")
+}
+
+// serveHTTP starts the HTTP/JSON API when --http-listen is set: a gateway
+// that calls b through an in-process gRPC connection, so that it passes the
+// same authentication as a gRPC caller. It is listening when serveHTTP
+// returns; stop shuts it down (streams are cut after 5s).
+func serveHTTP(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridge.Options, f serverFlags) (stop func(), err error) {
+	if f.http.listen == "" {
+		return func() {}, nil
+	}
+	conn, stopConn, err := b.InProcess(bo)
+	if err != nil {
+		return nil, err
+	}
+	api, err := httpapi.New(ctx, conn, httpapi.Options{MaxUploadBytes: f.http.maxUpload,
+		Open: len(bo.Authenticators) == 0, AllowedOrigins: f.http.origins})
+	if err != nil {
+		stopConn()
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", f.http.listen)
+	if err != nil {
+		stopConn()
+		return nil, err
+	}
+	// No read or write timeout: execs, watches and uploads last as long
+	// as they need. Headers must come promptly, idle connections go.
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: f.tlsConfig}
+	go func() {
+		var err error
+		if f.tlsConfig != nil {
+			err = srv.ServeTLS(lis, "", "")
+		} else {
+			err = srv.Serve(lis)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("HTTP API", "err", err)
+		}
+	}()
+	log.Info("sandpod HTTP API listening", "address", lis.Addr().String(), "tls", f.tlsConfig != nil, "openapi", "/openapi.json")
+	// Shut down when ctx ends, alongside the gRPC server's graceful stop
+	// (not after it: both get the same 5 s for their streams), or when
+	// stop is called.
+	var once sync.Once
+	shutdown := func() {
+		once.Do(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if srv.Shutdown(sctx) != nil {
+				_ = srv.Close() // cuts the streams still open (watches, long execs)
+			}
+			stopConn()
+		})
+	}
+	go func() { <-ctx.Done(); shutdown() }()
+	return shutdown, nil
+}

@@ -1,0 +1,16 @@
+// Package gateway is the HTTP/JSON face of sandpod.v1.SandboxService:
+// sandbox_service.pb.gw.go (grpc-gateway) and sandbox_service.swagger.json
+// (its OpenAPI v2 document) are generated from the .proto files by
+// hack/generate-proto.sh and drift-checked by hack/check-generated.sh.
+// It is a package of its own so that the clients, which import sandpodv1,
+// do not link the gateway runtime. bridge/httpapi serves it.
+package gateway
+
+import _ "embed"
+
+// OpenAPI is the generated OpenAPI v2 document of SandboxService, every
+// RPC included (an RPC without a google.api.http option at
+// POST /sandpod.v1.SandboxService/<Method>).
+//
+//go:embed sandbox_service.swagger.json
+var OpenAPI []byte
