@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -22,15 +23,15 @@ import (
 
 // agentFor resolves the agent of a sandbox; release must be called when the
 // call ends.
-func (s *Server) agentFor(ctx context.Context, ns, name string) (sandpodv1.AgentServiceClient, context.Context, agent.Endpoint, func(), error) {
+func (s *Server) agentFor(ctx context.Context, ns, name string) (sandpodv1.AgentServiceClient, context.Context, agentconn.Endpoint, func(), error) {
 	if err := firstError(checkName("sandbox", name, true), checkNamespace(ns)); err != nil {
-		return nil, nil, agent.Endpoint{}, nil, err
+		return nil, nil, agentconn.Endpoint{}, nil, err
 	}
 	ctx, cancel := beforeDeadline(ctx)
 	ep, err := s.backend.Agent(ctx, ns, name)
 	if err != nil {
 		cancel()
-		return nil, nil, agent.Endpoint{}, nil, err
+		return nil, nil, agentconn.Endpoint{}, nil, err
 	}
 	release := func() {
 		cancel()
@@ -41,7 +42,7 @@ func (s *Server) agentFor(ctx context.Context, ns, name string) (sandpodv1.Agent
 	client, actx, err := s.agents.client(ctx, ns, name, ep)
 	if err != nil {
 		release()
-		return nil, nil, agent.Endpoint{}, nil, status.Errorf(codes.Unavailable, "sandbox %q: connect to agent: %v", name, err)
+		return nil, nil, agentconn.Endpoint{}, nil, status.Errorf(codes.Unavailable, "sandbox %q: connect to agent: %v", name, err)
 	}
 	return client, actx, ep, release, nil
 }

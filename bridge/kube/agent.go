@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sbctl "github.com/sandpod/sandpod/core/controller/sandbox"
@@ -31,43 +31,43 @@ import (
 // resumed first when its template auto-resumes (FailedPrecondition
 // otherwise); a starting one is waited for. An unclaimed pool member is
 // refused (lifecycle.MayReach): nothing is planted for its next claimer.
-func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, error) {
+func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoint, error) {
 	ns = nsOr(ns)
 	sb, err := b.sandbox(ctx, ns, name)
 	if err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	if sb, err = b.reach(ctx, lifecycle.CallAgent, sb); err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	switch phaseOf(sb) {
 	case v1alpha1.SandboxSuspended:
 		if !sb.Spec.AutoResume {
-			return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
+			return agentconn.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
 		}
 		if _, err := b.ResumeSandbox(ctx, ns, name, true); err != nil {
-			return agent.Endpoint{}, err
+			return agentconn.Endpoint{}, err
 		}
 	case v1alpha1.SandboxExpired:
-		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired (retained): extend and resume it first", name)
+		return agentconn.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired (retained): extend and resume it first", name)
 	case v1alpha1.SandboxFailed:
-		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s", name, sb.Status.Message)
+		return agentconn.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s", name, sb.Status.Message)
 	case v1alpha1.SandboxTerminating:
-		return agent.Endpoint{}, errinfo.SandboxGone(ns, name, fmt.Sprintf("sandbox %q is being deleted", name))
+		return agentconn.Endpoint{}, errinfo.SandboxGone(ns, name, fmt.Sprintf("sandbox %q is being deleted", name))
 	case v1alpha1.SandboxPending:
 		if _, err := b.waitRunning(ctx, ns, name, sb.UID); err != nil {
-			return agent.Endpoint{}, err
+			return agentconn.Endpoint{}, err
 		}
 	}
 	if sb, err = b.sandbox(ctx, ns, name); err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	if len(sb.Status.PodIPs) == 0 || phaseOf(sb) != v1alpha1.SandboxRunning {
-		return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))
+		return agentconn.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))
 	}
 	creds, err := b.secrets.get(ctx, b.live, sb)
 	if err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	env := map[string]string{}
 	for _, e := range sb.Spec.Env {
@@ -76,7 +76,7 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, e
 		}
 	}
 	b.activity.touch(sb)
-	return agent.Endpoint{
+	return agentconn.Endpoint{
 		Target: net.JoinHostPort(sb.Status.PodIPs[0], strconv.Itoa(v1alpha1.AgentPort)),
 		Secret: creds.secret,
 		TLS:    creds.tls,
@@ -126,7 +126,7 @@ func (s *secretCache) get(ctx context.Context, r client.Reader, sb *v1alpha1.San
 	}
 	if cert := sec.Data[v1alpha1.SecretKeyTLSCert]; len(cert) > 0 {
 		var err error
-		if v.tls, err = agent.ClientTLS(cert, sb.Name); err != nil {
+		if v.tls, err = agentconn.ClientTLS(cert, sb.Name); err != nil {
 			return v, status.Errorf(codes.FailedPrecondition, "sandbox %q: secret %q: %v", sb.Name, sec.Name, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -48,7 +49,7 @@ func TestHealthNeedsNoSecretAgentCallsDo(t *testing.T) {
 	if srv.lastActivity.Load() != before {
 		t.Error("a health check or refused call counted as activity (it would keep an idle sandbox awake)")
 	}
-	withSecret := metadata.AppendToOutgoingContext(ctx, SecretMetadataKey, "s3cret")
+	withSecret := metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, "s3cret")
 	if info, err := agent.GetAgentInfo(withSecret, &sandpodv1.GetAgentInfoRequest{}); err != nil || info.Sandbox != "sb" {
 		t.Errorf("GetAgentInfo with the secret: %v %v", info, err)
 	}

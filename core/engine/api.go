@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -437,10 +437,10 @@ func (e *Engine) markDeleting(sb *sandbox) error {
 // starting one and resuming a suspended one when its template auto-resumes.
 // Exec and file calls come through here: an unclaimed pool member is
 // refused (lifecycle.MayReach), so nothing is planted for its next claimer.
-func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, error) {
+func (e *Engine) Agent(ctx context.Context, ns, name string) (agentconn.Endpoint, error) {
 	sb, err := e.lookupFor(ns, name, lifecycle.CallAgent)
 	if err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	e.mu.Lock()
 	phase := sb.phase()
@@ -451,20 +451,20 @@ func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, er
 	switch phase {
 	case v1alpha1.SandboxSuspended:
 		if !autoResume {
-			return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
+			return agentconn.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
 		}
 		if _, err := e.ResumeSandbox(ctx, ns, name, true); err != nil {
-			return agent.Endpoint{}, err
+			return agentconn.Endpoint{}, err
 		}
 	case v1alpha1.SandboxExpired:
-		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired (retained): extend and resume it first", name)
+		return agentconn.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired (retained): extend and resume it first", name)
 	case v1alpha1.SandboxFailed:
-		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s (resume restarts it)", name, msg)
+		return agentconn.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s (resume restarts it)", name, msg)
 	case v1alpha1.SandboxPending:
 		if dl, ok := ctx.Deadline(); ok && !restartDue.IsZero() && restartDue.After(dl) {
 			// Its agent is down and backing off past this call: say so now
 			// rather than at the deadline.
-			return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q: its agent is not running (%s); the engine restarts it at %s, after this call's deadline: retry then",
+			return agentconn.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q: its agent is not running (%s); the engine restarts it at %s, after this call's deadline: retry then",
 				name, msg, restartDue.UTC().Format(time.RFC3339))
 		}
 		if _, err := e.waitReady(ctx, sb); err != nil {
@@ -473,19 +473,19 @@ func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, er
 				if msg == "" {
 					msg = "starting"
 				}
-				return agent.Endpoint{}, status.Errorf(codes.DeadlineExceeded, "sandbox %q was not running by the call's deadline (%s)", name, msg)
+				return agentconn.Endpoint{}, status.Errorf(codes.DeadlineExceeded, "sandbox %q was not running by the call's deadline (%s)", name, msg)
 			}
-			return agent.Endpoint{}, err
+			return agentconn.Endpoint{}, err
 		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if sb.proc == nil {
-		return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now; retry", name)
+		return agentconn.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now; retry", name)
 	}
 	sb.active++
 	sb.rec.LastActivity = time.Now()
-	return agent.Endpoint{
+	return agentconn.Endpoint{
 		Target: "unix://" + e.socketPath(&sb.rec),
 		Secret: sb.rec.Secret,
 		Env:    copyMap(sb.rec.Env),

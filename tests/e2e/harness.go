@@ -52,7 +52,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
 	"github.com/sandpod/sandpod/core/controller/sandbox"
@@ -456,7 +456,7 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: sb.Namespace, Name: sandbox.SecretName(sb.Name)}, sec); err != nil {
 		t.Fatalf("agent secret of %s: %v", sb.Name, err)
 	}
-	pinned, err := agent.ClientTLS(sec.Data[v1alpha1.SecretKeyTLSCert], sb.Name)
+	pinned, err := agentconn.ClientTLS(sec.Data[v1alpha1.SecretKeyTLSCert], sb.Name)
 	if err != nil {
 		t.Fatalf("agent certificate of %s: %v", sb.Name, err)
 	}
@@ -483,7 +483,7 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 
 // Context adds the sandbox secret to ctx's outgoing metadata.
 func (a *Agent) Context(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, agent.SecretMetadataKey, a.secret)
+	return metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, a.secret)
 }
 
 // ExecResult is what a command run through the agent did.

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -86,7 +86,7 @@ func TestAgentRefusesCallsWithoutItsSecret(t *testing.T) {
 	if err := list(ctx, agentB); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("b's agent without a secret: %v, want Unauthenticated", err)
 	}
-	withA := metadata.AppendToOutgoingContext(ctx, agent.SecretMetadataKey, agentA.secret)
+	withA := metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, agentA.secret)
 	if err := list(withA, agentB); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("b's agent with a's secret: %v, want Unauthenticated", err)
 	}
