@@ -48,6 +48,8 @@ generate: venv
 	PYTHON=$(PY) hack/generate-proto.sh
 	hack/kube/generate.sh
 
+# Generated code in sync with its sources, and buf lint + buf breaking on
+# proto/ against main (hack/proto/lint.sh; buf built once, ~2 min cold).
 check-generated: venv
 	PYTHON=$(PY) hack/check-generated.sh
 
