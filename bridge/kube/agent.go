@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,15 +42,15 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoin
 	switch phaseOf(sb) {
 	case v1alpha1.SandboxSuspended:
 		if !sb.Spec.AutoResume {
-			return agentconn.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
+			return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxSuspended, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
 		}
 		if _, err := b.ResumeSandbox(ctx, ns, name, true); err != nil {
 			return agentconn.Endpoint{}, err
 		}
 	case v1alpha1.SandboxExpired:
-		return agentconn.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired (retained): extend and resume it first", name)
+		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired (retained): extend and resume it first", name)
 	case v1alpha1.SandboxFailed:
-		return agentconn.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s", name, sb.Status.Message)
+		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxFailed, "sandbox %q has failed: %s", name, sb.Status.Message)
 	case v1alpha1.SandboxTerminating:
 		return agentconn.Endpoint{}, errinfo.SandboxGone(ns, name, fmt.Sprintf("sandbox %q is being deleted", name))
 	case v1alpha1.SandboxPending:
@@ -63,7 +62,7 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoin
 		return agentconn.Endpoint{}, err
 	}
 	if len(sb.Status.PodIPs) == 0 || phaseOf(sb) != v1alpha1.SandboxRunning {
-		return agentconn.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))
+		return agentconn.Endpoint{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))
 	}
 	creds, err := b.secrets.get(ctx, b.live, sb)
 	if err != nil {
@@ -113,21 +112,21 @@ func (s *secretCache) get(ctx context.Context, r client.Reader, sb *v1alpha1.San
 	sec := &corev1.Secret{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sbctl.SecretName(sb.Name)}, sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return v, status.Errorf(codes.Unavailable, "sandbox %q: its agent secret does not exist yet; retry", sb.Name)
+			return v, errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentSecretNotReady, "sandbox %q: its agent secret does not exist yet; retry", sb.Name)
 		}
 		return v, apiError(err, "read the agent secret of sandbox %q", sb.Name)
 	}
 	if !metav1.IsControlledBy(sec, sb) {
-		return v, status.Errorf(codes.FailedPrecondition, "sandbox %q: secret %q is not owned by the sandbox; refusing to use it", sb.Name, sec.Name)
+		return v, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonAgentSecretUntrusted, "sandbox %q: secret %q is not owned by the sandbox; refusing to use it", sb.Name, sec.Name)
 	}
 	v.secret = string(sec.Data[v1alpha1.SecretKeyAgent])
 	if v.secret == "" {
-		return v, status.Errorf(codes.Unavailable, "sandbox %q: its agent secret is empty; retry", sb.Name)
+		return v, errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentSecretNotReady, "sandbox %q: its agent secret is empty; retry", sb.Name)
 	}
 	if cert := sec.Data[v1alpha1.SecretKeyTLSCert]; len(cert) > 0 {
 		var err error
 		if v.tls, err = agentconn.ClientTLS(cert, sb.Name); err != nil {
-			return v, status.Errorf(codes.FailedPrecondition, "sandbox %q: secret %q: %v", sb.Name, sec.Name, err)
+			return v, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonAgentSecretUntrusted, "sandbox %q: secret %q: %v", sb.Name, sec.Name, err)
 		}
 	}
 	s.mu.Lock()

@@ -19,10 +19,10 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -100,7 +100,7 @@ func (s *Server) authorize(ctx context.Context) error {
 			return nil
 		}
 	}
-	return status.Error(codes.Unauthenticated, "agent: missing or wrong sandbox secret")
+	return errinfo.Newf(codes.Unauthenticated, errinfo.ReasonAgentSecretMismatch, "agent: missing or wrong sandbox secret")
 }
 
 func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

@@ -136,7 +136,7 @@ func TestNotFoundSaysWhatIsMissing(t *testing.T) {
 }
 
 // wantReason checks a NOT_FOUND and its ErrorInfo reason.
-func wantReason(t *testing.T, err error, reason string) {
+func wantReason(t *testing.T, err error, reason errinfo.Why) {
 	t.Helper()
 	if status.Code(err) != codes.NotFound || errinfo.Reason(err) != reason {
 		t.Fatalf("got %v (reason %q), want NOT_FOUND with reason %s", err, errinfo.Reason(err), reason)
