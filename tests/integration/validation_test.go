@@ -103,7 +103,9 @@ func TestBadInput(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(cases)) {
 		tc := cases[name]
 		t.Run(name, func(t *testing.T) {
-			wantBadInput(t, tc.call(t), tc.code, tc.mentions)
+			err := tc.call(t)
+			wantBadInput(t, err, tc.code, tc.mentions)
+			wantBadInputReason(t, name, err)
 		})
 	}
 
