@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -43,8 +44,9 @@ func TestHealthNeedsNoSecretAgentCallsDo(t *testing.T) {
 	}
 	before := srv.lastActivity.Load()
 	agent := sandpodv1.NewAgentServiceClient(conn)
-	if _, err := agent.GetAgentInfo(ctx, &sandpodv1.GetAgentInfoRequest{}); status.Code(err) != codes.Unauthenticated {
-		t.Errorf("GetAgentInfo without a secret: %v, want Unauthenticated", err)
+	if _, err := agent.GetAgentInfo(ctx, &sandpodv1.GetAgentInfoRequest{}); status.Code(err) != codes.Unauthenticated ||
+		errinfo.Reason(err) != errinfo.ReasonAgentSecretMismatch {
+		t.Errorf("GetAgentInfo without a secret: %v (reason %q), want Unauthenticated, %s", err, errinfo.Reason(err), errinfo.ReasonAgentSecretMismatch)
 	}
 	if srv.lastActivity.Load() != before {
 		t.Error("a health check or refused call counted as activity (it would keep an idle sandbox awake)")

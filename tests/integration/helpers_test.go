@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/testserver"
 )
@@ -132,6 +133,14 @@ func wantCode(t *testing.T, err error, code codes.Code, msgPart string) {
 	}
 	if msgPart != "" && !strings.Contains(status.Convert(err).Message(), msgPart) {
 		t.Fatalf("message %q does not mention %q", status.Convert(err).Message(), msgPart)
+	}
+}
+
+// wantWhy checks the ErrorInfo reason of err (docs/api.md lists them).
+func wantWhy(t *testing.T, err error, reason errinfo.Why) {
+	t.Helper()
+	if got := errinfo.Reason(err); got != reason {
+		t.Fatalf("reason %q, want %s (%v)", got, reason, err)
 	}
 }
 

@@ -117,6 +117,7 @@ func TestNotFoundSaysWhatIsMissing(t *testing.T) {
 	t.Run("working dir missing: FAILED_PRECONDITION", func(t *testing.T) {
 		_, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Shell: "true", WorkingDir: "nowhere"}, "")
 		wantCode(t, err, codes.FailedPrecondition, `"nowhere" does not exist`)
+		wantWhy(t, err, errinfo.ReasonWorkingDirNotFound)
 	})
 
 	t.Run("a deleted sandbox", func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/grpc/codes"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/engine"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/testserver"
@@ -289,6 +290,7 @@ func TestStoreRestoreFromOlderBackupKeepsLiveSandboxes(t *testing.T) {
 	}
 	_, err = c.CreateSandbox(ctx(t), &sandpodv1.CreateSandboxRequest{Template: "python", Name: newer.Name})
 	wantCode(t, err, codes.AlreadyExists, "exists without a record")
+	wantWhy(t, err, errinfo.ReasonSandboxExists)
 	// The newer sandbox's processes are left for the cleanup's purge.
 }
 
