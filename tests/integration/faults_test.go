@@ -46,7 +46,7 @@ func sandboxPID(t *testing.T, name string, child bool) int {
 }
 
 // neverRestartConfig turns automatic agent restarts off.
-const neverRestartConfig = defaultConfig + `---
+var neverRestartConfig = defaultConfig + `---
 apiVersion: sandpod.dev/v1alpha1
 kind: LocalEngineConfig
 agentRestart: {policy: Never}

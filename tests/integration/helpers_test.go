@@ -163,7 +163,7 @@ func getSandbox(t *testing.T, c sandpodv1.SandboxServiceClient, name string) (*s
 
 func dur(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
 
-const defaultConfig = testserver.DefaultConfig
+var defaultConfig = testserver.DefaultConfig
 
 func startServer(t *testing.T, config string) *testserver.Server {
 	return testserver.Start(t, testserver.Options{Config: config})

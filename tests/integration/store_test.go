@@ -26,17 +26,7 @@ import (
 
 // storeConfig is a template without a pool: the state holds only what a
 // test makes, and a serve that wrongly starts makes nothing.
-const storeConfig = `apiVersion: sandpod.dev/v1alpha1
-kind: SandboxTemplate
-metadata:
-  name: python
-spec:
-  podTemplate:
-    spec:
-      containers:
-      - name: sandbox
-        image: docker.io/local/python:3
-`
+var storeConfig = testserver.PythonTemplate
 
 // sandpod runs the real binary to its end and returns its exit code and
 // everything it printed.

@@ -41,7 +41,7 @@ type badInputEnv struct {
 
 // badInputConfig adds a second template and pool to the default ones, so
 // that every list has a second page (and so a real page token).
-const badInputConfig = defaultConfig + `---
+var badInputConfig = defaultConfig + `---
 apiVersion: sandpod.dev/v1alpha1
 kind: SandboxTemplate
 metadata:

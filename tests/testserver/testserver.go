@@ -5,6 +5,7 @@ package testserver
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"net"
 	"os"
@@ -23,19 +24,15 @@ import (
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// DefaultConfig is a python template (the host's python3) with a pool of 2.
-const DefaultConfig = `apiVersion: sandpod.dev/v1alpha1
-kind: SandboxTemplate
-metadata:
-  name: python
-spec:
-  podTemplate:
-    spec:
-      containers:
-      - name: sandbox
-        image: docker.io/local/python:3
-  autoResume: true
----
+// PythonTemplate is the YAML of the "python" SandboxTemplate the tests and
+// benchmarks share (python-template.yaml, also read by the Python tests).
+//
+//go:embed python-template.yaml
+var PythonTemplate string
+
+// PythonPool is PythonTemplate with a warm pool "python" of replicas.
+func PythonPool(replicas int) string {
+	return PythonTemplate + fmt.Sprintf(`---
 apiVersion: sandpod.dev/v1alpha1
 kind: SandboxWarmPool
 metadata:
@@ -43,8 +40,12 @@ metadata:
 spec:
   templateRef:
     name: python
-  replicas: 2
-`
+  replicas: %d
+`, replicas)
+}
+
+// DefaultConfig is the python template with a pool of 2.
+var DefaultConfig = PythonPool(2)
 
 // Options configure a server.
 type Options struct {
