@@ -27,7 +27,7 @@ import (
 )
 
 // startBridge runs the bridge's Kubernetes backend in-process against the
-// test bed, limited to ns, behind a real gRPC server on loopback.
+// kwok bed, limited to ns, behind a real gRPC server on loopback.
 func startBridge(t *testing.T, ns string, auth ...bridge.Authenticator) pb.SandboxServiceClient {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())

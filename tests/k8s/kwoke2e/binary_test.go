@@ -1,4 +1,4 @@
-// Package kwoke2e runs the real `sandpod controller` binary against the test bed
+// Package kwoke2e runs the real `sandpod controller` binary against the kwok bed
 // (its own API server, since the binary watches every namespace).
 package kwoke2e
 
