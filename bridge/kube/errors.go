@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -48,11 +49,15 @@ func apiError(err error, format string, args ...any) error {
 		code = codes.Unavailable
 	}
 	reason := errinfo.ReasonKubernetesAPIError
-	switch code {
-	case codes.DeadlineExceeded:
+	switch {
+	case code == codes.DeadlineExceeded:
 		reason = errinfo.ReasonCallDeadlineExceeded
-	case codes.Canceled:
+	case code == codes.Canceled:
 		reason = errinfo.ReasonCallCanceled
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota"):
+		// A ResourceQuota of the namespace refused the write: the code stays
+		// the API server's (Forbidden), the reason says it is a quota.
+		reason = errinfo.ReasonQuotaExceeded
 	}
 	return errinfo.New(code, reason, map[string]string{"kubernetes_reason": string(apierrors.ReasonForError(err))},
 		fmt.Sprintf("%s: %v", what, err))

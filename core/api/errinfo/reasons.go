@@ -134,8 +134,12 @@ const (
 	ReasonWatchFellBehind Why = "WATCH_FELL_BEHIND"
 )
 
-// Reasons of limits (RESOURCE_EXHAUSTED).
+// Reasons of limits (RESOURCE_EXHAUSTED, or the code of who set the limit).
 const (
+	// ReasonQuotaExceeded: a Kubernetes ResourceQuota of the namespace
+	// refused to make the sandbox's objects (PERMISSION_DENIED, the API
+	// server's Forbidden).
+	ReasonQuotaExceeded Why = "QUOTA_EXCEEDED"
 	// ReasonPoolLimitExceeded: replicas above the local engine's limit.
 	ReasonPoolLimitExceeded Why = "POOL_LIMIT_EXCEEDED"
 	// ReasonTooManyInitialEvents: a watch with initial events matches more
