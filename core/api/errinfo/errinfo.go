@@ -64,3 +64,17 @@ func Reason(err error) Why {
 	}
 	return ""
 }
+
+// Metadata returns the ErrorInfo metadata of err's status, or nil.
+func Metadata(err error) map[string]string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetMetadata()
+		}
+	}
+	return nil
+}
