@@ -1,6 +1,7 @@
 // Command sandpod is the one binary of sandpod: `serve` (bridge + local
-// engine), `agent` (the in-sandbox server), `controller` (Kubernetes), and
-// `version`. Each subcommand lives in its own file and registers itself.
+// engine), `bridge` and `controller` (Kubernetes), `agent` (the in-sandbox
+// server) and the smaller commands `sandpod help` lists. Each subcommand
+// lives in its own file and registers itself.
 package main
 
 import (
@@ -48,8 +49,12 @@ func usage() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-11s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-*s  %s\n", width, n, commands[n].summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nRun 'sandpod <command> -h' for a command's flags.")
 }
