@@ -1,8 +1,9 @@
-// Package errinfo attaches sandpod's google.rpc.ErrorInfo reasons to gRPC
-// statuses, so that a client can tell answers that share a code apart
-// without parsing messages: a NOT_FOUND about the sandbox itself (claim
-// another) from one about a file in it (write it first). It depends on
-// nothing but gRPC, so the agent can use it too.
+// Package errinfo makes the gRPC statuses of sandpod's server, each with a
+// google.rpc.ErrorInfo whose reason (reasons.go) tells answers that share a
+// code apart without parsing messages: a NOT_FOUND about the sandbox itself
+// (claim another) from one about a file in it (write it first) or about a
+// template (fix the name). It depends on nothing but gRPC, so the agent
+// uses it too.
 package errinfo
 
 import (
