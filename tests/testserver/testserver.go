@@ -74,6 +74,9 @@ type Server struct {
 	logPath  string
 	conn     *grpc.ClientConn
 	stopOnce sync.Once
+	// reasons fails the test on an error the server sent without an
+	// ErrorInfo reason (reasons.go).
+	reasons reasonCheck
 }
 
 var (
@@ -184,6 +187,7 @@ func (s *Server) start(t testing.TB) {
 		if s.opts.Token != "" {
 			opts = append(opts, grpc.WithPerRPCCredentials(bearer(s.opts.Token)))
 		}
+		opts = append(opts, grpc.WithChainUnaryInterceptor(s.reasons.unary), grpc.WithChainStreamInterceptor(s.reasons.stream))
 		s.conn, err = grpc.NewClient(s.addr, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -276,6 +280,9 @@ func (s *Server) StartAgain(t testing.TB) {
 // cleanup deletes every sandbox (so no agent process outlives the test) and
 // stops the server.
 func (s *Server) cleanup(t testing.TB) {
+	for _, f := range s.reasons.failures() {
+		t.Errorf("the server sent an error without an ErrorInfo reason (see core/api/errinfo): %s", f)
+	}
 	select {
 	case <-s.exited:
 		s.start(t) // to clean up what it made
