@@ -1,19 +1,20 @@
-// Command sandpod is the one binary of sandpod: `serve` (bridge + local
-// engine), `bridge` and `controller` (Kubernetes), `agent` (the in-sandbox
-// server) and the smaller commands `sandpod help` lists. Each subcommand
-// lives in its own file and registers itself.
+// Command sandpod is the one binary of sandpod: the server subcommands
+// `serve` (bridge + local engine), `bridge`, `agent` (the in-sandbox
+// server), `controller` (Kubernetes), `state`, `purge` and `version`, each
+// in its own file with its own flags; and the CLI for people (claim, ls,
+// exec, cp, shell, ...) in package cli.
 package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
+
+	"github.com/sandpod/sandpod/cmd/sandpod/cli"
 )
 
-// command is one subcommand: it parses its own flags from args.
+// command is one server subcommand: it parses its own flags from args.
 type command struct {
 	summary string
 	run     func(ctx context.Context, args []string) int
@@ -26,35 +27,19 @@ func register(name, summary string, run func(ctx context.Context, args []string)
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		os.Exit(2)
+	// The server subcommands run exactly as they always have; everything
+	// else (the user commands, help, completion) is the CLI's.
+	if len(os.Args) >= 2 {
+		if cmd, ok := commands[os.Args[1]]; ok {
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			code := cmd.run(ctx, os.Args[2:])
+			stop()
+			os.Exit(code)
+		}
 	}
-	cmd, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "sandpod: unknown command %q\n\n", os.Args[1])
-		usage()
-		os.Exit(2)
+	legacy := make([]cli.Legacy, 0, len(commands))
+	for name, c := range commands {
+		legacy = append(legacy, cli.Legacy{Name: name, Summary: c.summary, Run: c.run})
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := cmd.run(ctx, os.Args[2:])
-	stop()
-	os.Exit(code)
-}
-
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: sandpod <command> [flags]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	width := 0
-	for _, n := range names {
-		width = max(width, len(n))
-	}
-	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-*s  %s\n", width, n, commands[n].summary)
-	}
-	fmt.Fprintln(os.Stderr, "\nRun 'sandpod <command> -h' for a command's flags.")
+	os.Exit(cli.Main(os.Args[1:], legacy))
 }

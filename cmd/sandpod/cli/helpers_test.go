@@ -1,0 +1,5 @@
+package cli
+
+import "strings"
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
