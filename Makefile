@@ -22,8 +22,8 @@ FUZZTIME ?= 10s
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sandpod/sandpod/core/agent.Version=$(VERSION)
 
-.PHONY: all build run venv generate check-generated lint test test-go test-python kube-testbed bench clean \
-	testbed-build testbed-up testbed-down e2e
+.PHONY: all build run venv generate check-generated lint test test-go test-python kwok-bed bench clean \
+	node-bed-build node-bed-up node-bed-down e2e
 
 all: build
 
@@ -51,6 +51,8 @@ generate: venv
 	PYTHON=$(PY) hack/generate-proto.sh
 	hack/kube/generate.sh
 
+# Generated code in sync with its sources, and buf lint + buf breaking on
+# proto/ against main (hack/proto/lint.sh; buf built once, ~2 min cold).
 check-generated: venv
 	PYTHON=$(PY) hack/check-generated.sh
 
@@ -61,12 +63,17 @@ lint: venv
 	$(VENV)/bin/ruff check clients/python tests/python tests/e2e/python notebooks bench
 	$(VENV)/bin/ruff format --check clients/python tests/python tests/e2e/python notebooks bench
 
-# kube-apiserver, etcd and kwok built from their Go modules, cached outside
-# the repository (~/.cache/sandpod); only a cold cache pays for the build.
-kube-testbed:
+# Two test beds for Kubernetes, both built from Go modules and cached in
+# ~/.cache/sandpod (only a cold cache pays for the build):
+#   the kwok bed (hack/kube): kube-apiserver, etcd and kwok, which simulates
+#     a node and its pods; the controller and bridge/kube at speed and scale
+#     (tests/k8s, make bench's kwok suite);
+#   the node bed (hack/testbed): a real single-node Kubernetes with containerd,
+#     runc and gVisor; real pods end to end (make e2e, tests/e2e).
+kwok-bed:
 	hack/kube/build.sh
 
-test: lint check-generated build kube-testbed test-go test-python e2e
+test: lint check-generated build kwok-bed test-go test-python e2e
 
 test-go:
 	SANDPOD_KUBE_BIN=$$(hack/kube/build.sh --print) SANDPOD_BIN=$(CURDIR)/bin/sandpod \
@@ -77,22 +84,22 @@ test-go:
 test-python: venv build
 	SANDPOD_BIN=$(CURDIR)/bin/sandpod $(VENV)/bin/pytest -q tests/python
 
-# The single-node Kubernetes test bed (hack/testbed, needs root): etcd, the
-# Kubernetes components, containerd with runc and gVisor, CNI, all built from
-# Go modules into ~/.cache/sandpod (cold: ~25 min on 2 cores; then cached).
-testbed-build:
+# The node bed (hack/testbed, needs root): etcd, the Kubernetes components,
+# containerd with runc and gVisor, CNI, all built from Go modules into
+# ~/.cache/sandpod (cold: ~25 min on 2 cores; then cached).
+node-bed-build:
 	hack/testbed/build.sh
 
 # Build, make the images (sandpod from this tree), start; prints the
 # kubeconfig. Idempotent: on a running bed it only re-imports changed images.
-testbed-up: testbed-build
+node-bed-up: node-bed-build
 	VERSION=$(VERSION) hack/testbed/images.sh
 	hack/testbed/up.sh
 
-testbed-down:
+node-bed-down:
 	hack/testbed/down.sh
 
-# sandpod installed from deploy/install.yaml on the test bed, then the Go
+# sandpod installed from deploy/install.yaml on the node bed, then the Go
 # (tests/e2e) and Python (tests/e2e/python) end-to-end suites. Starts the
 # bed unless it is up, and stops it again if it started it; logs of a
 # failure land in _output/e2e-logs. E2E_RUN=Pattern narrows the Go suite.

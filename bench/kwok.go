@@ -29,14 +29,14 @@ import (
 var (
 	suitesFlag        = flag.String("suites", "local,kwok,testbed", "comma-separated suites to run: local (the local engine), kwok (the controller at scale on kube-apiserver + etcd + kwok), testbed (real pods on the hack/testbed cluster, when it is up with sandpod installed)")
 	testbedKubeconfig = flag.String("testbed-kubeconfig", "_output/testbed/conf/admin.kubeconfig", "admin kubeconfig of the hack/testbed cluster (testbed suite)")
-	kubeBinFlag       = flag.String("kube-bin", "", "test bed binaries (etcd, kube-apiserver, kwok); default $"+harness.EnvBin+", else `hack/kube/build.sh --print`")
+	kubeBinFlag       = flag.String("kube-bin", "", "kwok bed binaries (etcd, kube-apiserver, kwok); default $"+harness.EnvBin+", else `hack/kube/build.sh --print`")
 	kwokSandboxes     = flag.Int("kwok-sandboxes", 0, "sandboxes in the cluster for the controller-memory figure (default 5000, 1000 with -quick)")
 	kwokRate          = flag.Float64("kwok-rate", 50, "open-loop warm claim rate, claims/s")
 	kwokWarmFor       = flag.Duration("kwok-warm-for", 0, "length of each open-loop warm claim run (default 4s, 2s with -quick)")
 	kwokBurst         = flag.Int("kwok-burst", 0, "claims per burst, against a pool of as many ready members (default 500, 200 with -quick)")
 	kwokBudget        = flag.Duration("kwok-budget", 0, "time after which the kwok suite stops growing the cluster for the memory figure and measures where it is (default 11m, 3m with -quick)")
 	kwokCtrlArgs      = flag.String("kwok-controller-args", "", "extra flags for `sandpod controller`, space-separated (e.g. \"--kube-api-qps=1000 --kube-api-burst=2000\")")
-	kwokKeepLogDir    = flag.Bool("kwok-keep", false, "keep the test bed directory (logs of etcd, kube-apiserver, kwok) after the run")
+	kwokKeepLogDir    = flag.Bool("kwok-keep", false, "keep the kwok bed directory (logs of etcd, kube-apiserver, kwok) after the run")
 	kwokPhases        = flag.String("kwok-phases", "cold,warm,burst,bridge,scale", "comma-separated kwok phases to run: cold, warm (SandboxClaims open loop), burst (SandboxClaims), bridge (ClaimSandbox through `sandpod bridge`: open loop and bursts), bridge-open and bridge-burst alone, scale (the memory figure)")
 	kwokBridgeRates   = flag.String("kwok-bridge-rates", "50,200", "comma-separated open-loop ClaimSandbox rates through the bridge, claims/s")
 )
@@ -117,7 +117,7 @@ func kwokDefaults(quick bool, repeats int) kwokParams {
 	return p
 }
 
-// kubeBinDir finds the test bed's binaries, or says why there are none.
+// kubeBinDir finds the kwok bed's binaries, or says why there are none.
 func kubeBinDir(flagVal string) (string, error) {
 	dir := flagVal
 	if dir == "" {
@@ -132,7 +132,7 @@ func kubeBinDir(flagVal string) (string, error) {
 	}
 	for _, f := range []string{"etcd", "kube-apiserver", "kwok", "kwok-stages.yaml"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return dir, fmt.Errorf("%s missing in %s (build the test bed with `hack/kube/build.sh`, or `make kube-testbed`)", f, dir)
+			return dir, fmt.Errorf("%s missing in %s (build the kwok bed with `hack/kube/build.sh`, or `make kwok-bed`)", f, dir)
 		}
 	}
 	return dir, nil
@@ -222,7 +222,7 @@ func (k *kwokSuite) note(format string, args ...any) {
 	k.log("kwok: %s", n)
 }
 
-// runKwok runs the whole suite and always tears the test bed down.
+// runKwok runs the whole suite and always tears the kwok bed down.
 func runKwok(ctx context.Context, p kwokParams, bin, outDir string, prof bool) (*kwokSuite, error) {
 	k := &kwokSuite{p: p, bin: bin, outDir: outDir, log: logf, prof: prof, start: time.Now(),
 		writes: map[string][]map[string]float64{}, ctrlWrites: map[string][]float64{}, bridgeFig: newBridgeFigures()}
@@ -241,10 +241,10 @@ func (k *kwokSuite) run(ctx context.Context) error {
 	}
 	env, err := harness.Start()
 	if err != nil {
-		return fmt.Errorf("test bed: %w", err)
+		return fmt.Errorf("kwok bed: %w", err)
 	}
 	k.env = env
-	k.timed("test bed start (etcd, kube-apiserver, CRDs, kwok node)", t0)
+	k.timed("kwok bed start (etcd, kube-apiserver, CRDs, kwok node)", t0)
 
 	cfg := *env.Config
 	cfg.QPS, cfg.Burst = 5000, 10000
@@ -404,7 +404,7 @@ func (k *kwokSuite) within(share float64, phase string, done int) bool {
 	return false
 }
 
-// teardown stops the controller and the test bed; the objects go with etcd's
+// teardown stops the controller and the kwok bed; the objects go with etcd's
 // data directory, so nothing is deleted one by one.
 func (k *kwokSuite) teardown() {
 	t0 := time.Now()
@@ -441,11 +441,11 @@ func (k *kwokSuite) newSandbox(name string) *v1alpha1.Sandbox {
 	}
 }
 
-// cpu snapshots the CPU of the test bed's processes, the controller and the
+// cpu snapshots the CPU of the kwok bed's processes, the controller and the
 // benchmark itself.
 func (k *kwokSuite) cpu() cpuSnap {
 	pids := bedProcs(k.env.Dir)
-	// The controller and the bridge name the test bed's kubeconfig too:
+	// The controller and the bridge name the kwok bed's kubeconfig too:
 	// count them under their roles, not as "sandpod".
 	own := map[string]int{}
 	if k.ctrl != nil {
@@ -571,7 +571,7 @@ func (k *kwokSuite) recordWrites(kind string, a, b counters, n int) {
 	k.ctrlWrites[kind] = append(k.ctrlWrites[kind], (b.ctrl-a.ctrl)/float64(n))
 }
 
-// runKwokSuite runs the kwok suite when the test bed's binaries exist and
+// runKwokSuite runs the kwok suite when the kwok bed's binaries exist and
 // adds its rows and notes to rep (a note says why when it is skipped). It
 // returns false when the suite ran and failed; its finished rows are kept.
 func runKwokSuite(ctx context.Context, rep *Report, quick bool, repeats int, bin, out string, prof bool) (*kwokDetails, bool) {
@@ -584,7 +584,7 @@ func runKwokSuite(ctx context.Context, rep *Report, quick bool, repeats int, bin
 		return &kwokDetails{Params: p, Skipped: err.Error()}, true
 	}
 	p.KubeBin = dir
-	logf("kwok suite: test bed from %s; controller %s %s", dir, bin, strings.Join(p.ControllerArgs, " "))
+	logf("kwok suite: kwok bed from %s; controller %s %s", dir, bin, strings.Join(p.ControllerArgs, " "))
 	t0 := time.Now()
 	k, err := runKwok(ctx, p, bin, out, prof)
 	rep.Rows = append(rep.Rows, k.rows()...)

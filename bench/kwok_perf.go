@@ -16,7 +16,7 @@ import (
 )
 
 // perfCapture is a `perf record -g` of one process. The controller binary
-// has no pprof endpoint and the test bed's kube-apiserver runs with
+// has no pprof endpoint and the kwok bed's kube-apiserver runs with
 // --profiling=false, so perf samples them from outside; Go keeps frame
 // pointers, and the function names come from the binary's pclntab through
 // `go tool addr2line`, which works on stripped binaries too.

@@ -276,7 +276,7 @@ func clientWrites(ps promSamples) float64 {
 	return t
 }
 
-// backgroundResources are written by the test bed whatever the claims do
+// backgroundResources are written by the kwok bed whatever the claims do
 // (node heartbeats, leases, the API server's own bookkeeping).
 func backgroundResource(key string) bool {
 	res, _, _ := strings.Cut(key, " ")
@@ -290,7 +290,7 @@ func backgroundResource(key string) bool {
 	return false
 }
 
-// writer names who makes a write on the test bed.
+// writer names who makes a write on the kwok bed.
 func writer(key string) string {
 	f := strings.Fields(key)
 	if len(f) > 2 {
@@ -354,7 +354,7 @@ func memStatus(pid int) (rss, hwm int64) {
 	return rss, hwm
 }
 
-// bedProcs finds the test bed's processes (their command lines name its
+// bedProcs finds the kwok bed's processes (their command lines name its
 // directory) by program name.
 func bedProcs(dir string) map[string]int {
 	out := map[string]int{}

@@ -480,7 +480,8 @@ func (l *localSuite) readFile(ctx context.Context, box, path string, size int) (
 	return d, nil
 }
 
-// rows turns the series into table rows with the local targets of issue 9.
+// rows turns the series into table rows, each with the local engine's
+// target for it (docs/performance.md).
 func (l *localSuite) rows() []Row {
 	lat := func(fig string, s *series, target string, check func(p50, p99 float64) bool, note string) Row {
 		p50, p99, runs := s.latencyStats()

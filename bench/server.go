@@ -18,33 +18,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+	"github.com/sandpod/sandpod/tests/testserver"
 )
-
-// configYAML is the python template (auto-resume on) and its warm pool.
-const configYAML = `apiVersion: sandpod.dev/v1alpha1
-kind: SandboxTemplate
-metadata:
-  name: python
-spec:
-  podTemplate:
-    spec:
-      containers:
-        - name: sandbox
-          image: docker.io/local/python:3
-  lifecycle:
-    defaultTTL: 1h
-    shutdownPolicy: Delete
-  autoResume: true
----
-apiVersion: sandpod.dev/v1alpha1
-kind: SandboxWarmPool
-metadata:
-  name: python
-spec:
-  templateRef:
-    name: python
-  replicas: %d
-`
 
 // server is one `sandpod serve` started by the benchmark.
 type server struct {
@@ -98,7 +73,7 @@ func startServer(ctx context.Context, bin string, poolSize int, withPprof bool) 
 	}
 	s := &server{bin: bin, dir: dir, logPath: filepath.Join(dir, "serve.log"), exited: make(chan struct{})}
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(configYAML, poolSize)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(testserver.PythonPool(poolSize)), 0o644); err != nil {
 		return nil, err
 	}
 	addrFile := filepath.Join(dir, "address")

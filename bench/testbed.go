@@ -1,6 +1,6 @@
 package main
 
-// The Kubernetes path with real pods: the single-node test bed of
+// The Kubernetes path with real pods: the node bed of
 // hack/testbed (containerd, runc, gVisor) with sandpod installed from
 // deploy/install.yaml, measured through the in-cluster bridge as a user
 // reaches it (its Service, a token from its Secret), with the Go client and
@@ -66,13 +66,13 @@ type tbFigures struct {
 	coldOut                         int
 }
 
-// runTestbedSuite measures the real-pod path when the test bed is up with
+// runTestbedSuite measures the real-pod path when the node bed is up with
 // sandpod installed; otherwise it adds a note saying how to bring it up.
 func runTestbedSuite(ctx context.Context, rep *Report, kubeconfig, python string, quick bool) {
 	p := testbedDefaults(quick)
 	s, err := newTestbedSuite(ctx, kubeconfig, python, p)
 	if err != nil {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("real pods (test bed): skipped: %v (run `make testbed-up`, then install with `make e2e` or kubectl apply deploy/install.yaml)", err))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("real pods (node bed): skipped: %v (run `make node-bed-up`, then install with `make e2e` or kubectl apply deploy/install.yaml)", err))
 		return
 	}
 	defer s.cleanup()
@@ -95,7 +95,7 @@ func runTestbedSuite(ctx context.Context, rep *Report, kubeconfig, python string
 
 func newTestbedSuite(ctx context.Context, kubeconfig, python string, p testbedParams) (*testbedSuite, error) {
 	if _, err := os.Stat(kubeconfig); err != nil {
-		return nil, fmt.Errorf("no test bed kubeconfig at %s", kubeconfig)
+		return nil, fmt.Errorf("no node bed kubeconfig at %s", kubeconfig)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -43,13 +43,13 @@ var agentBackoff = grpc.ConnectParams{
 const readyWait = 3 * time.Second
 
 // client returns an agent client for ep and a context carrying its secret.
-func (a *agentConns) client(ctx context.Context, ns, name string, ep agent.Endpoint) (sandpodv1.AgentServiceClient, context.Context, error) {
+func (a *agentConns) client(ctx context.Context, ns, name string, ep agentconn.Endpoint) (sandpodv1.AgentServiceClient, context.Context, error) {
 	conn, err := a.conn(ns, name, ep)
 	if err != nil {
 		return nil, nil, err
 	}
 	awaitReady(ctx, conn, readyWait)
-	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, agent.SecretMetadataKey, ep.Secret), nil
+	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, ep.Secret), nil
 }
 
 // awaitReady gives a just-started agent a moment to listen: on Kubernetes a
@@ -72,7 +72,7 @@ func awaitReady(ctx context.Context, conn *grpc.ClientConn, limit time.Duration)
 	}
 }
 
-func (a *agentConns) conn(ns, name string, ep agent.Endpoint) (*grpc.ClientConn, error) {
+func (a *agentConns) conn(ns, name string, ep agentconn.Endpoint) (*grpc.ClientConn, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := nsKey(ns, name)

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -56,7 +56,7 @@ func (t Token) caller(i int) *Caller {
 			if slices.Contains(t.Namespaces, ns) {
 				return nil
 			}
-			return status.Errorf(codes.PermissionDenied, "namespace %q: this token may use only %s", ns, strings.Join(t.Namespaces, ", "))
+			return errinfo.Newf(codes.PermissionDenied, errinfo.ReasonNamespaceForbidden, "namespace %q: this token may use only %s", ns, strings.Join(t.Namespaces, ", "))
 		}
 	}
 	return c
@@ -117,7 +117,7 @@ func (a *auth) caller(ctx context.Context, method string) (*Caller, error) {
 			}
 		}
 	}
-	return nil, status.Error(codes.Unauthenticated, "missing or unknown bearer token (set SANDPOD_TOKEN or pass token=)")
+	return nil, errinfo.Newf(codes.Unauthenticated, errinfo.ReasonInvalidToken, "missing or unknown bearer token (set SANDPOD_TOKEN or pass token=)")
 }
 
 // allow checks the namespace a request names against the caller.

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -41,5 +41,5 @@ type Backend interface {
 	// Agent says how to reach a sandbox's agent, resuming a suspended
 	// sandbox first when its template auto-resumes (FailedPrecondition
 	// otherwise), and records the activity for idle suspend.
-	Agent(ctx context.Context, namespace, name string) (agent.Endpoint, error)
+	Agent(ctx context.Context, namespace, name string) (agentconn.Endpoint, error)
 }

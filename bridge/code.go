@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -18,10 +20,10 @@ const MaxCodeTimeout = 24 * 60 * 60 // seconds
 
 func checkCodeContext(lang, id string) error {
 	if err := agent.CheckLanguage(lang); err != nil {
-		return invalid("language", "%v", err)
+		return invalid(errinfo.ReasonInvalidCode, "language", "%v", err)
 	}
 	if err := agent.CheckContextID(id); err != nil {
-		return invalid("context_id", "%v", err)
+		return invalid(errinfo.ReasonInvalidContextID, "context_id", "%v", err)
 	}
 	return nil
 }
@@ -31,21 +33,21 @@ func checkRunCode(req *sandpodv1.RunCodeRequest) error {
 		return err
 	}
 	if n := len(req.GetCode()); n > agent.MaxCodeBytes {
-		return invalid("code", "is %d bytes, the limit is %d (1 MiB); put large data in a file and read it from the code", n, agent.MaxCodeBytes)
+		return invalid(errinfo.ReasonInvalidCode, "code", "is %d bytes, the limit is %d (1 MiB); put large data in a file and read it from the code", n, agent.MaxCodeBytes)
 	}
 	if !utf8.ValidString(req.GetCode()) {
-		return invalid("code", "is not valid UTF-8")
+		return invalid(errinfo.ReasonInvalidCode, "code", "is not valid UTF-8")
 	}
 	if t := req.GetTimeout(); t != nil {
 		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 || t.GetSeconds() > MaxCodeTimeout {
-			return invalid("timeout", "must be a valid duration between 0 and 24h")
+			return invalid(errinfo.ReasonInvalidDuration, "timeout", "must be a valid duration between 0 and 24h")
 		}
 	}
 	return checkEnv("env", req.GetEnv())
 }
 
 // withClaimEnv adds a claim's env (the endpoint's) under the request's.
-func withClaimEnv(ep agent.Endpoint, env map[string]string) map[string]string {
+func withClaimEnv(ep agentconn.Endpoint, env map[string]string) map[string]string {
 	if len(ep.Env) == 0 {
 		return env
 	}
@@ -117,7 +119,7 @@ func (s *Server) ListCodeContexts(ctx context.Context, req *sandpodv1.ListCodeCo
 // DeleteCodeContext kills an interpreter.
 func (s *Server) DeleteCodeContext(ctx context.Context, req *sandpodv1.DeleteCodeContextRequest) (*sandpodv1.DeleteCodeContextResponse, error) {
 	if req.GetContextId() == "" {
-		return nil, invalid("context_id", "is required")
+		return nil, invalid(errinfo.ReasonInvalidContextID, "context_id", "is required")
 	}
 	if err := checkCodeContext("", req.GetContextId()); err != nil {
 		return nil, err

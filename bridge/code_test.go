@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -47,7 +48,7 @@ func TestCheckRunCode(t *testing.T) {
 }
 
 func TestWithClaimEnv(t *testing.T) {
-	got := withClaimEnv(agent.Endpoint{Env: map[string]string{"A": "claim", "B": "claim"}}, map[string]string{"B": "req"})
+	got := withClaimEnv(agentconn.Endpoint{Env: map[string]string{"A": "claim", "B": "claim"}}, map[string]string{"B": "req"})
 	if got["A"] != "claim" || got["B"] != "req" || len(got) != 2 {
 		t.Fatalf("merged env: %v", got)
 	}

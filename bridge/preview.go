@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -217,10 +218,10 @@ func (p *previews) toProto(e *exposure) *sandpodv1.ExposedPort {
 // the agent's own.
 func checkPreviewPort(port int32) error {
 	if port < 1 || port > 65535 {
-		return invalid("port", "must be 1..65535, got %d", port)
+		return invalid(errinfo.ReasonInvalidPort, "port", "must be 1..65535, got %d", port)
 	}
 	if port == v1alpha1.AgentPort || port == v1alpha1.AgentHealthPort {
-		return invalid("port", "%d is the sandbox agent's own port and cannot be exposed", port)
+		return invalid(errinfo.ReasonInvalidPort, "port", "%d is the sandbox agent's own port and cannot be exposed", port)
 	}
 	return nil
 }
@@ -236,7 +237,7 @@ func checkExposePort(req *sandpodv1.ExposePortRequest) error {
 
 func checkPortProtocol(p sandpodv1.PortProtocol) error {
 	if _, ok := sandpodv1.PortProtocol_name[int32(p)]; !ok {
-		return invalid("protocol", "unknown protocol %d; use PORT_PROTOCOL_HTTP or PORT_PROTOCOL_TCP", p)
+		return invalid(errinfo.ReasonInvalidPort, "protocol", "unknown protocol %d; use PORT_PROTOCOL_HTTP or PORT_PROTOCOL_TCP", p)
 	}
 	return nil
 }
@@ -247,7 +248,7 @@ func checkPreviewTTL(req *sandpodv1.ExposePortRequest) error {
 		return nil
 	}
 	if err := t.CheckValid(); err != nil || t.AsDuration() < time.Second || t.AsDuration() > MaxPreviewTTL {
-		return invalid("signed_url_ttl", "must be between 1s and %s", MaxPreviewTTL)
+		return invalid(errinfo.ReasonInvalidDuration, "signed_url_ttl", "must be between 1s and %s", MaxPreviewTTL)
 	}
 	return nil
 }

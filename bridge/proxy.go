@@ -13,6 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -22,15 +24,15 @@ import (
 
 // agentFor resolves the agent of a sandbox; release must be called when the
 // call ends.
-func (s *Server) agentFor(ctx context.Context, ns, name string) (sandpodv1.AgentServiceClient, context.Context, agent.Endpoint, func(), error) {
+func (s *Server) agentFor(ctx context.Context, ns, name string) (sandpodv1.AgentServiceClient, context.Context, agentconn.Endpoint, func(), error) {
 	if err := firstError(checkName("sandbox", name, true), checkNamespace(ns)); err != nil {
-		return nil, nil, agent.Endpoint{}, nil, err
+		return nil, nil, agentconn.Endpoint{}, nil, err
 	}
 	ctx, cancel := beforeDeadline(ctx)
 	ep, err := s.backend.Agent(ctx, ns, name)
 	if err != nil {
 		cancel()
-		return nil, nil, agent.Endpoint{}, nil, err
+		return nil, nil, agentconn.Endpoint{}, nil, err
 	}
 	release := func() {
 		cancel()
@@ -41,7 +43,7 @@ func (s *Server) agentFor(ctx context.Context, ns, name string) (sandpodv1.Agent
 	client, actx, err := s.agents.client(ctx, ns, name, ep)
 	if err != nil {
 		release()
-		return nil, nil, agent.Endpoint{}, nil, status.Errorf(codes.Unavailable, "sandbox %q: connect to agent: %v", name, err)
+		return nil, nil, agentconn.Endpoint{}, nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentUnreachable, "sandbox %q: connect to agent: %v", name, err)
 	}
 	return client, actx, ep, release, nil
 }
@@ -75,15 +77,15 @@ func agentErrorAfter(name string, err error, answered bool) error {
 	}
 	st, ok := status.FromError(err)
 	if !ok {
-		return status.Errorf(codes.Unavailable, "sandbox %q: %v", name, err)
+		return errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentUnreachable, "sandbox %q: %v", name, err)
 	}
 	switch {
 	case st.Code() == codes.Unavailable:
-		return status.Errorf(codes.Unavailable, "sandbox %q: its agent is unreachable (%s); the call was not retried", name, st.Message())
+		return errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentUnreachable, "sandbox %q: its agent is unreachable (%s); the call was not retried", name, st.Message())
 	case st.Code() == codes.DeadlineExceeded && answered:
-		return status.Errorf(codes.DeadlineExceeded, "sandbox %q: the call's deadline passed before the agent finished", name)
+		return errinfo.Newf(codes.DeadlineExceeded, errinfo.ReasonCallDeadlineExceeded, "sandbox %q: the call's deadline passed before the agent finished", name)
 	case st.Code() == codes.DeadlineExceeded:
-		return status.Errorf(codes.DeadlineExceeded, "sandbox %q: its agent is not answering (no reply before the call's deadline); it may be hung, and is restarted if it stays so", name)
+		return errinfo.Newf(codes.DeadlineExceeded, errinfo.ReasonAgentNotAnswering, "sandbox %q: its agent is not answering (no reply before the call's deadline); it may be hung, and is restarted if it stays so", name)
 	}
 	return err
 }
@@ -91,47 +93,47 @@ func agentErrorAfter(name string, err error, answered bool) error {
 func checkExecStart(st *sandpodv1.ExecStart) error {
 	for i, a := range st.GetArgv() {
 		if strings.IndexByte(a, 0) >= 0 {
-			return invalid("argv", "argument %d contains a NUL byte", i)
+			return invalid(errinfo.ReasonInvalidCommand, "argv", "argument %d contains a NUL byte", i)
 		}
 		if len(a) > MaxArgLen {
-			return invalid("argv", "argument %d is %d bytes, the limit is %d (the kernel's limit for one argument); pass large data on stdin or in a file", i, len(a), MaxArgLen)
+			return invalid(errinfo.ReasonInvalidCommand, "argv", "argument %d is %d bytes, the limit is %d (the kernel's limit for one argument); pass large data on stdin or in a file", i, len(a), MaxArgLen)
 		}
 	}
 	if strings.IndexByte(st.GetShell(), 0) >= 0 {
-		return invalid("shell", "contains a NUL byte")
+		return invalid(errinfo.ReasonInvalidCommand, "shell", "contains a NUL byte")
 	}
 	if n := len(st.GetShell()); n > MaxArgLen {
-		return invalid("shell", "is %d bytes, the limit is %d (the kernel's limit for one argument); pass large data on stdin or in a file", n, MaxArgLen)
+		return invalid(errinfo.ReasonInvalidCommand, "shell", "is %d bytes, the limit is %d (the kernel's limit for one argument); pass large data on stdin or in a file", n, MaxArgLen)
 	}
 	if len(st.GetArgv()) > 0 && st.GetShell() != "" {
-		return invalid("argv", "give either argv or shell, not both")
+		return invalid(errinfo.ReasonInvalidCommand, "argv", "give either argv or shell, not both")
 	}
 	if len(st.GetArgv()) == 0 && st.GetShell() == "" {
-		return invalid("argv", "argv or shell is required")
+		return invalid(errinfo.ReasonInvalidCommand, "argv", "argv or shell is required")
 	}
 	if len(st.GetArgv()) > 0 && st.GetArgv()[0] == "" {
-		return invalid("argv", "argv[0] (the program) is empty")
+		return invalid(errinfo.ReasonInvalidCommand, "argv", "argv[0] (the program) is empty")
 	}
 	if _, err := agent.CleanPath(st.GetWorkingDir()); err != nil {
-		return invalid("working_dir", "%v", err)
+		return invalid(errinfo.ReasonInvalidPath, "working_dir", "%v", err)
 	}
 	if t := st.GetTimeout(); t != nil {
 		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 {
-			return invalid("timeout", "must be a valid, non-negative duration")
+			return invalid(errinfo.ReasonInvalidDuration, "timeout", "must be a valid, non-negative duration")
 		}
 	}
 	if n := st.GetMaxOutputBytes(); n < 0 || n > agent.MaxMaxOutput {
-		return invalid("max_output_bytes", "must be between 0 and %d, got %d", agent.MaxMaxOutput, n)
+		return invalid(errinfo.ReasonInvalidValue, "max_output_bytes", "must be between 0 and %d, got %d", agent.MaxMaxOutput, n)
 	}
 	if err := agent.CheckPty(st.GetPty()); err != nil {
-		return invalid("pty", "%v", err)
+		return invalid(errinfo.ReasonInvalidTerminal, "pty", "%v", err)
 	}
 	return checkEnv("env", st.GetEnv())
 }
 
 func checkPath(field, p string) error {
 	if _, err := agent.CleanPath(p); err != nil {
-		return invalid(field, "%v", err)
+		return invalid(errinfo.ReasonInvalidPath, field, "%v", err)
 	}
 	return nil
 }
@@ -140,14 +142,14 @@ func checkPath(field, p string) error {
 func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
-		return invalid("start", "the stream ended before its first message, which must be start")
+		return invalid(errinfo.ReasonInvalidStream, "start", "the stream ended before its first message, which must be start")
 	}
 	if err != nil {
 		return err
 	}
 	st := first.GetStart()
 	if st == nil {
-		return invalid("start", "the first message of an exec must be start")
+		return invalid(errinfo.ReasonInvalidStream, "start", "the first message of an exec must be start")
 	}
 	if err := checkExecStart(st); err != nil {
 		return err
@@ -204,7 +206,7 @@ func (s *Server) Exec(stream sandpodv1.SandboxService_ExecServer) error {
 				return
 			}
 			if msg.GetStart() != nil {
-				refuse(invalid("start", "only the first message of an exec may be start; the command was killed"))
+				refuse(invalid(errinfo.ReasonInvalidStream, "start", "only the first message of an exec may be start; the command was killed"))
 				return
 			}
 			if err := checkResize(st, msg); err != nil {
@@ -247,7 +249,7 @@ func checkResize(st *sandpodv1.ExecStart, msg *sandpodv1.ExecRequest) error {
 		return status.Error(codes.FailedPrecondition, agent.ErrNoTerminal+"; the command was killed")
 	}
 	if err := agent.CheckTerminalSize(r); err != nil {
-		return invalid("resize", "%v; the command was killed", err)
+		return invalid(errinfo.ReasonInvalidTerminal, "resize", "%v; the command was killed", err)
 	}
 	return nil
 }
@@ -267,10 +269,10 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Sandb
 		return err
 	}
 	if req.GetOffset() < 0 {
-		return invalid("offset", "must not be negative, got %d", req.GetOffset())
+		return invalid(errinfo.ReasonInvalidValue, "offset", "must not be negative, got %d", req.GetOffset())
 	}
 	if req.GetLength() < 0 {
-		return invalid("length", "must not be negative, got %d (0 reads to the end)", req.GetLength())
+		return invalid(errinfo.ReasonInvalidValue, "length", "must not be negative, got %d (0 reads to the end)", req.GetLength())
 	}
 	client, actx, _, release, err := s.agentFor(stream.Context(), req.GetNamespace(), req.GetSandbox())
 	if err != nil {
@@ -299,14 +301,14 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Sandb
 func (s *Server) WriteFile(stream sandpodv1.SandboxService_WriteFileServer) error {
 	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
-		return invalid("header", "the stream ended before its first message, which must be the header")
+		return invalid(errinfo.ReasonInvalidStream, "header", "the stream ended before its first message, which must be the header")
 	}
 	if err != nil {
 		return err
 	}
 	h := first.GetHeader()
 	if h == nil {
-		return invalid("header", "the first message of a write must be the header")
+		return invalid(errinfo.ReasonInvalidStream, "header", "the first message of a write must be the header")
 	}
 	if err := checkPath("path", h.GetPath()); err != nil {
 		return err
@@ -376,10 +378,10 @@ func (s *Server) ListFiles(ctx context.Context, req *sandpodv1.ListFilesRequest)
 		return nil, err
 	}
 	if _, err := agent.ListPageSize(req.GetPageSize()); err != nil {
-		return nil, invalid("page_size", "%v", err)
+		return nil, invalid(errinfo.ReasonInvalidPage, "page_size", "%v", err)
 	}
 	if err := agent.CheckListToken(req.GetPageToken()); err != nil {
-		return nil, invalid("page_token", "%v", err)
+		return nil, invalid(errinfo.ReasonInvalidPage, "page_token", "%v", err)
 	}
 	return forwardFile(s, ctx, req, func(c sandpodv1.AgentServiceClient, ctx context.Context, r *sandpodv1.ListFilesRequest) (*sandpodv1.ListFilesResponse, error) {
 		return c.ListFiles(ctx, r)

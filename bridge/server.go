@@ -11,8 +11,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -173,7 +173,7 @@ func (s *Server) WatchSandboxes(req *sandpodv1.WatchSandboxesRequest, stream san
 	if stream.Context().Err() != nil {
 		return nil
 	}
-	return status.Error(codes.Aborted, "watch fell behind; list and watch again")
+	return errinfo.Newf(codes.Aborted, errinfo.ReasonWatchFellBehind, "watch fell behind; list and watch again")
 }
 
 // SuspendSandbox stops a sandbox's processes and keeps its files.
@@ -223,7 +223,7 @@ func (s *Server) ExtendSandbox(ctx context.Context, req *sandpodv1.ExtendSandbox
 	}
 	now := s.now()
 	if req.GetTtl() == nil && req.GetShutdownTime() == nil {
-		return nil, invalid("ttl", "give ttl or shutdown_time")
+		return nil, invalid(errinfo.ReasonInvalidLifetime, "ttl", "give ttl or shutdown_time")
 	}
 	if err := checkLifetime(req.GetTtl(), req.GetShutdownTime(), now); err != nil {
 		return nil, err
@@ -310,7 +310,7 @@ func (s *Server) ScaleWarmPool(ctx context.Context, req *sandpodv1.ScaleWarmPool
 		return nil, err
 	}
 	if req.GetReplicas() < 0 || req.GetReplicas() > MaxReplicas {
-		return nil, invalid("replicas", "must be between 0 and %d, got %d", MaxReplicas, req.GetReplicas())
+		return nil, invalid(errinfo.ReasonInvalidValue, "replicas", "must be between 0 and %d, got %d", MaxReplicas, req.GetReplicas())
 	}
 	p, err := s.backend.ScaleWarmPool(ctx, req.GetNamespace(), req.GetName(), req.GetReplicas())
 	if err != nil {
@@ -325,7 +325,7 @@ func checkRef(name, namespace string) error {
 
 func checkPolicy(p sandpodv1.ShutdownPolicy) error {
 	if _, ok := sandpodv1.ShutdownPolicy_name[int32(p)]; !ok {
-		return invalid("shutdown_policy", "unknown value %d", p)
+		return invalid(errinfo.ReasonInvalidLifetime, "shutdown_policy", "unknown value %d", p)
 	}
 	return nil
 }

@@ -10,12 +10,12 @@ import (
 	"time"
 	"unicode"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/sandpod/sandpod/core/api/errinfo"
 )
 
 // Bounds checked at the edge.
@@ -40,8 +40,11 @@ const (
 	ReservedLabelPrefix = "sandpod.dev/"
 )
 
-func invalid(field, format string, args ...any) error {
-	return status.Errorf(codes.InvalidArgument, "%s: %s", field, fmt.Sprintf(format, args...))
+// invalid is the INVALID_ARGUMENT of a field: its reason says which rule
+// the field broke, the field is in the ErrorInfo metadata and starts the
+// message.
+func invalid(reason errinfo.Why, field, format string, args ...any) error {
+	return errinfo.Invalid(reason, field, format, args...)
 }
 
 // quote quotes a caller's value for a message, cut to its first 64 bytes:
@@ -57,12 +60,12 @@ func quote(s string) string {
 func checkName(field, name string, required bool) error {
 	if name == "" {
 		if required {
-			return invalid(field, "is required")
+			return invalid(errinfo.ReasonInvalidName, field, "is required")
 		}
 		return nil
 	}
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return invalid(field, "%s is not a valid name: %s", quote(name), strings.Join(errs, "; "))
+		return invalid(errinfo.ReasonInvalidName, field, "%s is not a valid name: %s", quote(name), strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -71,17 +74,17 @@ func checkNamespace(ns string) error { return checkName("namespace", ns, false) 
 
 func checkLabels(field string, m map[string]string) error {
 	if len(m) > MaxLabels {
-		return invalid(field, "%d labels, the limit is %d", len(m), MaxLabels)
+		return invalid(errinfo.ReasonInvalidLabels, field, "%d labels, the limit is %d", len(m), MaxLabels)
 	}
 	for k, v := range m {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return invalid(field, "key %s: %s", quote(k), strings.Join(errs, "; "))
+			return invalid(errinfo.ReasonInvalidLabels, field, "key %s: %s", quote(k), strings.Join(errs, "; "))
 		}
 		if strings.HasPrefix(k, ReservedLabelPrefix) {
-			return invalid(field, "key %s: keys under %s are reserved for sandpod", quote(k), ReservedLabelPrefix)
+			return invalid(errinfo.ReasonInvalidLabels, field, "key %s: keys under %s are reserved for sandpod", quote(k), ReservedLabelPrefix)
 		}
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-			return invalid(field, "value %s of %s: %s", quote(v), quote(k), strings.Join(errs, "; "))
+			return invalid(errinfo.ReasonInvalidLabels, field, "value %s of %s: %s", quote(v), quote(k), strings.Join(errs, "; "))
 		}
 	}
 	return nil
@@ -89,26 +92,26 @@ func checkLabels(field string, m map[string]string) error {
 
 func checkEnv(field string, m map[string]string) error {
 	if len(m) > MaxEnvVars {
-		return invalid(field, "%d variables, the limit is %d", len(m), MaxEnvVars)
+		return invalid(errinfo.ReasonInvalidEnv, field, "%d variables, the limit is %d", len(m), MaxEnvVars)
 	}
 	total := 0
 	for k, v := range m {
 		if !isEnvName(k) {
-			return invalid(field, "%s is not a valid variable name (letters, digits and '_' up to 256, not starting with a digit)", quote(k))
+			return invalid(errinfo.ReasonInvalidEnv, field, "%s is not a valid variable name (letters, digits and '_' up to 256, not starting with a digit)", quote(k))
 		}
 		if strings.HasPrefix(k, "SANDPOD_") {
-			return invalid(field, "%q: names starting with SANDPOD_ are reserved", k)
+			return invalid(errinfo.ReasonInvalidEnv, field, "%q: names starting with SANDPOD_ are reserved", k)
 		}
 		if strings.IndexByte(v, 0) >= 0 {
-			return invalid(field, "value of %s contains a NUL byte", k)
+			return invalid(errinfo.ReasonInvalidEnv, field, "value of %s contains a NUL byte", k)
 		}
 		if n := len(k) + 1 + len(v); n > MaxArgLen {
-			return invalid(field, "%s=value is %d bytes, the limit is %d (the kernel's limit for one variable); pass large data in a file", k, n, MaxArgLen)
+			return invalid(errinfo.ReasonInvalidEnv, field, "%s=value is %d bytes, the limit is %d (the kernel's limit for one variable); pass large data in a file", k, n, MaxArgLen)
 		}
 		total += len(k) + 1 + len(v)
 	}
 	if total > MaxEnvBytes {
-		return invalid(field, "%d bytes of NAME=value in all, the limit is %d; pass large data in a file", total, MaxEnvBytes)
+		return invalid(errinfo.ReasonInvalidEnv, field, "%d bytes of NAME=value in all, the limit is %d; pass large data in a file", total, MaxEnvBytes)
 	}
 	return nil
 }
@@ -127,11 +130,11 @@ func isEnvName(k string) bool {
 
 func checkRequestID(id string) error {
 	if len(id) > MaxRequestIDLen {
-		return invalid("request_id", "is %d characters, the limit is %d", len(id), MaxRequestIDLen)
+		return invalid(errinfo.ReasonInvalidRequestID, "request_id", "is %d characters, the limit is %d", len(id), MaxRequestIDLen)
 	}
 	for _, c := range id {
 		if c < 0x21 || c > 0x7e {
-			return invalid("request_id", "must be printable ASCII without spaces")
+			return invalid(errinfo.ReasonInvalidRequestID, "request_id", "must be printable ASCII without spaces")
 		}
 	}
 	return nil
@@ -140,30 +143,30 @@ func checkRequestID(id string) error {
 // checkLifetime checks a ttl / shutdown_time pair.
 func checkLifetime(ttl *durationpb.Duration, shutdown *timestamppb.Timestamp, now time.Time) error {
 	if ttl != nil && shutdown != nil {
-		return invalid("ttl", "give either ttl or shutdown_time, not both")
+		return invalid(errinfo.ReasonInvalidLifetime, "ttl", "give either ttl or shutdown_time, not both")
 	}
 	if ttl != nil {
 		if err := ttl.CheckValid(); err != nil {
-			return invalid("ttl", "%v", err)
+			return invalid(errinfo.ReasonInvalidLifetime, "ttl", "%v", err)
 		}
 		d := ttl.AsDuration()
 		if d <= 0 {
-			return invalid("ttl", "must be positive, got %s", d)
+			return invalid(errinfo.ReasonInvalidLifetime, "ttl", "must be positive, got %s", d)
 		}
 		if d > MaxTTL {
-			return invalid("ttl", "%s is longer than the limit of %s", d, MaxTTL)
+			return invalid(errinfo.ReasonInvalidLifetime, "ttl", "%s is longer than the limit of %s", d, MaxTTL)
 		}
 	}
 	if shutdown != nil {
 		if err := shutdown.CheckValid(); err != nil {
-			return invalid("shutdown_time", "%v", err)
+			return invalid(errinfo.ReasonInvalidLifetime, "shutdown_time", "%v", err)
 		}
 		t := shutdown.AsTime()
 		if !t.After(now) {
-			return invalid("shutdown_time", "%s is not in the future", t.Format(time.RFC3339))
+			return invalid(errinfo.ReasonInvalidLifetime, "shutdown_time", "%s is not in the future", t.Format(time.RFC3339))
 		}
 		if t.Sub(now) > MaxTTL {
-			return invalid("shutdown_time", "is more than %s away", MaxTTL)
+			return invalid(errinfo.ReasonInvalidLifetime, "shutdown_time", "is more than %s away", MaxTTL)
 		}
 	}
 	return nil
@@ -174,7 +177,7 @@ func parseSelector(s string) (labels.Selector, error) {
 		return labels.Everything(), nil
 	}
 	if len(s) > MaxSelectorLen {
-		return nil, invalid("label_selector", "is %d bytes, the limit is %d", len(s), MaxSelectorLen)
+		return nil, invalid(errinfo.ReasonInvalidSelector, "label_selector", "is %d bytes, the limit is %d", len(s), MaxSelectorLen)
 	}
 	sel, err := labels.Parse(s)
 	if err != nil {
@@ -182,7 +185,7 @@ func parseSelector(s string) (labels.Selector, error) {
 		if len(msg) > 400 {
 			msg = msg[:200] + " … " + msg[len(msg)-200:]
 		}
-		return nil, invalid("label_selector", "%s", msg)
+		return nil, invalid(errinfo.ReasonInvalidSelector, "label_selector", "%s", msg)
 	}
 	return sel, nil
 }
@@ -190,7 +193,7 @@ func parseSelector(s string) (labels.Selector, error) {
 func pageSize(n int32) (int, error) {
 	switch {
 	case n < 0 || n > MaxPageSize:
-		return 0, invalid("page_size", "must be between 0 and %d, got %d", MaxPageSize, n)
+		return 0, invalid(errinfo.ReasonInvalidPage, "page_size", "must be between 0 and %d, got %d", MaxPageSize, n)
 	case n == 0:
 		return DefaultPageSize, nil
 	}
@@ -227,11 +230,11 @@ func decodePageToken(query, tok string) (string, error) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil || len(b) < pageCheckLen {
-		return "", invalid("page_token", "is not a token this server issued")
+		return "", invalid(errinfo.ReasonInvalidPage, "page_token", "is not a token this server issued")
 	}
 	last, check := string(b[:len(b)-pageCheckLen]), b[len(b)-pageCheckLen:]
 	if subtle.ConstantTimeCompare(check, pageCheck(query, last)) != 1 {
-		return "", invalid("page_token", "is not a token this server issued for this request: a token continues only "+
+		return "", invalid(errinfo.ReasonInvalidPage, "page_token", "is not a token this server issued for this request: a token continues only "+
 			"the list that returned it, with the same namespace and filters (label_selector, include_pool_members); "+
 			"start again without page_token")
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -201,7 +202,17 @@ func FuzzRequestValidation(f *testing.F) {
 		if a != "" && agent.CheckListToken(agent.EncodeListToken(b, a)) != nil {
 			t.Fatalf("the bridge refused a list_files page token the agent issues for %q", a)
 		}
-		_, _ = parseSelector(a)
-		_ = checkExecStart(&sandpodv1.ExecStart{Argv: []string{a}, WorkingDir: b, Env: map[string]string{a: b}})
+		_, selErr := parseSelector(a)
+		_, tokErr := decodePageToken(q, a)
+		// Every refusal carries a reason and names its field (ErrorInfo).
+		for _, err := range []error{
+			checkName("name", a, true), checkLabels("labels", map[string]string{a: b}), checkEnv("env", map[string]string{a: b}),
+			checkRequestID(a), selErr, tokErr,
+			checkExecStart(&sandpodv1.ExecStart{Argv: []string{a}, WorkingDir: b, Env: map[string]string{a: b}}),
+		} {
+			if err != nil && (errinfo.Reason(err) == "" || errinfo.Metadata(err)["field"] == "") {
+				t.Fatalf("refusal without a reason or field: %v", err)
+			}
+		}
 	})
 }

@@ -2,7 +2,8 @@
 # Fails when generated code differs from what its sources generate: the
 # protobuf stubs here (regenerated in place, a no-op when in sync, and
 # compared with a snapshot), the Kubernetes artifacts (deepcopy, CRDs, RBAC,
-# Helm copies, install.yaml) by hack/kube/check-generated.sh.
+# Helm copies, install.yaml) by hack/kube/check-generated.sh. Then buf lint
+# and buf breaking on the contract (hack/proto/lint.sh: what it compares with).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 paths=(proto clients/python/sandpod/v1)
@@ -14,6 +15,7 @@ done
 hack/generate-proto.sh
 status=0
 hack/kube/check-generated.sh || status=1
+hack/proto/lint.sh || status=1
 for p in "${paths[@]}"; do
   [ -e "$p" ] || continue
   if ! diff -r --exclude=__pycache__ "$snap/$p" "$p" >/dev/null; then
@@ -23,6 +25,6 @@ for p in "${paths[@]}"; do
   fi
 done
 if [ $status -ne 0 ]; then
-  echo "run 'make generate' and commit the result" >&2
+  echo "run 'make generate' and commit the result (buf: fix the .proto file, see proto/buf.yaml)" >&2
 fi
 exit $status

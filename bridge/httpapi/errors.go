@@ -74,7 +74,7 @@ func httpStatus(st *spb.Status) int {
 }
 
 func reasonOf(st *spb.Status) string {
-	return errinfo.Reason(status.FromProto(st).Err())
+	return string(errinfo.Reason(status.FromProto(st).Err()))
 }
 
 // tooLarge is the status of a body over limit bytes.

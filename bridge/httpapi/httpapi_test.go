@@ -22,7 +22,7 @@ func TestWriteErrorStatusAndBody(t *testing.T) {
 		err        error
 		httpStatus int
 		status     string
-		reason     string
+		reason     errinfo.Why
 	}{
 		{"sandbox not found", errinfo.SandboxNotFound("default", "x"), 404, "NOT_FOUND", errinfo.ReasonSandboxNotFound},
 		{"invalid", status.Error(codes.InvalidArgument, "name: bad"), 400, "INVALID_ARGUMENT", ""},
@@ -51,7 +51,7 @@ func TestWriteErrorStatusAndBody(t *testing.T) {
 				t.Fatalf("body %q: %v", w.Body, err)
 			}
 			body := wrapped.Error
-			if body.Status != tc.status || body.Reason != tc.reason || codes.Code(body.Code).String() == "" {
+			if body.Status != tc.status || body.Reason != string(tc.reason) || codes.Code(body.Code).String() == "" {
 				t.Errorf("body %+v, want status %s reason %q", body, tc.status, tc.reason)
 			}
 			if body.Code != int32(status.Code(tc.err)) && tc.name != "gateway status" {

@@ -12,14 +12,13 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sbctl "github.com/sandpod/sandpod/core/controller/sandbox"
@@ -31,14 +30,14 @@ import (
 // resumed first when its template auto-resumes (FailedPrecondition
 // otherwise); a starting one is waited for. An unclaimed pool member is
 // refused (lifecycle.MayReach): nothing is planted for its next claimer.
-func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, error) {
+func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoint, error) {
 	ns = nsOr(ns)
 	sb, err := b.sandbox(ctx, ns, name)
 	if err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	if sb, err = b.reach(ctx, lifecycle.CallAgent, sb); err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	phase := phaseOf(sb)
 	if sb.Spec.OperatingMode == v1alpha1.OperatingModePaused && phase == v1alpha1.SandboxRunning {
@@ -47,41 +46,41 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, e
 	switch phase {
 	case v1alpha1.SandboxPaused:
 		if !sb.Spec.AutoResume {
-			return agent.Endpoint{}, pausedError(ns, name)
+			return agentconn.Endpoint{}, pausedError(ns, name)
 		}
 		if _, err := b.ResumeSandbox(ctx, ns, name, true); err != nil {
-			return agent.Endpoint{}, err
+			return agentconn.Endpoint{}, err
 		}
 	case v1alpha1.SandboxSuspended:
 		if !sb.Spec.AutoResume {
-			return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
+			return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxSuspended, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
 		}
 		if _, err := b.ResumeSandbox(ctx, ns, name, true); err != nil {
-			return agent.Endpoint{}, err
+			return agentconn.Endpoint{}, err
 		}
 	case v1alpha1.SandboxExpired:
-		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired (retained): extend and resume it first", name)
+		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired (retained): extend and resume it first", name)
 	case v1alpha1.SandboxFailed:
-		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s", name, sb.Status.Message)
+		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxFailed, "sandbox %q has failed: %s", name, sb.Status.Message)
 	case v1alpha1.SandboxTerminating:
-		return agent.Endpoint{}, errinfo.SandboxGone(ns, name, fmt.Sprintf("sandbox %q is being deleted", name))
+		return agentconn.Endpoint{}, errinfo.SandboxGone(ns, name, fmt.Sprintf("sandbox %q is being deleted", name))
 	case v1alpha1.SandboxPending:
 		if _, err := b.waitRunning(ctx, ns, name, sb.UID); err != nil {
-			return agent.Endpoint{}, err
+			return agentconn.Endpoint{}, err
 		}
 	}
 	if sb, err = b.sandbox(ctx, ns, name); err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	if sb.Spec.OperatingMode == v1alpha1.OperatingModePaused {
-		return agent.Endpoint{}, pausedError(ns, name) // paused again meanwhile
+		return agentconn.Endpoint{}, pausedError(ns, name) // paused again meanwhile
 	}
 	if len(sb.Status.PodIPs) == 0 || phaseOf(sb) != v1alpha1.SandboxRunning {
-		return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))
+		return agentconn.Endpoint{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))
 	}
 	ep, err := b.endpoint(ctx, sb)
 	if err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	b.activity.touch(sb)
 	ep.Done = func() { b.activity.touch(sb) }
@@ -90,10 +89,10 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agent.Endpoint, e
 
 // endpoint is how to reach sb's agent: its pod's IP on the agent port, with
 // the secret (and TLS pin) from the sandbox's Secret.
-func (b *Backend) endpoint(ctx context.Context, sb *v1alpha1.Sandbox) (agent.Endpoint, error) {
+func (b *Backend) endpoint(ctx context.Context, sb *v1alpha1.Sandbox) (agentconn.Endpoint, error) {
 	creds, err := b.secrets.get(ctx, b.live, sb)
 	if err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	env := map[string]string{}
 	for _, e := range sb.Spec.Env {
@@ -101,7 +100,7 @@ func (b *Backend) endpoint(ctx context.Context, sb *v1alpha1.Sandbox) (agent.End
 			env[e.Name] = e.Value
 		}
 	}
-	return agent.Endpoint{
+	return agentconn.Endpoint{
 		Target: net.JoinHostPort(sb.Status.PodIPs[0], strconv.Itoa(v1alpha1.AgentPort)),
 		Secret: creds.secret,
 		TLS:    creds.tls,
@@ -137,21 +136,21 @@ func (s *secretCache) get(ctx context.Context, r client.Reader, sb *v1alpha1.San
 	sec := &corev1.Secret{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sbctl.SecretName(sb.Name)}, sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return v, status.Errorf(codes.Unavailable, "sandbox %q: its agent secret does not exist yet; retry", sb.Name)
+			return v, errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentSecretNotReady, "sandbox %q: its agent secret does not exist yet; retry", sb.Name)
 		}
 		return v, apiError(err, "read the agent secret of sandbox %q", sb.Name)
 	}
 	if !metav1.IsControlledBy(sec, sb) {
-		return v, status.Errorf(codes.FailedPrecondition, "sandbox %q: secret %q is not owned by the sandbox; refusing to use it", sb.Name, sec.Name)
+		return v, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonAgentSecretUntrusted, "sandbox %q: secret %q is not owned by the sandbox; refusing to use it", sb.Name, sec.Name)
 	}
 	v.secret = string(sec.Data[v1alpha1.SecretKeyAgent])
 	if v.secret == "" {
-		return v, status.Errorf(codes.Unavailable, "sandbox %q: its agent secret is empty; retry", sb.Name)
+		return v, errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentSecretNotReady, "sandbox %q: its agent secret is empty; retry", sb.Name)
 	}
 	if cert := sec.Data[v1alpha1.SecretKeyTLSCert]; len(cert) > 0 {
 		var err error
-		if v.tls, err = agent.ClientTLS(cert, sb.Name); err != nil {
-			return v, status.Errorf(codes.FailedPrecondition, "sandbox %q: secret %q: %v", sb.Name, sec.Name, err)
+		if v.tls, err = agentconn.ClientTLS(cert, sb.Name); err != nil {
+			return v, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonAgentSecretUntrusted, "sandbox %q: secret %q: %v", sb.Name, sec.Name, err)
 		}
 	}
 	s.mu.Lock()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/warmpool"
@@ -169,7 +169,7 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 		}
 	}
 	if apierrors.IsAlreadyExists(err) {
-		return nil, status.Errorf(codes.AlreadyExists, "sandbox %q already exists in namespace %q", sb.Name, sb.Namespace)
+		return nil, errinfo.Newf(codes.AlreadyExists, errinfo.ReasonSandboxExists, "sandbox %q already exists in namespace %q", sb.Name, sb.Namespace)
 	}
 	if err != nil {
 		return nil, apiError(err, "create a %q sandbox", tmpl.Name)
@@ -197,16 +197,16 @@ func (b *Backend) waitRunning(ctx context.Context, ns, name string, uid types.UI
 		case err != nil:
 			return nil, apiError(err, "read sandbox %q", name)
 		case sb.UID != uid || sb.DeletionTimestamp != nil:
-			return nil, status.Errorf(codes.Aborted, "sandbox %q was deleted while waiting for it to start", name)
+			return nil, errinfo.Newf(codes.Aborted, errinfo.ReasonSandboxDeletedWhileWaiting, "sandbox %q was deleted while waiting for it to start", name)
 		default:
 			last = describe(sb)
 			switch phaseOf(sb) {
 			case v1alpha1.SandboxRunning:
 				return sandboxToProto(sb), nil
 			case v1alpha1.SandboxFailed:
-				return nil, status.Errorf(codes.Unavailable, "sandbox %q failed to start: %s", name, sb.Status.Message)
+				return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxStartFailed, "sandbox %q failed to start: %s", name, sb.Status.Message)
 			case v1alpha1.SandboxExpired:
-				return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired", name)
+				return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired", name)
 			}
 		}
 		select {
@@ -221,7 +221,7 @@ func (b *Backend) template(ctx context.Context, ns, name string) (*v1alpha1.Sand
 	t := &v1alpha1.SandboxTemplate{}
 	if err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, t); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, status.Errorf(codes.NotFound, "template %q not found in namespace %q", name, ns)
+			return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonTemplateNotFound, "template %q not found in namespace %q", name, ns)
 		}
 		return nil, apiError(err, "read template %q", name)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -47,7 +48,19 @@ func apiError(err error, format string, args ...any) error {
 		// Not an API status: the API server was not reached.
 		code = codes.Unavailable
 	}
-	return status.Errorf(code, "%s: %v", what, err)
+	reason := errinfo.ReasonKubernetesAPIError
+	switch {
+	case code == codes.DeadlineExceeded:
+		reason = errinfo.ReasonCallDeadlineExceeded
+	case code == codes.Canceled:
+		reason = errinfo.ReasonCallCanceled
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota"):
+		// A ResourceQuota of the namespace refused the write: the code stays
+		// the API server's (Forbidden), the reason says it is a quota.
+		reason = errinfo.ReasonQuotaExceeded
+	}
+	return errinfo.New(code, reason, map[string]string{"kubernetes_reason": string(apierrors.ReasonForError(err))},
+		fmt.Sprintf("%s: %v", what, err))
 }
 
 // sandboxError is apiError for a write to a sandbox found a moment ago:
@@ -70,10 +83,10 @@ func isAPIStatus(err error) bool {
 // ImagePullBackOff), so a sandbox that cannot start says why.
 func waitError(ctx context.Context, what, last string) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return status.Errorf(codes.Canceled, "%s: canceled", what)
+		return errinfo.Newf(codes.Canceled, errinfo.ReasonCallCanceled, "%s: canceled", what)
 	}
 	if last != "" {
 		last = " (last status: " + last + ")"
 	}
-	return status.Errorf(codes.DeadlineExceeded, "%s: not ready before the deadline%s; it keeps starting: retry with the same request id, or watch it", what, last)
+	return errinfo.Newf(codes.DeadlineExceeded, errinfo.ReasonSandboxNotReady, "%s: not ready before the deadline%s; it keeps starting: retry with the same request id, or watch it", what, last)
 }

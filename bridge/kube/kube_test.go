@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -50,21 +52,32 @@ func TestRequestLifecycle(t *testing.T) {
 
 func TestAPIErrorCodes(t *testing.T) {
 	gr := schema.GroupResource{Group: "sandpod.dev", Resource: "sandboxes"}
+	quota := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x",
+		errors.New("exceeded quota: pods, requested: pods=1, used: pods=10, limited: pods=10"))
+	kept := errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "kept")
 	for _, c := range []struct {
-		err  error
-		want codes.Code
+		err    error
+		want   codes.Code
+		reason errinfo.Why
 	}{
-		{apierrors.NewNotFound(gr, "x"), codes.NotFound},
-		{apierrors.NewAlreadyExists(gr, "x"), codes.AlreadyExists},
-		{apierrors.NewConflict(gr, "x", errors.New("changed")), codes.Aborted},
-		{apierrors.NewForbidden(gr, "x", errors.New("no")), codes.PermissionDenied},
-		{apierrors.NewInvalid(schema.GroupKind{Group: "sandpod.dev", Kind: "Sandbox"}, "x", nil), codes.InvalidArgument},
-		{apierrors.NewTooManyRequests("slow down", 1), codes.Unavailable},
-		{errors.New("dial tcp: connection refused"), codes.Unavailable},
-		{status.Error(codes.FailedPrecondition, "kept"), codes.FailedPrecondition},
+		{apierrors.NewNotFound(gr, "x"), codes.NotFound, errinfo.ReasonKubernetesAPIError},
+		{apierrors.NewAlreadyExists(gr, "x"), codes.AlreadyExists, errinfo.ReasonKubernetesAPIError},
+		{apierrors.NewConflict(gr, "x", errors.New("changed")), codes.Aborted, errinfo.ReasonKubernetesAPIError},
+		{apierrors.NewForbidden(gr, "x", errors.New("no")), codes.PermissionDenied, errinfo.ReasonKubernetesAPIError},
+		{quota, codes.PermissionDenied, errinfo.ReasonQuotaExceeded},
+		{apierrors.NewInvalid(schema.GroupKind{Group: "sandpod.dev", Kind: "Sandbox"}, "x", nil), codes.InvalidArgument, errinfo.ReasonKubernetesAPIError},
+		{apierrors.NewTooManyRequests("slow down", 1), codes.Unavailable, errinfo.ReasonKubernetesAPIError},
+		{errors.New("dial tcp: connection refused"), codes.Unavailable, errinfo.ReasonKubernetesAPIError},
+		{context.DeadlineExceeded, codes.DeadlineExceeded, errinfo.ReasonCallDeadlineExceeded},
+		{context.Canceled, codes.Canceled, errinfo.ReasonCallCanceled},
+		{kept, codes.FailedPrecondition, errinfo.ReasonSandboxExpired},
 	} {
-		if got := status.Code(apiError(c.err, "do it")); got != c.want {
+		err := apiError(c.err, "do it")
+		if got := status.Code(err); got != c.want {
 			t.Errorf("%v -> %s, want %s", c.err, got, c.want)
+		}
+		if got := errinfo.Reason(err); got != c.reason {
+			t.Errorf("%v -> reason %q, want %s", c.err, got, c.reason)
 		}
 	}
 }

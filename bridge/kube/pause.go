@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
@@ -90,7 +90,7 @@ func (b *Backend) setPaused(ctx context.Context, sb *v1alpha1.Sandbox, paused bo
 		return status.Errorf(codes.Unavailable, "sandbox %q: connect to agent: %v", sb.Name, err)
 	}
 	defer conn.Close()
-	actx := metadata.AppendToOutgoingContext(ctx, agent.SecretMetadataKey, ep.Secret)
+	actx := metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, ep.Secret)
 	if _, err := sandpodv1.NewAgentServiceClient(conn).SetPaused(actx, &sandpodv1.SetPausedRequest{Paused: paused}, grpc.WaitForReady(true)); err != nil {
 		verb := "pause"
 		if !paused {

@@ -6,11 +6,11 @@ import (
 	"sort"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -47,7 +47,7 @@ func (b *Backend) pool(ctx context.Context, ns, name string) (*v1alpha1.SandboxW
 	p := &v1alpha1.SandboxWarmPool{}
 	if err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, status.Errorf(codes.NotFound, "warm pool %q not found in namespace %q", name, ns)
+			return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonPoolNotFound, "warm pool %q not found in namespace %q", name, ns)
 		}
 		return nil, apiError(err, "read warm pool %q", name)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -92,7 +91,7 @@ func (b *Backend) WatchSandboxes(ctx context.Context, ns string, sel labels.Sele
 		}
 		if len(initial) > watchBuffer/2 {
 			cancel()
-			return nil, status.Errorf(codes.ResourceExhausted, "send_initial_events: %d sandboxes match; narrow label_selector (or list, then watch without initial events)", len(initial))
+			return nil, errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonTooManyInitialEvents, "send_initial_events: %d sandboxes match; narrow label_selector (or list, then watch without initial events)", len(initial))
 		}
 		for _, sb := range initial {
 			s.ch <- &sandpodv1.WatchSandboxesResponse{Type: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_ADDED, Sandbox: sb}
@@ -117,7 +116,7 @@ func (b *Backend) SuspendSandbox(ctx context.Context, ns, name string) (*sandpod
 		return nil, err
 	}
 	if phaseOf(sb) == v1alpha1.SandboxExpired {
-		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; it is already stopped", name)
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired; it is already stopped", name)
 	}
 	if err := b.patchSpec(ctx, sb, map[string]any{"operatingMode": v1alpha1.OperatingModeSuspended}); err != nil {
 		return nil, sandboxError(err, ns, name, "suspend sandbox %q", name)
@@ -138,7 +137,7 @@ func (b *Backend) ResumeSandbox(ctx context.Context, ns, name string, wait bool)
 		return nil, err
 	}
 	if phaseOf(sb) == v1alpha1.SandboxExpired {
-		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; extend its shutdown time first", name)
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired; extend its shutdown time first", name)
 	}
 	if sb.Spec.OperatingMode == v1alpha1.OperatingModePaused {
 		return b.resumePaused(ctx, sb)

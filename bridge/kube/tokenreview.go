@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/sandpod/sandpod/bridge"
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -71,7 +71,7 @@ func (r *TokenReviewer) Authenticate(ctx context.Context, token string) (*bridge
 	if !ok || now.After(rv.expires) {
 		res, err := r.cs.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 		if err != nil {
-			return nil, status.Errorf(codes.Unavailable, "token review: %v", err)
+			return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonAuthUnavailable, "token review: %v", err)
 		}
 		rv = reviewed{user: res.Status.User, ok: res.Status.Authenticated, expires: now.Add(reviewCacheTTL)}
 		r.mu.Lock()
@@ -106,7 +106,7 @@ func (r *TokenReviewer) allow(ctx context.Context, user authnv1.UserInfo, ns str
 			},
 		}}, metav1.CreateOptions{})
 		if err != nil {
-			return status.Errorf(codes.Unavailable, "access review: %v", err)
+			return errinfo.Newf(codes.Unavailable, errinfo.ReasonAuthUnavailable, "access review: %v", err)
 		}
 		d = decided{allowed: res.Status.Allowed, reason: res.Status.Reason, expires: now.Add(reviewCacheTTL)}
 		r.mu.Lock()
@@ -117,7 +117,7 @@ func (r *TokenReviewer) allow(ctx context.Context, user authnv1.UserInfo, ns str
 		r.mu.Unlock()
 	}
 	if !d.allowed {
-		return status.Errorf(codes.PermissionDenied, "namespace %q: %s may not create sandboxclaims.sandpod.dev there (Kubernetes RBAC)", ns, user.Username)
+		return errinfo.Newf(codes.PermissionDenied, errinfo.ReasonNamespaceForbidden, "namespace %q: %s may not create sandboxclaims.sandpod.dev there (Kubernetes RBAC)", ns, user.Username)
 	}
 	return nil
 }

@@ -360,6 +360,14 @@ func TestTypedErrors(t *testing.T) {
 			return err
 		}, sandpod.ErrInvalidArgument},
 	}
+	// The server's ErrorInfo reason of each (docs/api.md), as Error.Reason.
+	reasons := map[string]string{
+		"get missing": "SANDBOX_NOT_FOUND", "delete missing": "SANDBOX_NOT_FOUND",
+		"claim unknown template": "TEMPLATE_NOT_FOUND", "create bad name": "INVALID_NAME",
+		"create existing name": "SANDBOX_EXISTS", "bad selector": "INVALID_SELECTOR",
+		"run on missing sandbox": "SANDBOX_NOT_FOUND", "path outside the root": "INVALID_PATH",
+		"read missing file": "FILE_NOT_FOUND", "empty command": "INVALID_COMMAND",
+	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			err := tc.call()
@@ -368,7 +376,10 @@ func TestTypedErrors(t *testing.T) {
 			}
 			var e *sandpod.Error
 			if !errors.As(err, &e) || e.GRPCStatus() == nil {
-				t.Errorf("not an *Error with a status: %#v", err)
+				t.Fatalf("not an *Error with a status: %#v", err)
+			}
+			if e.Reason != reasons[name] {
+				t.Errorf("Reason = %q, want %q", e.Reason, reasons[name])
 			}
 		})
 	}

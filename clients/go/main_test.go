@@ -8,34 +8,12 @@ import (
 	"time"
 
 	sandpod "github.com/sandpod/sandpod/clients/go"
+	"github.com/sandpod/sandpod/tests/testserver"
 )
 
 // testConfig is the server's templates and pools: "python" (warm pool of
 // 2, auto-resume) and "cold" (no pool, no auto-resume).
-const testConfig = `apiVersion: sandpod.dev/v1alpha1
-kind: SandboxTemplate
-metadata:
-  name: python
-spec:
-  podTemplate:
-    spec:
-      containers:
-      - name: sandbox
-        image: docker.io/library/python:3
-  lifecycle:
-    defaultTTL: 1h
-    shutdownPolicy: Delete
-  autoResume: true
----
-apiVersion: sandpod.dev/v1alpha1
-kind: SandboxWarmPool
-metadata:
-  name: python
-spec:
-  templateRef:
-    name: python
-  replicas: 2
----
+var testConfig = testserver.PythonPool(2) + `---
 apiVersion: sandpod.dev/v1alpha1
 kind: SandboxTemplate
 metadata:

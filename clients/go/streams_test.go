@@ -99,8 +99,8 @@ func TestListFortyThousandEntries(t *testing.T) {
 }
 
 // A file call answered RESOURCE_EXHAUSTED is not retried: here a page of
-// ListFiles over the receive limit this client was given, the failure
-// that a 40,000-entry directory in one message used to give.
+// ListFiles over the receive limit this client was given, as a directory
+// listed in one message fails against gRPC's default limit of 4 MiB.
 func TestResourceExhaustedFileCallIsNotRetried(t *testing.T) {
 	ctx := testContext(t)
 	var retries atomic.Int32

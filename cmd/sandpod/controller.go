@@ -19,10 +19,8 @@ func init() {
 }
 
 // runController parses the controller's flags from args and runs it until
-// ctx is done: --kubeconfig, --metrics-bind-address,
-// --health-probe-bind-address, --leader-elect, --runtime-class-policy
-// none|require|default, --default-runtime-class, --agent-image (see
-// `sandpod controller -h`).
+// ctx is done. `sandpod controller -h` prints every flag from the flag set
+// itself; docs/install.md has them in a table (TestControllerFlagsAreDocumented).
 func runController(ctx context.Context, args []string) error {
 	return controller.Run(ctx, args)
 }

@@ -16,17 +16,6 @@ import (
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// ErrorInfo reasons of code contexts.
-const (
-	// ReasonCodeContextNotFound: the context a call names does not exist
-	// (never did, was deleted, or died).
-	ReasonCodeContextNotFound = "CODE_CONTEXT_NOT_FOUND"
-	// ReasonCodeContextLimit: the sandbox has MaxCodeContexts already.
-	ReasonCodeContextLimit = "CODE_CONTEXT_LIMIT"
-	// ReasonCodeContextExists: CreateCodeContext with an id in use.
-	ReasonCodeContextExists = "CODE_CONTEXT_EXISTS"
-)
-
 // codeContexts are a sandbox's interpreters. A slot is reserved (nil)
 // while its interpreter starts, so the limit holds under concurrent
 // creates.
@@ -36,7 +25,7 @@ type codeContexts struct {
 }
 
 func contextNotFound(id string) error {
-	return errinfo.New(codes.NotFound, ReasonCodeContextNotFound, map[string]string{"context_id": id},
+	return errinfo.New(codes.NotFound, errinfo.ReasonCodeContextNotFound, map[string]string{"context_id": id},
 		"code context "+quoteID(id)+" not found: it was never created, was deleted, or its interpreter died; create a new one (or omit context_id to use the default context)")
 }
 
@@ -50,11 +39,11 @@ func (cs *codeContexts) reserve(id string) error {
 		cs.byID = map[string]*codeContext{}
 	}
 	if _, ok := cs.byID[id]; ok {
-		return errinfo.New(codes.AlreadyExists, ReasonCodeContextExists, map[string]string{"context_id": id},
+		return errinfo.New(codes.AlreadyExists, errinfo.ReasonCodeContextExists, map[string]string{"context_id": id},
 			"code context "+quoteID(id)+" already exists")
 	}
 	if len(cs.byID) >= MaxCodeContexts {
-		return errinfo.New(codes.ResourceExhausted, ReasonCodeContextLimit, map[string]string{"limit": "8"},
+		return errinfo.New(codes.ResourceExhausted, errinfo.ReasonCodeContextLimit, map[string]string{"limit": "8"},
 			"the sandbox has 8 code contexts, the limit: delete one first")
 	}
 	cs.byID[id] = nil
@@ -219,7 +208,7 @@ func (s *Server) RunCode(req *sandpodv1.RunCodeRequest, stream sandpodv1.AgentSe
 	case c == nil:
 		var err error
 		c, err = s.createContext(stream.Context(), DefaultCodeContext, "", req.GetEnv())
-		if status, ok := errinfoReason(err); ok && status == ReasonCodeContextExists {
+		if errinfo.Reason(err) == errinfo.ReasonCodeContextExists {
 			c, err = s.awaitDefault(stream.Context())
 		}
 		if err != nil {

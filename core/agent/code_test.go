@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -49,7 +50,7 @@ func agentClient(t *testing.T) (sandpodv1.AgentServiceClient, context.Context, s
 	t.Cleanup(func() { _ = conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, SecretMetadataKey, "s"), root
+	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, "s"), root
 }
 
 type cell struct {

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -21,14 +20,6 @@ var (
 
 func errTooLarge(n int) error {
 	return fmt.Errorf("is %d bytes, the limit is %d (1 MiB); put large data in a file and read it from the code", n, MaxCodeBytes)
-}
-
-func errinfoReason(err error) (string, bool) {
-	if err == nil {
-		return "", false
-	}
-	r := errinfo.Reason(err)
-	return r, r != ""
 }
 
 // Cell timing. InterruptGrace is how long an interrupted cell (timeout or

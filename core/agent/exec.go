@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -41,7 +42,7 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 	}
 	start := first.GetStart()
 	if start == nil {
-		return status.Error(codes.InvalidArgument, "exec: the first message must be start")
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidStream, "exec: the first message must be start")
 	}
 	cmd, err := s.command(start)
 	if err != nil {
@@ -216,15 +217,15 @@ func (s *Server) command(start *sandpodv1.ExecStart) (*exec.Cmd, error) {
 	argv := start.GetArgv()
 	switch {
 	case len(argv) > 0 && start.GetShell() != "":
-		return nil, status.Error(codes.InvalidArgument, "exec: give either argv or shell, not both")
+		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidCommand, "exec: give either argv or shell, not both")
 	case len(argv) == 0 && start.GetShell() == "":
-		return nil, status.Error(codes.InvalidArgument, "exec: argv or shell is required")
+		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidCommand, "exec: argv or shell is required")
 	case len(argv) > 0 && argv[0] == "":
-		return nil, status.Error(codes.InvalidArgument, "exec: argv[0] (the program) is empty")
+		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidCommand, "exec: argv[0] (the program) is empty")
 	case start.GetMaxOutputBytes() < 0 || start.GetMaxOutputBytes() > MaxMaxOutput:
-		return nil, status.Errorf(codes.InvalidArgument, "exec: max_output_bytes must be between 0 and %d", MaxMaxOutput)
+		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidValue, "exec: max_output_bytes must be between 0 and %d", MaxMaxOutput)
 	case start.GetTimeout().AsDuration() < 0:
-		return nil, status.Error(codes.InvalidArgument, "exec: timeout must not be negative")
+		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidDuration, "exec: timeout must not be negative")
 	}
 	if err := CheckPty(start.GetPty()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "exec: pty: %v", err)
@@ -265,13 +266,13 @@ func (s *Server) workingDir(p string) (string, error) {
 		// FAILED_PRECONDITION, not NOT_FOUND: the sandbox is there, and the
 		// same call works once the directory exists (its state is wrong, not
 		// the request); a NOT_FOUND from an exec means the sandbox is gone.
-		return "", status.Errorf(codes.FailedPrecondition, "exec: working_dir %q does not exist in the sandbox; create it first", p)
+		return "", errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonWorkingDirNotFound, "exec: working_dir %q does not exist in the sandbox; create it first", p)
 	}
 	if err != nil {
 		return "", fileError("exec: working_dir", p, err)
 	}
 	if !fi.IsDir() {
-		return "", status.Errorf(codes.InvalidArgument, "exec: working_dir %q is not a directory", p)
+		return "", errinfo.Newf(codes.InvalidArgument, errinfo.ReasonNotADirectory, "exec: working_dir %q is not a directory", p)
 	}
 	return abs, nil
 }
@@ -289,15 +290,15 @@ func startError(start *sandpodv1.ExecStart, cmd *exec.Cmd, err error) error {
 		for _, s := range append(cmd.Args, cmd.Env...) {
 			n += len(s) + 1
 		}
-		return status.Errorf(codes.InvalidArgument, "exec: argv: the arguments and environment (%d bytes) are more than the kernel accepts (E2BIG); pass large data on stdin or in a file", n)
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidCommand, "exec: argv: the arguments and environment (%d bytes) are more than the kernel accepts (E2BIG); pass large data on stdin or in a file", n)
 	}
 	if dirGone(cmd) { // removed since workingDir looked
-		return status.Errorf(codes.FailedPrecondition, "exec: working_dir %q does not exist in the sandbox; create it first", start.GetWorkingDir())
+		return errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonWorkingDirNotFound, "exec: working_dir %q does not exist in the sandbox; create it first", start.GetWorkingDir())
 	}
 	if errors.Is(err, syscall.EAGAIN) {
-		return status.Errorf(codes.ResourceExhausted, "exec: sandbox process limit reached: %v", err)
+		return errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonSandboxProcessLimit, "exec: sandbox process limit reached: %v", err)
 	}
-	return status.Errorf(codes.FailedPrecondition, "exec: start %q: %v", prog, err)
+	return errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonExecStartFailed, "exec: start %q: %v", prog, err)
 }
 
 // mergeEnv overlays extra on base ("K=V" pairs); extra wins.

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -40,7 +41,7 @@ func startAgent(t *testing.T) (sandpodv1.AgentServiceClient, context.Context, *S
 	t.Cleanup(func() { _ = conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, SecretMetadataKey, "s3cret"), srv
+	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, "s3cret"), srv
 }
 
 // A command that never reads its stdin is sent a full window of it, then

@@ -15,7 +15,6 @@ import (
 	"syscall"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -33,7 +32,7 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Agent
 		return err
 	}
 	if req.GetOffset() < 0 || req.GetLength() < 0 {
-		return status.Error(codes.InvalidArgument, "read_file: offset and length must not be negative")
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidValue, "read_file: offset and length must not be negative")
 	}
 	f, err := s.root.Open(rel)
 	if err != nil {
@@ -45,7 +44,7 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Agent
 		return fileError("read_file", req.GetPath(), err)
 	}
 	if fi.IsDir() {
-		return status.Errorf(codes.InvalidArgument, "read_file: %q is a directory", req.GetPath())
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonIsADirectory, "read_file: %q is a directory", req.GetPath())
 	}
 	if fi.Mode().IsRegular() && req.GetOffset() >= fi.Size() {
 		return nil // past the end: nothing to read (a seek there may fail)
@@ -84,25 +83,25 @@ func (s *Server) WriteFile(stream sandpodv1.AgentService_WriteFileServer) error 
 	}
 	h := first.GetHeader()
 	if h == nil {
-		return status.Error(codes.InvalidArgument, "write_file: the first message must be the header")
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidStream, "write_file: the first message must be the header")
 	}
 	rel, err := s.path("write_file", h.GetPath())
 	if err != nil {
 		return err
 	}
 	if rel == s.cfg.Root || rel == "/" {
-		return status.Error(codes.InvalidArgument, "write_file: path is a directory (the workspace or the root)")
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonIsADirectory, "write_file: path is a directory (the workspace or the root)")
 	}
 	mode := fs.FileMode(h.GetMode())
 	if mode == 0 {
 		mode = 0o644
 	}
 	if mode&^fs.ModePerm != 0 {
-		return status.Errorf(codes.InvalidArgument, "write_file: mode %o has bits beyond 0777", h.GetMode())
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidValue, "write_file: mode %o has bits beyond 0777", h.GetMode())
 	}
 	switch fi, err := s.root.Stat(rel); {
 	case err == nil && fi.IsDir():
-		return status.Errorf(codes.InvalidArgument, "write_file: %q is a directory", h.GetPath())
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonIsADirectory, "write_file: %q is a directory", h.GetPath())
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		// A link out of the sandbox is refused as reads are, rather than
 		// silently replaced; so is a path through a file.
@@ -112,7 +111,7 @@ func (s *Server) WriteFile(stream sandpodv1.AgentService_WriteFileServer) error 
 	if h.GetMakeParents() && dir != "." {
 		if err := s.root.MkdirAll(dir, 0o755); err != nil {
 			if errors.Is(err, fs.ErrExist) { // a file where a directory should be
-				return status.Errorf(codes.InvalidArgument, "write_file: a parent of %q is not a directory", h.GetPath())
+				return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonNotADirectory, "write_file: a parent of %q is not a directory", h.GetPath())
 			}
 			return fileError("write_file", h.GetPath(), err)
 		}
@@ -138,7 +137,7 @@ func (s *Server) WriteFile(stream sandpodv1.AgentService_WriteFileServer) error 
 			return err
 		}
 		if msg.GetHeader() != nil {
-			return status.Error(codes.InvalidArgument, "write_file: only the first message may be a header")
+			return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidStream, "write_file: only the first message may be a header")
 		}
 		if _, err := f.Write(msg.GetData()); err != nil {
 			return fileError("write_file", h.GetPath(), err)
@@ -171,13 +170,13 @@ func (s *Server) ListFiles(_ context.Context, req *sandpodv1.ListFilesRequest) (
 	}
 	size, err := ListPageSize(req.GetPageSize())
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "list_files: page_size: %v", err)
+		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidPage, "list_files: page_size: %v", err)
 	}
 	// The token is bound to the directory's absolute path, the same however
 	// the caller spelled it.
 	after, err := DecodeListToken(dir, req.GetPageToken())
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "list_files: page_token: %v", err)
+		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidPage, "list_files: page_token: %v", err)
 	}
 	d, err := s.root.Open(dir)
 	if err != nil {
@@ -185,7 +184,7 @@ func (s *Server) ListFiles(_ context.Context, req *sandpodv1.ListFilesRequest) (
 	}
 	defer d.Close()
 	if fi, err := d.Stat(); err == nil && !fi.IsDir() {
-		return nil, status.Errorf(codes.InvalidArgument, "list_files: %q is not a directory", req.GetPath())
+		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonNotADirectory, "list_files: %q is not a directory", req.GetPath())
 	}
 	names, err := d.Readdirnames(-1)
 	if err != nil {
@@ -238,7 +237,7 @@ func (s *Server) RemoveFile(_ context.Context, req *sandpodv1.RemoveFileRequest)
 		return nil, err
 	}
 	if rel == s.cfg.Root || rel == "/" {
-		return nil, status.Error(codes.InvalidArgument, "remove_file: the workspace and the root cannot be removed")
+		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidPath, "remove_file: the workspace and the root cannot be removed")
 	}
 	if _, err := s.root.Lstat(rel); err != nil {
 		return nil, fileError("remove_file", req.GetPath(), err)
@@ -265,7 +264,7 @@ func (s *Server) MakeDir(_ context.Context, req *sandpodv1.MakeDirRequest) (*san
 		mode = 0o755
 	}
 	if mode&^fs.ModePerm != 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "make_dir: mode %o has bits beyond 0777", req.GetMode())
+		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidValue, "make_dir: mode %o has bits beyond 0777", req.GetMode())
 	}
 	if req.GetParents() {
 		err = s.root.MkdirAll(rel, mode)
@@ -288,7 +287,7 @@ func (s *Server) MakeDir(_ context.Context, req *sandpodv1.MakeDirRequest) (*san
 func (s *Server) path(op, p string) (string, error) {
 	clean, err := CleanPath(p)
 	if err != nil {
-		return "", status.Errorf(codes.InvalidArgument, "%s: path: %v", op, err)
+		return "", errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidPath, "%s: path: %v", op, err)
 	}
 	if path.IsAbs(clean) {
 		return clean, nil
@@ -318,27 +317,27 @@ func fileError(op, p string, err error) error {
 		return errinfo.New(codes.NotFound, errinfo.ReasonFileNotFound, map[string]string{"path": p},
 			fmt.Sprintf("%s: %q does not exist in the sandbox", op, p))
 	case strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes"):
-		return status.Errorf(codes.PermissionDenied, "%s: %q leads outside the sandbox (through a symbolic link)", op, p)
+		return errinfo.Newf(codes.PermissionDenied, errinfo.ReasonPathOutsideSandbox, "%s: %q leads outside the sandbox (through a symbolic link)", op, p)
 	case errors.As(err, &errno) && errno == syscall.EROFS:
-		return status.Errorf(codes.PermissionDenied, "%s: %q is on a read-only file system (the sandbox's host trees are read-only)", op, p)
+		return errinfo.Newf(codes.PermissionDenied, errinfo.ReasonReadOnlyFileSystem, "%s: %q is on a read-only file system (the sandbox's host trees are read-only)", op, p)
 	case errors.Is(err, fs.ErrPermission):
-		return status.Errorf(codes.PermissionDenied, "%s: %q: permission denied", op, p)
+		return errinfo.Newf(codes.PermissionDenied, errinfo.ReasonFilePermissionDenied, "%s: %q: permission denied", op, p)
 	case errors.As(err, &errno) && errno == syscall.ENOTDIR:
-		return status.Errorf(codes.InvalidArgument, "%s: a parent of %q is not a directory", op, p)
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonNotADirectory, "%s: a parent of %q is not a directory", op, p)
 	case errors.As(err, &errno) && errno == syscall.ENOTEMPTY:
-		return status.Errorf(codes.FailedPrecondition, "%s: directory %q is not empty (use recursive)", op, p)
+		return errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonDirectoryNotEmpty, "%s: directory %q is not empty (use recursive)", op, p)
 	case errors.Is(err, fs.ErrExist): // after ENOTEMPTY, which also matches ErrExist
-		return status.Errorf(codes.AlreadyExists, "%s: %q already exists", op, p)
+		return errinfo.Newf(codes.AlreadyExists, errinfo.ReasonFileExists, "%s: %q already exists", op, p)
 	case errors.As(err, &errno) && (errno == syscall.ENOSPC || errno == syscall.EDQUOT):
-		return status.Errorf(codes.ResourceExhausted, "%s: %q: no space left in the sandbox", op, p)
+		return errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonSandboxDiskFull, "%s: %q: no space left in the sandbox", op, p)
 	case errors.As(err, &errno) && errno == syscall.EISDIR:
-		return status.Errorf(codes.InvalidArgument, "%s: %q is a directory", op, p)
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonIsADirectory, "%s: %q is a directory", op, p)
 	case errors.As(err, &errno) && errno == syscall.ELOOP:
-		return status.Errorf(codes.InvalidArgument, "%s: %q: too many levels of symbolic links (a link loop?)", op, p)
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidPath, "%s: %q: too many levels of symbolic links (a link loop?)", op, p)
 	case errors.As(err, &errno) && errno == syscall.ENAMETOOLONG:
-		return status.Errorf(codes.InvalidArgument, "%s: %q: a name in the path is longer than %d bytes", op, p, MaxNameLen)
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidPath, "%s: %q: a name in the path is longer than %d bytes", op, p, MaxNameLen)
 	default:
-		return status.Errorf(codes.Internal, "%s: %q: %v", op, p, err)
+		return errinfo.Newf(codes.Internal, errinfo.ReasonFileOperationFailed, "%s: %q: %v", op, p, err)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -43,7 +44,7 @@ func TestSetPausedStopsTheTreeAndContinuesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx := metadata.AppendToOutgoingContext(context.Background(), SecretMetadataKey, "s")
+	ctx := metadata.AppendToOutgoingContext(context.Background(), agentconn.SecretMetadataKey, "s")
 	agent := sandpodv1.NewAgentServiceClient(conn)
 
 	// A counter in the shell's memory, written to a file; a second one

@@ -7,7 +7,6 @@ package agent
 import (
 	"context"
 	"crypto/subtle"
-	"crypto/tls"
 	"fmt"
 	"os"
 	"strings"
@@ -21,15 +20,12 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
-
-// SecretMetadataKey is the gRPC metadata key that carries the sandbox secret.
-const SecretMetadataKey = "sandpod-agent-secret"
 
 // Version is set at build time.
 var Version = "dev"
@@ -112,12 +108,12 @@ func (s *Server) touch() { s.lastActivity.Store(time.Now().UnixNano()) }
 
 func (s *Server) authorize(ctx context.Context) error {
 	md, _ := metadata.FromIncomingContext(ctx)
-	for _, got := range md.Get(SecretMetadataKey) {
+	for _, got := range md.Get(agentconn.SecretMetadataKey) {
 		if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Secret)) == 1 {
 			return nil
 		}
 	}
-	return status.Error(codes.Unauthenticated, "agent: missing or wrong sandbox secret")
+	return errinfo.Newf(codes.Unauthenticated, errinfo.ReasonAgentSecretMismatch, "agent: missing or wrong sandbox secret")
 }
 
 func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -168,19 +164,4 @@ func (s *Server) GetAgentInfo(context.Context, *sandpodv1.GetAgentInfoRequest) (
 		LastActivityTime: timestamppb.New(time.Unix(0, s.lastActivity.Load())),
 		RunningExecs:     s.running.Load(),
 	}, nil
-}
-
-// Endpoint is where a sandbox's agent listens and the secret it expects.
-type Endpoint struct {
-	// Target is a gRPC target: "unix:///path" or "host:port".
-	Target string
-	Secret string
-	// TLS, when set, is how to reach the agent over TLS (Kubernetes: its
-	// pinned certificate); nil means plaintext (a local unix socket).
-	TLS *tls.Config
-	// Env is added to every exec (a claim's env); the request's env wins.
-	Env map[string]string
-	// Done, if set, is called when the call that asked for the endpoint
-	// ends, so the backend knows the sandbox is busy until then.
-	Done func()
 }

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -42,13 +44,14 @@ func TestHealthNeedsNoSecretAgentCallsDo(t *testing.T) {
 	}
 	before := srv.lastActivity.Load()
 	agent := sandpodv1.NewAgentServiceClient(conn)
-	if _, err := agent.GetAgentInfo(ctx, &sandpodv1.GetAgentInfoRequest{}); status.Code(err) != codes.Unauthenticated {
-		t.Errorf("GetAgentInfo without a secret: %v, want Unauthenticated", err)
+	if _, err := agent.GetAgentInfo(ctx, &sandpodv1.GetAgentInfoRequest{}); status.Code(err) != codes.Unauthenticated ||
+		errinfo.Reason(err) != errinfo.ReasonAgentSecretMismatch {
+		t.Errorf("GetAgentInfo without a secret: %v (reason %q), want Unauthenticated, %s", err, errinfo.Reason(err), errinfo.ReasonAgentSecretMismatch)
 	}
 	if srv.lastActivity.Load() != before {
 		t.Error("a health check or refused call counted as activity (it would keep an idle sandbox awake)")
 	}
-	withSecret := metadata.AppendToOutgoingContext(ctx, SecretMetadataKey, "s3cret")
+	withSecret := metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, "s3cret")
 	if info, err := agent.GetAgentInfo(withSecret, &sandpodv1.GetAgentInfoRequest{}); err != nil || info.Sandbox != "sb" {
 		t.Errorf("GetAgentInfo with the secret: %v %v", info, err)
 	}

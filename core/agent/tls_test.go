@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -20,7 +21,7 @@ import (
 // certificate: another sandbox's certificate, or plaintext, get nowhere.
 func TestAgentTLSIsPinnedPerSandbox(t *testing.T) {
 	dir := t.TempDir()
-	cert, key, err := NewServingCert("sb-a", time.Now())
+	cert, key, err := agentconn.NewServingCert("sb-a", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,34 +55,34 @@ func TestAgentTLSIsPinnedPerSandbox(t *testing.T) {
 			return err
 		}
 		defer conn.Close()
-		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), SecretMetadataKey, "s"), 5*time.Second)
+		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), agentconn.SecretMetadataKey, "s"), 5*time.Second)
 		defer cancel()
 		_, err = sandpodv1.NewAgentServiceClient(conn).GetAgentInfo(ctx, &sandpodv1.GetAgentInfoRequest{})
 		return err
 	}
-	pinned, err := ClientTLS(cert, "sb-a")
+	pinned, err := agentconn.ClientTLS(cert, "sb-a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := call(credentials.NewTLS(pinned)); err != nil {
 		t.Fatalf("with its own certificate pinned: %v", err)
 	}
-	otherCert, _, err := NewServingCert("sb-b", time.Now())
+	otherCert, _, err := agentconn.NewServingCert("sb-b", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := ClientTLS(otherCert, "sb-b")
+	other, _ := agentconn.ClientTLS(otherCert, "sb-b")
 	if err := call(credentials.NewTLS(other)); err == nil {
 		t.Error("another sandbox's certificate reached this agent")
 	}
-	wrongName, _ := ClientTLS(cert, "sb-b")
+	wrongName, _ := agentconn.ClientTLS(cert, "sb-b")
 	if err := call(credentials.NewTLS(wrongName)); err == nil {
 		t.Error("the certificate was accepted for another sandbox's name")
 	}
 	if err := call(insecure.NewCredentials()); err == nil {
 		t.Error("a plaintext call reached a TLS agent")
 	}
-	if _, err := ClientTLS([]byte("not a certificate"), "sb-a"); err == nil {
+	if _, err := agentconn.ClientTLS([]byte("not a certificate"), "sb-a"); err == nil {
 		t.Error("ClientTLS accepted garbage")
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -98,7 +98,7 @@ func (e *Engine) checkAgents(ctx context.Context, conns map[*process]*grpc.Clien
 			defer func() { <-sem }()
 			pctx, cancel := context.WithTimeout(ctx, e.cfg.AgentHealthCheck.Timeout.Duration)
 			defer cancel()
-			pctx = metadata.AppendToOutgoingContext(pctx, agent.SecretMetadataKey, pr.secret)
+			pctx = metadata.AppendToOutgoingContext(pctx, agentconn.SecretMetadataKey, pr.secret)
 			_, err := sandpodv1.NewAgentServiceClient(conn).GetAgentInfo(pctx, &sandpodv1.GetAgentInfoRequest{}, grpc.WaitForReady(true))
 			if ctx.Err() == nil {
 				e.probed(pr, err)

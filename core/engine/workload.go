@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -247,7 +247,7 @@ func (e *Engine) awaitAgent(ctx context.Context, sb *sandbox, p *process) error 
 		return err
 	}
 	defer conn.Close()
-	ctx = metadata.AppendToOutgoingContext(ctx, agent.SecretMetadataKey, secret)
+	ctx = metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, secret)
 	_, err = sandpodv1.NewAgentServiceClient(conn).GetAgentInfo(ctx, &sandpodv1.GetAgentInfoRequest{}, grpc.WaitForReady(true))
 	if err != nil {
 		select {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the integration test bed from Go modules only (no release downloads):
+# Builds the kwok bed from Go modules only (no release downloads):
 #   kube-apiserver (k8s.io/kubernetes, built with the other Kubernetes components), etcd (go.etcd.io/etcd/server/v3), kwok (sigs.k8s.io/kwok).
 # Each lands in ${SANDPOD_CACHE:-$HOME/.cache/sandpod}/<component>-<version>/ and is skipped when present.
 # Prints the bin directory to use as SANDPOD_KUBE_BIN on its last line.
@@ -22,7 +22,7 @@ log() { echo "[$(date +%T)] $*" >&2; }
 # build_kubernetes: kube-apiserver, kubelet, kube-controller-manager, kubectl,
 # kube-scheduler and kube-proxy in one `go build` from a scratch module that
 # requires k8s.io/kubernetes and pins each staging module to its release.
-# The kwok bed needs only kube-apiserver; the single-node bed (hack/testbed)
+# The kwok bed needs only kube-apiserver; the node bed (hack/testbed)
 # needs them all, and one build shares the compile work.
 KUBE_COMPONENTS="kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy kubectl"
 build_kubernetes() {

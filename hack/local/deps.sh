@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the local engine needs on the host, installed by the project itself:
-# runc (built from its Go module with seccomp, the same build the test bed
+# runc (built from its Go module with seccomp, the same build the node bed
 # uses, cached in ${SANDPOD_CACHE:-$HOME/.cache/sandpod}/runc-VERSION) and
 # pasta (Debian's passt package) for sandboxes with egress, and Debian's
 # python3-numpy and python3-matplotlib for run_code. Links runc next

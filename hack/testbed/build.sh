@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the single-node Kubernetes test bed from Go modules and Debian
+# Builds the node bed (a single-node Kubernetes) from Go modules and Debian
 # packages only (no registry, no release downloads): the Kubernetes
 # components and etcd (through hack/kube/build.sh), containerd, runc, the CNI
 # plugins, and gVisor's runsc with its containerd shim.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stops the test bed that hack/testbed/up.sh started and removes what it left
+# Stops the node bed that hack/testbed/up.sh started and removes what it left
 # on the host: pods (through kubelet, so CNI and mounts are torn down
 # properly), the components (by their pid files), leftover shims and
 # sandboxes, mounts under the state dir, CNI network namespaces, the bridge,
@@ -16,7 +16,7 @@ R=${SANDPOD_TESTBED_DIR:-$REPO/_output/testbed}
 R=$(realpath -m "$R")
 BIN=${SANDPOD_TESTBED_BIN:-$("$HERE/build.sh" --print)}
 BRIDGE=sandpodtb0
-log() { echo "[$(date +%T)] testbed: $*" >&2; }
+log() { echo "[$(date +%T)] node bed: $*" >&2; }
 [ "$(id -u)" = 0 ] || { log "needs root"; exit 1; }
 
 kc() { "$BIN/kubectl" --kubeconfig "$R/conf/admin.kubeconfig" --request-timeout=5s "$@"; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make e2e`: sandpod end to end on the single-node test bed.
+# `make e2e`: sandpod end to end on the node bed.
 # shellcheck disable=SC2329 # finish and collect_logs run from the EXIT trap
 #
 #   1. builds what is missing (hack/testbed/build.sh: cached binaries) and
@@ -64,7 +64,7 @@ finish() {
   if [ "$STARTED" = 1 ] && [ "${KEEP_TESTBED:-0}" != 1 ]; then
     "$HERE/down.sh"
   elif [ "$STARTED" = 1 ]; then
-    log "test bed left up (KEEP_TESTBED=1): hack/testbed/down.sh stops it"
+    log "node bed left up (KEEP_TESTBED=1): hack/testbed/down.sh stops it"
   fi
   exit "$rc"
 }

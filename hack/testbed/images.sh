@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the test bed's container images as OCI layout tars in
+# Builds the node bed's container images as OCI layout tars in
 # <state>/images/ (hack/testbed/up.sh imports every *.tar there into
 # containerd's k8s.io namespace). No registry and no network: each image is
 # a root file system put together from this repository and the host.

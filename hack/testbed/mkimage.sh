@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs a root file system into a one-layer OCI image layout tar that
-# `ctr images import` takes: the test bed has no registry, so images are made
+# `ctr images import` takes: the node bed has no registry, so images are made
 # locally and imported into containerd's k8s.io namespace.
 #
 # usage: mkimage.sh ROOTFS REF OUT.tar ENTRYPOINT-JSON CMD-JSON [WORKDIR]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Starts the single-node Kubernetes test bed: etcd, kube-apiserver,
+# Starts the node bed (a single-node Kubernetes): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, containerd (runc, and gVisor's
 # runsc as RuntimeClass "gvisor"), kubelet and kube-proxy, all as host
 # processes of this machine with real containers. Needs root.
@@ -49,7 +49,7 @@ export PATH=$BIN:$PATH   # containerd finds its shims (runc v2, runsc v1) on PAT
 KUBECONFIG_ADMIN=$R/conf/admin.kubeconfig
 kc() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 ts() { date +%T; }
-log() { echo "[$(ts)] testbed: $*" >&2; }
+log() { echo "[$(ts)] node bed: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 # alive NAME: the component's pid file names a live process running its
@@ -266,11 +266,11 @@ fail_with() {
 }
 
 # port_free PORT NAME: a component that is not ours must not hold its port
-# (another test bed, e.g. one started from a different state dir).
+# (another node bed, e.g. one started from a different state dir).
 port_free() {
   alive "$2" && return 0
   if ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; then
-    die "port $1 ($2) is taken by another process: is another test bed up? (hack/testbed/down.sh with its SANDPOD_TESTBED_DIR)"
+    die "port $1 ($2) is taken by another process: is another node bed up? (hack/testbed/down.sh with its SANDPOD_TESTBED_DIR)"
   fi
 }
 

@@ -50,7 +50,7 @@ func TestClaimsSurviveBridgeAndControllerCrash(t *testing.T) {
 }
 
 // TestClaimsSurviveAPIServerRestart: kube-apiserver is killed (SIGKILL) in
-// the middle of a burst of claims and started again by the test bed's
+// the middle of a burst of claims and started again by the node bed's
 // up.sh. The bridge's and the controller's watches resume, and every claim
 // ends as in the crash test above.
 func TestClaimsSurviveAPIServerRestart(t *testing.T) {
@@ -171,7 +171,7 @@ func testbedDir(t *testing.T) string {
 	return dir
 }
 
-// killComponent SIGKILLs a test bed component by its pid file.
+// killComponent SIGKILLs a node bed component by its pid file.
 func killComponent(t *testing.T, bed, name string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(bed, "run", name+".pid"))

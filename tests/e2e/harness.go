@@ -9,10 +9,10 @@
 // The harness is meant to be shared by the tests of every component (the
 // controller today; the bridge and its clients next): a fresh namespace per
 // test, cleaned up when it ends (sandboxes gone first, then the namespace,
-// then the test bed's PVs it used made Available again), templates and pools
+// then the node bed's PVs it used made Available again), templates and pools
 // applied with server-side apply, exec through the pods/exec subresource
 // (kubectl) and through the sandbox's agent (gRPC to the pod IP), and the
-// address of a Service's ClusterIP, which the test bed routes from the host.
+// address of a Service's ClusterIP, which the node bed routes from the host.
 package e2e
 
 import (
@@ -52,7 +52,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
 	"github.com/sandpod/sandpod/core/controller/sandbox"
@@ -71,18 +71,18 @@ const (
 	EnvKeep = "SANDPOD_E2E_KEEP"
 )
 
-// Images of the test bed (hack/testbed/images.sh imports them).
+// Images of the node bed (hack/testbed/images.sh imports them).
 const (
 	PythonImage  = "ghcr.io/sandpod/python:3.11"
 	SandpodImage = "ghcr.io/sandpod/sandpod:latest"
-	// GVisor is the test bed's RuntimeClass for gVisor (handler runsc).
+	// GVisor is the node bed's RuntimeClass for gVisor (handler runsc).
 	GVisor = "gvisor"
-	// TestbedStorageClass is the default StorageClass of the test bed; its
+	// TestbedStorageClass is the default StorageClass of the node bed; its
 	// PVs (hostPath, reclaim policy Retain) are freed by the harness.
 	TestbedStorageClass = "sandpod-testbed"
 )
 
-// Timeout bounds every wait: a pod on the test bed is Ready in seconds, but
+// Timeout bounds every wait: a pod on the node bed is Ready in seconds, but
 // the machine is small and shared.
 var Timeout = 3 * time.Minute
 
@@ -160,7 +160,7 @@ var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // Namespace creates a namespace for t and deletes it when t ends: its
 // sandboxes first (so the controller's finalizers run while it is there),
-// then the namespace, then the test bed's PVs its claims held are freed.
+// then the namespace, then the node bed's PVs its claims held are freed.
 // A failed test's diagnostics are logged (and written under
 // $SANDPOD_E2E_LOGS) first; SANDPOD_E2E_KEEP=1 keeps a failed test's
 // namespace.
@@ -226,7 +226,7 @@ func (e *Env) deleteNamespace(t testing.TB, ns string) {
 	e.FreeReleasedPVs(ctx, ns)
 }
 
-// FreeReleasedPVs makes the test bed's Released PVs (whose claims were
+// FreeReleasedPVs makes the node bed's Released PVs (whose claims were
 // deleted; in namespace ns, or any when ns is "") Available again: their
 // host directories are emptied, when this process sees them, and their
 // claimRef cleared. The bed has no provisioner and its PVs keep their data
@@ -274,7 +274,7 @@ func Template(ns, name, image string) *v1alpha1.SandboxTemplate {
 	}
 }
 
-// WithVolume gives tmpl a 1Gi PVC (one of the test bed's hostPath PVs per
+// WithVolume gives tmpl a 1Gi PVC (one of the node bed's hostPath PVs per
 // sandbox) named name, mounted at mountPath in the sandbox container.
 func WithVolume(tmpl *v1alpha1.SandboxTemplate, name, mountPath string) *v1alpha1.SandboxTemplate {
 	tmpl.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
@@ -437,7 +437,7 @@ func (e *Env) PodExec(ctx context.Context, ns, pod, container string, argv ...st
 }
 
 // Agent is a gRPC connection to a sandbox's agent, straight to its pod IP
-// (the test bed routes pod IPs from the host), with the sandbox's secret.
+// (the node bed routes pod IPs from the host), with the sandbox's secret.
 type Agent struct {
 	Client sandpodv1.AgentServiceClient
 	conn   *grpc.ClientConn
@@ -456,7 +456,7 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: sb.Namespace, Name: sandbox.SecretName(sb.Name)}, sec); err != nil {
 		t.Fatalf("agent secret of %s: %v", sb.Name, err)
 	}
-	pinned, err := agent.ClientTLS(sec.Data[v1alpha1.SecretKeyTLSCert], sb.Name)
+	pinned, err := agentconn.ClientTLS(sec.Data[v1alpha1.SecretKeyTLSCert], sb.Name)
 	if err != nil {
 		t.Fatalf("agent certificate of %s: %v", sb.Name, err)
 	}
@@ -483,7 +483,7 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 
 // Context adds the sandbox secret to ctx's outgoing metadata.
 func (a *Agent) Context(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, agent.SecretMetadataKey, a.secret)
+	return metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, a.secret)
 }
 
 // ExecResult is what a command run through the agent did.
@@ -530,7 +530,7 @@ func (a *Agent) Shell(ctx context.Context, command string) (ExecResult, error) {
 // --- services
 
 // ServiceAddr waits until a Service has a ready endpoint and returns
-// "ClusterIP:port" for the named (or only) port: the test bed's kube-proxy
+// "ClusterIP:port" for the named (or only) port: the node bed's kube-proxy
 // routes ClusterIPs from the host, so a test dials it directly (the bridge's
 // Service, for the Go and Python clients).
 func (e *Env) ServiceAddr(t testing.TB, ns, name, port string) string {

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -60,7 +60,7 @@ func TestPodDeletedByHandComesBack(t *testing.T) {
 
 // TestAgentRefusesCallsWithoutItsSecret: the agent in a pod answers only
 // callers with its own sandbox's secret, so a pod that reaches port 7070 of
-// another sandbox (this test bed enforces no NetworkPolicy) still cannot run
+// another sandbox (this node bed enforces no NetworkPolicy) still cannot run
 // anything there, not even with its own sandbox's secret. The agent speaks
 // TLS with its sandbox's own certificate: a plaintext caller gets nowhere,
 // and a caller that pins another sandbox's certificate (as the bridge would
@@ -86,7 +86,7 @@ func TestAgentRefusesCallsWithoutItsSecret(t *testing.T) {
 	if err := list(ctx, agentB); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("b's agent without a secret: %v, want Unauthenticated", err)
 	}
-	withA := metadata.AppendToOutgoingContext(ctx, agent.SecretMetadataKey, agentA.secret)
+	withA := metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, agentA.secret)
 	if err := list(withA, agentB); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("b's agent with a's secret: %v, want Unauthenticated", err)
 	}

@@ -31,7 +31,7 @@ func TestWarmPoolServesClaimWithRunningAgent(t *testing.T) {
 	env.WaitPoolReady(t, ns, "python", 1)
 }
 
-// A sandbox's volume (a PVC bound to one of the test bed's hostPath PVs)
+// A sandbox's volume (a PVC bound to one of the node bed's hostPath PVs)
 // keeps its files while the sandbox is suspended (pod deleted) and resumed
 // (a new pod).
 func TestVolumeSurvivesSuspendAndResume(t *testing.T) {

@@ -85,7 +85,7 @@ func checkAgentAndPython(t *testing.T, env *Env, sb *v1alpha1.Sandbox, pod *core
 }
 
 // hostKernel is this machine's /proc/version: a runc container shares it,
-// gVisor shows its own. (The test bed is a single node: this machine.)
+// gVisor shows its own. (The node bed is a single node: this machine.)
 func hostKernel(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/version")

@@ -22,6 +22,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/testserver"
 )
@@ -143,12 +144,16 @@ func TestTokensAreScopedToNamespaces(t *testing.T) {
 	}
 	_, err = c.CreateSandbox(ctx(t), &sandpodv1.CreateSandboxRequest{Template: "python", Namespace: "team-b"})
 	wantCode(t, err, codes.PermissionDenied, "team-b")
+	wantWhy(t, err, errinfo.ReasonNamespaceForbidden)
 	_, err = c.ListSandboxes(ctx(t), &sandpodv1.ListSandboxesRequest{})
 	wantCode(t, err, codes.PermissionDenied, "default")
+	wantWhy(t, err, errinfo.ReasonNamespaceForbidden)
 	_, err = execIn(t, c, &sandpodv1.ExecStart{Sandbox: cr.GetSandbox().GetName(), Namespace: "team-b", Shell: "true"}, "")
 	wantCode(t, err, codes.PermissionDenied, "team-b")
+	wantWhy(t, err, errinfo.ReasonNamespaceForbidden)
 	err = writeFileNS(t, c, "team-b", cr.GetSandbox().GetName(), "x", []byte("x"))
 	wantCode(t, err, codes.PermissionDenied, "team-b")
+	wantWhy(t, err, errinfo.ReasonNamespaceForbidden)
 }
 
 func writeFileNS(t *testing.T, c sandpodv1.SandboxServiceClient, ns, sandbox, path string, data []byte) error {

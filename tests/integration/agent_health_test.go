@@ -16,7 +16,7 @@ import (
 
 // fastHealthConfig checks agents every second; three failed checks in a
 // row (2 s timeout each) kill a hung agent; restarts back off from 1 s.
-const fastHealthConfig = defaultConfig + `---
+var fastHealthConfig = defaultConfig + `---
 apiVersion: sandpod.dev/v1alpha1
 kind: LocalEngineConfig
 agentHealthCheck:

@@ -9,6 +9,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/testserver"
 )
@@ -77,6 +78,7 @@ func TestTokenAuthHealthAndReflection(t *testing.T) {
 	defer conn.Close()
 	_, err = sandpodv1.NewSandboxServiceClient(conn).ListTemplates(ctx(t), &sandpodv1.ListTemplatesRequest{})
 	wantCode(t, err, codes.Unauthenticated, "token")
+	wantWhy(t, err, errinfo.ReasonInvalidToken)
 
 	// With the token (the test server's own connection carries it).
 	tpl, err := srv.Client().ListTemplates(ctx(t), &sandpodv1.ListTemplatesRequest{})

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -45,7 +46,7 @@ func sandboxPID(t *testing.T, name string, child bool) int {
 }
 
 // neverRestartConfig turns automatic agent restarts off.
-const neverRestartConfig = defaultConfig + `---
+var neverRestartConfig = defaultConfig + `---
 apiVersion: sandpod.dev/v1alpha1
 kind: LocalEngineConfig
 agentRestart: {policy: Never}
@@ -71,6 +72,7 @@ func TestDeadSandboxIsReportedAndRecovers(t *testing.T) {
 	}
 	_, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Shell: "true"}, "")
 	wantCode(t, err, codes.FailedPrecondition, "failed")
+	wantWhy(t, err, errinfo.ReasonSandboxFailed)
 
 	// Resume brings it back with the same identity and files.
 	res, err := c.ResumeSandbox(ctx(t), &sandpodv1.ResumeSandboxRequest{Name: sb.Name})
@@ -114,6 +116,7 @@ func TestPoolThatCannotStartFailsClearlyWithoutSpinning(t *testing.T) {
 	c := srv.Client()
 	_, err := c.ClaimSandbox(ctx(t), &sandpodv1.ClaimSandboxRequest{Template: "broken"})
 	wantCode(t, err, codes.Unavailable, "failed to start")
+	wantWhy(t, err, errinfo.ReasonSandboxStartFailed)
 	// The pool backs off instead of creating and deleting in a loop: it
 	// never holds more members than its size.
 	for i := 0; i < 20; i++ {

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -44,6 +45,7 @@ func TestFiles(t *testing.T) {
 		}
 		_, err = c.RemoveFile(ctx(t), &sandpodv1.RemoveFileRequest{Sandbox: sb.Name, Path: "data"})
 		wantCode(t, err, codes.FailedPrecondition, "not empty")
+		wantWhy(t, err, errinfo.ReasonDirectoryNotEmpty)
 		if _, err := c.RemoveFile(ctx(t), &sandpodv1.RemoveFileRequest{Sandbox: sb.Name, Path: "data", Recursive: true}); err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/testserver"
 )
@@ -135,6 +136,14 @@ func wantCode(t *testing.T, err error, code codes.Code, msgPart string) {
 	}
 }
 
+// wantWhy checks the ErrorInfo reason of err (docs/api.md lists them).
+func wantWhy(t *testing.T, err error, reason errinfo.Why) {
+	t.Helper()
+	if got := errinfo.Reason(err); got != reason {
+		t.Fatalf("reason %q, want %s (%v)", got, reason, err)
+	}
+}
+
 // eventually polls cond until it holds or a generous deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -154,7 +163,7 @@ func getSandbox(t *testing.T, c sandpodv1.SandboxServiceClient, name string) (*s
 
 func dur(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
 
-const defaultConfig = testserver.DefaultConfig
+var defaultConfig = testserver.DefaultConfig
 
 func startServer(t *testing.T, config string) *testserver.Server {
 	return testserver.Start(t, testserver.Options{Config: config})

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/testserver"
 )
@@ -128,6 +129,7 @@ func TestSuspendResumeKeepsFiles(t *testing.T) {
 	}
 	_, err = execIn(t, c, &sandpodv1.ExecStart{Sandbox: m.GetSandbox().GetName(), Shell: "true"}, "")
 	wantCode(t, err, codes.FailedPrecondition, "suspended")
+	wantWhy(t, err, errinfo.ReasonSandboxSuspended)
 }
 
 func TestIdleSandboxIsSuspended(t *testing.T) {
@@ -174,6 +176,7 @@ func TestShutdownTime(t *testing.T) {
 	})
 	_, err = execIn(t, c, &sandpodv1.ExecStart{Sandbox: keepName, Shell: "true"}, "")
 	wantCode(t, err, codes.FailedPrecondition, "expired")
+	wantWhy(t, err, errinfo.ReasonSandboxExpired)
 
 	// Extending an expired sandbox lets it resume with its files.
 	ext, err := c.ExtendSandbox(ctx(t), &sandpodv1.ExtendSandboxRequest{Name: keepName, ShutdownTime: timestamppb.New(time.Now().Add(time.Hour))})

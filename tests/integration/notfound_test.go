@@ -117,6 +117,7 @@ func TestNotFoundSaysWhatIsMissing(t *testing.T) {
 	t.Run("working dir missing: FAILED_PRECONDITION", func(t *testing.T) {
 		_, err := execIn(t, c, &sandpodv1.ExecStart{Sandbox: sb.Name, Shell: "true", WorkingDir: "nowhere"}, "")
 		wantCode(t, err, codes.FailedPrecondition, `"nowhere" does not exist`)
+		wantWhy(t, err, errinfo.ReasonWorkingDirNotFound)
 	})
 
 	t.Run("a deleted sandbox", func(t *testing.T) {
@@ -136,7 +137,7 @@ func TestNotFoundSaysWhatIsMissing(t *testing.T) {
 }
 
 // wantReason checks a NOT_FOUND and its ErrorInfo reason.
-func wantReason(t *testing.T, err error, reason string) {
+func wantReason(t *testing.T, err error, reason errinfo.Why) {
 	t.Helper()
 	if status.Code(err) != codes.NotFound || errinfo.Reason(err) != reason {
 		t.Fatalf("got %v (reason %q), want NOT_FOUND with reason %s", err, errinfo.Reason(err), reason)

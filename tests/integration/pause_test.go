@@ -19,7 +19,7 @@ import (
 // pauseConfig adds a template that does not auto-resume, so an exec on a
 // paused sandbox of it is refused rather than resumed, and checks agents'
 // health every second (two silent checks in a row would kill an agent).
-const pauseConfig = testserver.DefaultConfig + `---
+var pauseConfig = testserver.DefaultConfig + `---
 apiVersion: sandpod.dev/v1alpha1
 kind: LocalEngineConfig
 agentHealthCheck:

@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/grpc/codes"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/engine"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/testserver"
@@ -25,17 +26,7 @@ import (
 
 // storeConfig is a template without a pool: the state holds only what a
 // test makes, and a serve that wrongly starts makes nothing.
-const storeConfig = `apiVersion: sandpod.dev/v1alpha1
-kind: SandboxTemplate
-metadata:
-  name: python
-spec:
-  podTemplate:
-    spec:
-      containers:
-      - name: sandbox
-        image: docker.io/local/python:3
-`
+var storeConfig = testserver.PythonTemplate
 
 // sandpod runs the real binary to its end and returns its exit code and
 // everything it printed.
@@ -289,6 +280,7 @@ func TestStoreRestoreFromOlderBackupKeepsLiveSandboxes(t *testing.T) {
 	}
 	_, err = c.CreateSandbox(ctx(t), &sandpodv1.CreateSandboxRequest{Template: "python", Name: newer.Name})
 	wantCode(t, err, codes.AlreadyExists, "exists without a record")
+	wantWhy(t, err, errinfo.ReasonSandboxExists)
 	// The newer sandbox's processes are left for the cleanup's purge.
 }
 

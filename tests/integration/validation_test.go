@@ -41,7 +41,7 @@ type badInputEnv struct {
 
 // badInputConfig adds a second template and pool to the default ones, so
 // that every list has a second page (and so a real page token).
-const badInputConfig = defaultConfig + `---
+var badInputConfig = defaultConfig + `---
 apiVersion: sandpod.dev/v1alpha1
 kind: SandboxTemplate
 metadata:
@@ -103,7 +103,9 @@ func TestBadInput(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(cases)) {
 		tc := cases[name]
 		t.Run(name, func(t *testing.T) {
-			wantBadInput(t, tc.call(t), tc.code, tc.mentions)
+			err := tc.call(t)
+			wantBadInput(t, err, tc.code, tc.mentions)
+			wantBadInputReason(t, name, err)
 		})
 	}
 

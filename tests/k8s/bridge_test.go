@@ -21,13 +21,14 @@ import (
 
 	"github.com/sandpod/sandpod/bridge"
 	"github.com/sandpod/sandpod/bridge/kube"
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
 // startBridge runs the bridge's Kubernetes backend in-process against the
-// test bed, limited to ns, behind a real gRPC server on loopback.
+// kwok bed, limited to ns, behind a real gRPC server on loopback.
 func startBridge(t *testing.T, ns string, auth ...bridge.Authenticator) pb.SandboxServiceClient {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -56,6 +57,14 @@ func callCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), harness.Timeout)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// wantWhy checks the ErrorInfo reason of err (docs/api.md lists them).
+func wantWhy(t *testing.T, err error, reason errinfo.Why) {
+	t.Helper()
+	if got := errinfo.Reason(err); got != reason {
+		t.Fatalf("reason %q, want %s (%v)", got, reason, err)
+	}
 }
 
 func wantCode(t *testing.T, err error, code codes.Code, what string) {
@@ -110,8 +119,10 @@ func TestBridgeClaimIsWarmAndIdempotent(t *testing.T) {
 
 	_, err = api.ClaimSandbox(ctx, &pb.ClaimSandboxRequest{Template: "nope", Namespace: ns})
 	wantCode(t, err, codes.NotFound, "claim of an unknown template")
+	wantWhy(t, err, errinfo.ReasonTemplateNotFound)
 	_, err = api.ClaimSandbox(ctx, &pb.ClaimSandboxRequest{Template: "py", Namespace: ns, Labels: map[string]string{v1alpha1.LabelPool: "pool"}})
 	wantCode(t, err, codes.InvalidArgument, "claim with a reserved label")
+	wantWhy(t, err, errinfo.ReasonInvalidLabels)
 
 	// A third claim with the pool empty starts one cold.
 	if _, err := api.ScaleWarmPool(ctx, &pb.ScaleWarmPoolRequest{Name: "pool", Namespace: ns, Replicas: 0}); err != nil {
@@ -158,6 +169,7 @@ func TestBridgeLifecycle(t *testing.T) {
 	}
 	_, err = api.CreateSandbox(ctx, &pb.CreateSandboxRequest{Template: "py", Namespace: ns, Name: "box", RequestId: "other"})
 	wantCode(t, err, codes.AlreadyExists, "create of a taken name")
+	wantWhy(t, err, errinfo.ReasonSandboxExists)
 
 	ev, err := watch.Recv()
 	if err != nil {
@@ -189,6 +201,7 @@ func TestBridgeLifecycle(t *testing.T) {
 	}
 	_, err = api.ListFiles(ctx, &pb.ListFilesRequest{Sandbox: "box", Namespace: ns, Path: "."})
 	wantCode(t, err, codes.FailedPrecondition, "files of a suspended sandbox whose template does not auto-resume")
+	wantWhy(t, err, errinfo.ReasonSandboxSuspended)
 
 	res, err := api.ResumeSandbox(ctx, &pb.ResumeSandboxRequest{Name: "box", Namespace: ns})
 	if err != nil {
@@ -222,8 +235,10 @@ func TestBridgeLifecycle(t *testing.T) {
 	// Gone for callers at once, while the controller still cleans up.
 	_, err = api.GetSandbox(ctx, &pb.GetSandboxRequest{Name: "box", Namespace: ns})
 	wantCode(t, err, codes.NotFound, "get right after delete")
+	wantWhy(t, err, errinfo.ReasonSandboxNotFound)
 	_, err = api.DeleteSandbox(ctx, &pb.DeleteSandboxRequest{Name: "box", Namespace: ns})
 	wantCode(t, err, codes.NotFound, "a second delete")
+	wantWhy(t, err, errinfo.ReasonSandboxNotFound)
 	waitGone(t, &v1alpha1.Sandbox{}, ns, "box")
 }
 
@@ -263,10 +278,13 @@ func TestBridgeTokenReview(t *testing.T) {
 	}
 	_, err = api.ListTemplates(as(tr.Status.Token), &pb.ListTemplatesRequest{Namespace: "kube-system"})
 	wantCode(t, err, codes.PermissionDenied, "alice in a namespace where RBAC does not let her claim")
+	wantWhy(t, err, errinfo.ReasonNamespaceForbidden)
 	_, err = api.ListTemplates(as("not-a-token"), &pb.ListTemplatesRequest{Namespace: ns})
 	wantCode(t, err, codes.Unauthenticated, "an unknown token")
+	wantWhy(t, err, errinfo.ReasonInvalidToken)
 	_, err = api.ListTemplates(ctx, &pb.ListTemplatesRequest{Namespace: ns})
 	wantCode(t, err, codes.Unauthenticated, "no token")
+	wantWhy(t, err, errinfo.ReasonInvalidToken)
 }
 
 // TestBridgeConcurrentClaimsNeverShare: claims racing for a pool each get

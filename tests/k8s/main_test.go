@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(harness.EnvBin) != "" {
 		var err error
 		if env, err = harness.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, "test bed:", err)
+			fmt.Fprintln(os.Stderr, "kwok bed:", err)
 			if env != nil {
 				env.Stop()
 			}
@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 
 var ctx = context.Background()
 
-// setup skips without a test bed, and otherwise gives the test a namespace
+// setup skips without a kwok bed, and otherwise gives the test a namespace
 // with a manager watching it.
 func setup(t *testing.T, o harness.ManagerOptions) string {
 	t.Helper()

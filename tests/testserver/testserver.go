@@ -5,6 +5,7 @@ package testserver
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"net"
 	"os"
@@ -23,19 +24,15 @@ import (
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// DefaultConfig is a python template (the host's python3) with a pool of 2.
-const DefaultConfig = `apiVersion: sandpod.dev/v1alpha1
-kind: SandboxTemplate
-metadata:
-  name: python
-spec:
-  podTemplate:
-    spec:
-      containers:
-      - name: sandbox
-        image: docker.io/local/python:3
-  autoResume: true
----
+// PythonTemplate is the YAML of the "python" SandboxTemplate the tests and
+// benchmarks share (python-template.yaml, also read by the Python tests).
+//
+//go:embed python-template.yaml
+var PythonTemplate string
+
+// PythonPool is PythonTemplate with a warm pool "python" of replicas.
+func PythonPool(replicas int) string {
+	return PythonTemplate + fmt.Sprintf(`---
 apiVersion: sandpod.dev/v1alpha1
 kind: SandboxWarmPool
 metadata:
@@ -43,8 +40,12 @@ metadata:
 spec:
   templateRef:
     name: python
-  replicas: 2
-`
+  replicas: %d
+`, replicas)
+}
+
+// DefaultConfig is the python template with a pool of 2.
+var DefaultConfig = PythonPool(2)
 
 // Options configure a server.
 type Options struct {
@@ -73,6 +74,9 @@ type Server struct {
 	logPath  string
 	conn     *grpc.ClientConn
 	stopOnce sync.Once
+	// reasons fails the test on an error the server sent without an
+	// ErrorInfo reason (reasons.go).
+	reasons reasonCheck
 }
 
 var (
@@ -183,6 +187,7 @@ func (s *Server) start(t testing.TB) {
 		if s.opts.Token != "" {
 			opts = append(opts, grpc.WithPerRPCCredentials(bearer(s.opts.Token)))
 		}
+		opts = append(opts, grpc.WithChainUnaryInterceptor(s.reasons.unary), grpc.WithChainStreamInterceptor(s.reasons.stream))
 		s.conn, err = grpc.NewClient(s.addr, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -275,6 +280,9 @@ func (s *Server) StartAgain(t testing.TB) {
 // cleanup deletes every sandbox (so no agent process outlives the test) and
 // stops the server.
 func (s *Server) cleanup(t testing.TB) {
+	for _, f := range s.reasons.failures() {
+		t.Errorf("the server sent an error without an ErrorInfo reason (see core/api/errinfo): %s", f)
+	}
 	select {
 	case <-s.exited:
 		s.start(t) // to clean up what it made

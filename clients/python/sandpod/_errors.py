@@ -35,6 +35,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 if TYPE_CHECKING:
     from ._code import Execution
@@ -248,16 +250,13 @@ REASON_TO_ERROR: dict[str, type[SandpodError]] = {
     "CODE_CONTEXT_NOT_FOUND": CodeContextNotFound,
 }
 
-_STATUS_DETAILS_KEY = "grpc-status-details-bin"
-_ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
-
 
 def from_rpc_error(err: grpc.RpcError, *, request_id: str = "") -> SandpodError:
     """Translates a gRPC error (sync or asyncio) into the matching :class:`SandpodError`."""
     code = _code_of(err)
     message = _details_of(err) or (code.name.lower().replace("_", " ") if code else str(err))
     cls = STATUS_TO_ERROR.get(code, ServerError) if code is not None else ServerError
-    reason = error_info_reason(_trailing_bytes(err, _STATUS_DETAILS_KEY))
+    reason = error_info_reason(err)
     narrower = REASON_TO_ERROR.get(reason)
     if narrower is not None and issubclass(narrower, cls):
         cls = narrower
@@ -282,80 +281,21 @@ def _details_of(err: grpc.RpcError) -> str:
     return ""
 
 
-def _trailing_bytes(err: grpc.RpcError, key: str) -> bytes:
-    trailing = getattr(err, "trailing_metadata", None)
-    if not callable(trailing):
-        return b""
-    try:
-        metadata = trailing() or ()
-    except Exception:  # an aio call whose trailers are not available
-        return b""
-    for item in metadata:
-        k, v = item[0], item[1]
-        if k == key and isinstance(v, bytes):
-            return v
-    return b""
+def error_info_reason(err: grpc.RpcError) -> str:
+    """Returns the ``google.rpc.ErrorInfo`` reason of a failed call's status, or ``""``.
 
-
-def error_info_reason(status_bytes: bytes) -> str:
-    """Returns ``ErrorInfo.reason`` from a serialized ``google.rpc.Status``, or ``""``.
-
-    Decoded by hand (three fields of two tiny messages) so that the client does not need
-    googleapis-common-protos.
+    The status details travel in the call's trailing metadata; ``grpc_status`` decodes
+    them (sync and asyncio errors alike) and checks that they belong to this status.
     """
     try:
-        for field, value in _fields(status_bytes):
-            if field != 3 or not isinstance(value, bytes):  # Status.details (Any)
-                continue
-            type_url, payload = "", b""
-            for f, v in _fields(value):
-                if f == 1 and isinstance(v, bytes):
-                    type_url = v.decode("utf-8", "replace")
-                elif f == 2 and isinstance(v, bytes):
-                    payload = v
-            if type_url != _ERROR_INFO_TYPE:
-                continue
-            for f, v in _fields(payload):
-                if f == 1 and isinstance(v, bytes):  # ErrorInfo.reason
-                    return v.decode("utf-8", "replace")
-    except ValueError:
+        status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    except Exception:  # details of another status, unreadable ones, or an aio call
+        return ""  # whose trailers are not available: the code stands alone
+    if status is None:
         return ""
+    for detail in status.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            if detail.Unpack(info):
+                return info.reason
     return ""
-
-
-def _fields(data: bytes) -> list[tuple[int, bytes | int]]:
-    """Splits protobuf wire-format bytes into (field number, value) pairs."""
-    out: list[tuple[int, bytes | int]] = []
-    i = 0
-    while i < len(data):
-        key, i = _varint(data, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = _varint(data, i)
-            out.append((field, value))
-        elif wire == 2:
-            length, i = _varint(data, i)
-            if i + length > len(data):
-                raise ValueError("truncated field")
-            out.append((field, data[i : i + length]))
-            i += length
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-    return out
-
-
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        if i >= len(data) or shift > 63:
-            raise ValueError("bad varint")
-        b = data[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, i
-        shift += 7

@@ -1,8 +1,9 @@
-// Package errinfo attaches sandpod's google.rpc.ErrorInfo reasons to gRPC
-// statuses, so that a client can tell answers that share a code apart
-// without parsing messages: a NOT_FOUND about the sandbox itself (claim
-// another) from one about a file in it (write it first). It depends on
-// nothing but gRPC, so the agent can use it too.
+// Package errinfo makes the gRPC statuses of sandpod's server, each with a
+// google.rpc.ErrorInfo whose reason (reasons.go) tells answers that share a
+// code apart without parsing messages: a NOT_FOUND about the sandbox itself
+// (claim another) from one about a file in it (write it first) or about a
+// template (fix the name). It depends on nothing but gRPC, so the agent
+// uses it too.
 package errinfo
 
 import (
@@ -16,28 +17,28 @@ import (
 // Domain is the ErrorInfo domain of sandpod's own reasons.
 const Domain = "sandpod.dev"
 
-const (
-	// ReasonSandboxNotFound: the sandbox the call names does not exist
-	// (never did, was deleted, or is being deleted). Only answers about the
-	// sandbox itself carry it: a missing template, pool, file or program
-	// does not.
-	ReasonSandboxNotFound = "SANDBOX_NOT_FOUND"
-	// ReasonFileNotFound: a path a file call names (or a parent of it)
-	// does not exist in the sandbox, which does.
-	ReasonFileNotFound = "FILE_NOT_FOUND"
-	// ReasonSandboxPaused: an exec or file call on a paused sandbox (whose
-	// template does not auto-resume): resume it, then retry.
-	ReasonSandboxPaused = "SANDBOX_PAUSED"
-)
-
-// New returns a status error of code with an ErrorInfo of reason.
-func New(code codes.Code, reason string, metadata map[string]string, msg string) error {
+// New returns a status error of code with an ErrorInfo of reason. Server
+// code makes every status through New, Newf or Invalid, never with
+// status.Error itself (TestServerStatusesCarryReasons), so no answer
+// leaves without a reason.
+func New(code codes.Code, reason Why, metadata map[string]string, msg string) error {
 	st := status.New(code, msg)
-	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: Domain, Metadata: metadata})
+	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{Reason: string(reason), Domain: Domain, Metadata: metadata})
 	if err != nil {
 		return st.Err() // the details are a convenience; the code and message stand alone
 	}
 	return withInfo.Err()
+}
+
+// Newf is New without metadata, with a formatted message.
+func Newf(code codes.Code, reason Why, format string, args ...any) error {
+	return New(code, reason, nil, fmt.Sprintf(format, args...))
+}
+
+// Invalid is the INVALID_ARGUMENT of a request field, with the field in
+// the metadata and at the start of the message ("ttl: must be positive").
+func Invalid(reason Why, field, format string, args ...any) error {
+	return New(codes.InvalidArgument, reason, map[string]string{"field": field}, field+": "+fmt.Sprintf(format, args...))
 }
 
 // SandboxNotFound is the NOT_FOUND of a call whose sandbox does not exist.
@@ -52,15 +53,29 @@ func SandboxGone(ns, name, msg string) error {
 }
 
 // Reason returns the ErrorInfo reason of err's status, or "".
-func Reason(err error) string {
+func Reason(err error) Why {
 	st, ok := status.FromError(err)
 	if !ok {
 		return ""
 	}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			return info.GetReason()
+			return Why(info.GetReason())
 		}
 	}
 	return ""
+}
+
+// Metadata returns the ErrorInfo metadata of err's status, or nil.
+func Metadata(err error) map[string]string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetMetadata()
+		}
+	}
+	return nil
 }

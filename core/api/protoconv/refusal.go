@@ -15,7 +15,7 @@ const ErrorDomain = errinfo.Domain
 // an ErrorInfo that names the reason, pool and template, so a client can
 // react (claim instead) without parsing the message.
 func Refusal(t lifecycle.CallTarget, why string) error {
-	return errinfo.New(codes.FailedPrecondition, lifecycle.ReasonUnclaimedPoolMember, map[string]string{
+	return errinfo.New(codes.FailedPrecondition, errinfo.ReasonUnclaimedPoolMember, map[string]string{
 		"sandbox": t.Name, "pool": t.Pool, "template": t.Template,
 	}, why)
 }

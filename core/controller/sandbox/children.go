@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -75,7 +75,7 @@ func AddSecretData(sec *corev1.Secret, sandbox string, now time.Time) error {
 	if _, err := rand.Read(b); err != nil {
 		return err
 	}
-	cert, key, err := agent.NewServingCert(sandbox, now)
+	cert, key, err := agentconn.NewServingCert(sandbox, now)
 	if err != nil {
 		return err
 	}

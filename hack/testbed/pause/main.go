@@ -1,4 +1,4 @@
-// Command pause is the test bed's pod sandbox process
+// Command pause is the node bed's pod sandbox process
 // (registry.k8s.io/pause:3.10 on a bed without a registry): it holds the
 // pod's namespaces, reaps the zombies that land on it, and exits on SIGINT or
 // SIGTERM. Built static (CGO_ENABLED=0) by hack/testbed/images.sh.

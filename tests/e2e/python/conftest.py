@@ -3,7 +3,7 @@
 They run when SANDPOD_E2E_KUBECONFIG names the admin kubeconfig of a cluster
 with sandpod installed (``make e2e`` sets it up); otherwise they skip. The
 bridge is reached as a user would: its Service's ClusterIP (routed from the
-host on the test bed) with a token from the Secret ``sandpod-bridge-tokens``.
+host on the node bed) with a token from the Secret ``sandpod-bridge-tokens``.
 """
 
 from __future__ import annotations

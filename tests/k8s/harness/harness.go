@@ -37,11 +37,11 @@ import (
 	"github.com/sandpod/sandpod/core/controller"
 )
 
-// EnvBin names the variable holding the test bed's bin directory.
+// EnvBin names the variable holding the kwok bed's bin directory.
 const EnvBin = "SANDPOD_KUBE_BIN"
 
 // SkipMessage tells how to run the integration tests.
-const SkipMessage = EnvBin + " is not set: build the test bed with `hack/kube/build.sh` and run " +
+const SkipMessage = EnvBin + " is not set: build the kwok bed with `hack/kube/build.sh` and run " +
 	"`SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) go test ./tests/k8s/...` (or `make test-k8s`)"
 
 // NodeName is the fake kwok node every sandbox pod is bound to.
@@ -49,7 +49,7 @@ const NodeName = "kwok-node-0"
 
 const token = "sandpod-test-admin-token"
 
-// Env is a running test bed.
+// Env is a running kwok bed.
 type Env struct {
 	Dir        string
 	Config     *rest.Config
@@ -70,7 +70,7 @@ type proc struct {
 	done chan struct{}
 }
 
-// Start brings the test bed up. The caller must call Stop.
+// Start brings the kwok bed up. The caller must call Stop.
 func Start() (*Env, error) {
 	bin := os.Getenv(EnvBin)
 	if bin == "" {
@@ -220,7 +220,7 @@ func (e *Env) Stop() {
 	if os.Getenv("SANDPOD_KEEP_TESTBED") == "" {
 		_ = os.RemoveAll(e.Dir)
 	} else {
-		fmt.Fprintln(os.Stderr, "test bed kept in", e.Dir)
+		fmt.Fprintln(os.Stderr, "kwok bed kept in", e.Dir)
 	}
 }
 
@@ -235,7 +235,7 @@ func (e *Env) Logs(name string, n int) string {
 }
 
 func waitHTTP(ctx context.Context, url, bearer string, timeout time.Duration, pr *proc) error {
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback test bed
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback kwok bed
 	deadline := time.Now().Add(timeout)
 	var last string
 	for time.Now().Before(deadline) {
@@ -432,7 +432,7 @@ func bigNode() corev1.ResourceList {
 	}
 }
 
-// Skip skips t when the test bed is not available.
+// Skip skips t when the kwok bed is not available.
 func Skip(t testing.TB, e *Env) {
 	t.Helper()
 	if e == nil {

@@ -41,7 +41,7 @@ type ManagerOptions struct {
 	// MetricsAddr serves metrics there ("" disables them).
 	MetricsAddr string
 	// Impersonate runs the manager as this user (its RBAC is the test's to
-	// grant) instead of the test bed's admin.
+	// grant) instead of the kwok bed's admin.
 	Impersonate string
 }
 

@@ -26,22 +26,8 @@ import sandpod
 REPO = Path(__file__).resolve().parents[3]
 READY_TIMEOUT = 120.0  # generous: a loaded 2-core machine
 
-PYTHON_TEMPLATE = """\
-apiVersion: sandpod.dev/v1alpha1
-kind: SandboxTemplate
-metadata:
-  name: python
-spec:
-  podTemplate:
-    spec:
-      containers:
-      - name: sandbox
-        image: docker.io/local/python:3
-  lifecycle:
-    defaultTTL: 1h
-    shutdownPolicy: Delete
-  autoResume: true
-"""
+# The "python" template every test server shares (the Go tests and `make bench` too).
+PYTHON_TEMPLATE = (REPO / "tests" / "testserver" / "python-template.yaml").read_text()
 
 
 def python_pool(replicas: int) -> str:

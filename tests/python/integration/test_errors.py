@@ -18,12 +18,14 @@ def test_unknown_template(client, labels):
         with pytest.raises(sandpod.NotFound, match="nope") as info:
             call("nope", labels=labels)
         assert not isinstance(info.value, sandpod.SandboxNotFound)
+        assert info.value.reason == "TEMPLATE_NOT_FOUND"
 
 
 def test_missing_sandbox(client):
     with pytest.raises(sandpod.SandboxNotFound) as info:
         client.get("does-not-exist")
     assert info.value.message
+    assert info.value.reason == "SANDBOX_NOT_FOUND"
     ghost = sandpod.Sandbox(client, sandpod.SandboxInfo(name="ghost", namespace="default"))
     with pytest.raises(sandpod.SandboxNotFound):
         ghost.run("true")
@@ -78,15 +80,19 @@ def test_sandbox_not_found_means_the_sandbox_async(server):
 
 
 def test_invalid_arguments(client, labels):
-    with pytest.raises(sandpod.InvalidArgument):
+    with pytest.raises(sandpod.InvalidArgument) as info:
         client.create("python", name="Not_A_DNS_Label!", labels=labels)
-    with pytest.raises(sandpod.InvalidArgument):
+    assert info.value.reason == "INVALID_NAME"
+    with pytest.raises(sandpod.InvalidArgument) as info:
         client.list(labels="this is not a selector ===")
-    with pytest.raises(sandpod.InvalidArgument):
+    assert info.value.reason == "INVALID_SELECTOR"
+    with pytest.raises(sandpod.InvalidArgument) as info:
         client.claim("python", labels={"bad key!": "v"})
+    assert info.value.reason == "INVALID_LABELS"
     past = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
-    with pytest.raises(sandpod.InvalidArgument):
+    with pytest.raises(sandpod.InvalidArgument) as info:
         client.claim("python", shutdown_time=past, labels=labels)
+    assert info.value.reason == "INVALID_LIFETIME"
     assert client.list(labels=labels) == []
 
 
@@ -103,16 +109,18 @@ def test_duplicate_name(client, labels):
     name = f"dup-{labels['test']}"
     with (
         client.create("python", name=name, labels=labels),
-        pytest.raises(sandpod.AlreadyExists),
+        pytest.raises(sandpod.AlreadyExists) as info,
     ):
         client.create("python", name=name, labels=labels)
+    assert info.value.reason == "SANDBOX_EXISTS"
 
 
 def test_exec_on_suspended_without_auto_resume(client, labels):
     with client.create("cold", labels=labels) as sb:
         sb.suspend()
-        with pytest.raises(sandpod.FailedPrecondition):
+        with pytest.raises(sandpod.FailedPrecondition) as info:
             sb.run("true")
+        assert info.value.reason == "SANDBOX_SUSPENDED"
 
 
 def test_unreachable_server():
@@ -129,8 +137,9 @@ def test_token_is_required_and_checked(sandpod_bin, tmp_path):
     try:
         for token in ("wrong", ""):
             c = sandpod.Client(srv.address, token=token, timeout=30, progress=False)
-            with c, pytest.raises(sandpod.Unauthenticated):
+            with c, pytest.raises(sandpod.Unauthenticated) as info:
                 c.list()
+            assert info.value.reason == "INVALID_TOKEN"
         with make_client(srv) as c:
             assert isinstance(c.list(), list)
             with c.claim("python") as sb:

@@ -103,8 +103,8 @@ def test_too_large_write_message_is_resource_exhausted_once(server: Server, labe
 
 
 def test_resource_exhausted_file_call_is_not_retried(server: Server, labels):
-    # A page over this client's receive limit: the failure a 40,000-entry directory
-    # in one message used to give.
+    # A page over this client's receive limit (4 KiB here): how a directory listed in
+    # one message fails against gRPC's default limit of 4 MiB.
     options = [("grpc.max_receive_message_length", 4 << 10)]
     client = make_client(server, channel_options=options)
     with client, client.claim("python", labels=labels) as sb:

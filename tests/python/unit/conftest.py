@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import grpc
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
 
 
 class FakeRpcError(grpc.RpcError):
@@ -24,18 +26,21 @@ class FakeRpcError(grpc.RpcError):
         return self._trailing
 
 
-def _ld(field: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field (payloads under 128 bytes)."""
-    return bytes([field << 3 | 2, len(payload)]) + payload
+def status_bytes(code: grpc.StatusCode, details: str, *infos: Message) -> bytes:
+    """A serialized google.rpc.Status with ``infos`` as its details."""
+    status = status_pb2.Status(code=code.value[0], message=details)
+    for info in infos:
+        status.details.add().Pack(info)
+    return status.SerializeToString()
 
 
 def with_reason(code: grpc.StatusCode, details: str, reason: str) -> FakeRpcError:
     """An error whose status carries a google.rpc.ErrorInfo with ``reason``, as the
     server sends it (grpc-status-details-bin)."""
-    info = _ld(1, reason.encode()) + _ld(2, b"sandpod.dev")
-    anything = _ld(1, b"type.googleapis.com/google.rpc.ErrorInfo") + _ld(2, info)
-    status = bytes([0x08, code.value[0]]) + _ld(2, details.encode()) + _ld(3, anything)
-    return FakeRpcError(code, details, [("grpc-status-details-bin", status)])
+    info = error_details_pb2.ErrorInfo(reason=reason, domain="sandpod.dev")
+    return FakeRpcError(
+        code, details, [("grpc-status-details-bin", status_bytes(code, details, info))]
+    )
 
 
 def sandbox_not_found(details: str = "sandbox not found") -> FakeRpcError:

@@ -1,10 +1,11 @@
 import grpc
 import pytest
+from google.rpc import error_details_pb2
 
 import sandpod
 from sandpod._errors import STATUS_TO_ERROR, error_info_reason, from_rpc_error
 
-from .conftest import FakeRpcError, with_reason
+from .conftest import FakeRpcError, status_bytes, with_reason
 
 EXPECTED = {
     grpc.StatusCode.NOT_FOUND: sandpod.NotFound,
@@ -46,19 +47,14 @@ def test_empty_details_still_say_something():
     assert err.message == "unavailable"
 
 
-def _ld(field: int, payload: bytes) -> bytes:
-    return bytes([field << 3 | 2, len(payload)]) + payload
-
-
 def test_error_info_reason_is_decoded():
-    error_info = _ld(1, b"SANDBOX_NOT_FOUND") + _ld(2, b"sandpod.dev")
-    anything = _ld(1, b"type.googleapis.com/google.rpc.ErrorInfo") + _ld(2, error_info)
-    status = bytes([0x08, 5]) + _ld(2, b"not found") + _ld(3, anything)
-    assert error_info_reason(status) == "SANDBOX_NOT_FOUND"
-    err = from_rpc_error(
-        FakeRpcError(grpc.StatusCode.NOT_FOUND, "nf", [("grpc-status-details-bin", status)])
-    )
-    assert err.reason == "SANDBOX_NOT_FOUND"
+    info = error_details_pb2.ErrorInfo(reason="TEMPLATE_NOT_FOUND", domain="sandpod.dev")
+    retry = error_details_pb2.RetryInfo()  # another detail first: the ErrorInfo is found
+    status = status_bytes(grpc.StatusCode.NOT_FOUND, "nf", retry, info)
+    rpc = FakeRpcError(grpc.StatusCode.NOT_FOUND, "nf", [("grpc-status-details-bin", status)])
+    assert error_info_reason(rpc) == "TEMPLATE_NOT_FOUND"
+    err = from_rpc_error(rpc)
+    assert err.reason == "TEMPLATE_NOT_FOUND" and type(err) is sandpod.NotFound
 
 
 def test_not_found_is_the_sandbox_only_when_the_server_says_so():
@@ -83,10 +79,26 @@ def test_a_reason_of_another_code_narrows_nothing():
 
 
 def test_error_info_reason_tolerates_garbage():
-    assert error_info_reason(b"") == ""
-    assert error_info_reason(b"\xff\xff\xff") == ""
-    other = _ld(3, _ld(1, b"type.googleapis.com/google.rpc.RetryInfo") + _ld(2, b""))
-    assert error_info_reason(other) == ""
+    nf = grpc.StatusCode.NOT_FOUND
+    info = error_details_pb2.ErrorInfo(reason="SANDBOX_NOT_FOUND", domain="sandpod.dev")
+    cases = {
+        "no trailers": FakeRpcError(nf, "nf"),
+        "not a status": FakeRpcError(nf, "nf", [("grpc-status-details-bin", b"\xff\xff\xff")]),
+        "no ErrorInfo": FakeRpcError(
+            nf,
+            "nf",
+            [("grpc-status-details-bin", status_bytes(nf, "nf", error_details_pb2.RetryInfo()))],
+        ),
+        # details that belong to another status are not this error's
+        "another code": FakeRpcError(
+            nf,
+            "nf",
+            [("grpc-status-details-bin", status_bytes(grpc.StatusCode.INTERNAL, "nf", info))],
+        ),
+    }
+    for name, rpc in cases.items():
+        assert error_info_reason(rpc) == "", name
+        assert from_rpc_error(rpc).reason == "", name
 
 
 def test_command_failed_carries_output():

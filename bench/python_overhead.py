@@ -6,7 +6,7 @@ built-in gRPC retries), and one client call, in rotating order, so all see the s
 server and machine load; the figures are medians. Claims are counted separately for
 warm and cold ones, as they differ by much more than the client's overhead.
 
-    PYTHONPATH=clients/python .venv/bin/python clients/python/benchmarks/overhead.py
+    PYTHONPATH=clients/python .venv/bin/python bench/python_overhead.py
     (after `pip install .`, or with PYTHONPATH as above; --address to use a running server)
 """
 
@@ -32,7 +32,7 @@ import grpc
 import sandpod
 from sandpod.v1 import exec_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = "bench"
 CONFIG = f"""\
 apiVersion: sandpod.dev/v1alpha1

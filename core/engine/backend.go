@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/sandpod/sandpod/core/agent"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -103,11 +103,11 @@ func (e *Engine) byRequest(p newParams) (*sandbox, bool, error) {
 		return nil, false, nil
 	}
 	if ent.Op != p.op {
-		return nil, true, status.Errorf(codes.InvalidArgument, "request_id %q was already used by a %s request", p.requestID, ent.Op)
+		return nil, true, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonRequestIDReused, "request_id %q was already used by a %s request", p.requestID, ent.Op)
 	}
 	sb := e.sandboxes[p.namespace+"/"+ent.Sandbox]
 	if sb == nil || sb.rec.UID != ent.UID {
-		return nil, true, status.Errorf(codes.NotFound, "request_id %q made sandbox %q, which has since been deleted", p.requestID, ent.Sandbox)
+		return nil, true, errinfo.Newf(codes.NotFound, errinfo.ReasonRequestIDSandboxDeleted, "request_id %q made sandbox %q, which has since been deleted", p.requestID, ent.Sandbox)
 	}
 	return sb, true, nil
 }
@@ -153,7 +153,7 @@ func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) 
 		ent = &requestEntry{Op: p.op, Sandbox: next.Name, UID: next.UID}
 	}
 	if err := e.store.put(&next, p.namespace+"/"+p.requestID, ent); err != nil {
-		return nil, false, false, status.Errorf(codes.Unavailable, "save claim: %v", err)
+		return nil, false, false, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save claim: %v", err)
 	}
 	sb.rec = next
 	if ent != nil {
@@ -182,9 +182,9 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 	if name == "" {
 		name = e.generateName(p.namespace, p.template)
 	} else if _, exists := e.sandboxes[p.namespace+"/"+name]; exists {
-		return nil, false, status.Errorf(codes.AlreadyExists, "sandbox %q already exists in namespace %q", name, p.namespace)
+		return nil, false, errinfo.Newf(codes.AlreadyExists, errinfo.ReasonSandboxExists, "sandbox %q already exists in namespace %q", name, p.namespace)
 	} else if e.orphans[p.namespace+"/"+name] {
-		return nil, false, status.Errorf(codes.AlreadyExists, "sandbox %q: its directory %s exists without a record (the state was restored from an older backup); to use the name again, move it aside and restart serve",
+		return nil, false, errinfo.Newf(codes.AlreadyExists, errinfo.ReasonSandboxExists, "sandbox %q: its directory %s exists without a record (the state was restored from an older backup); to use the name again, move it aside and restart serve",
 			name, filepath.Join(e.cfg.StateDir, "sandboxes", p.namespace, name))
 	}
 	now := time.Now()
@@ -203,7 +203,7 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 		ent = &requestEntry{Op: p.op, Sandbox: name, UID: rec.UID}
 	}
 	if err := e.store.put(&rec, p.namespace+"/"+p.requestID, ent); err != nil {
-		return nil, false, status.Errorf(codes.Unavailable, "save sandbox: %v", err)
+		return nil, false, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save sandbox: %v", err)
 	}
 	sb := &sandbox{rec: rec}
 	e.sandboxes[rec.key()] = sb
@@ -215,7 +215,7 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 }
 
 func (e *Engine) noTemplate(ns, name string) error {
-	return status.Errorf(codes.NotFound, "template %q not found in namespace %q (ListTemplates shows what is defined)", name, ns)
+	return errinfo.Newf(codes.NotFound, errinfo.ReasonTemplateNotFound, "template %q not found in namespace %q (ListTemplates shows what is defined)", name, ns)
 }
 
 const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
@@ -263,13 +263,13 @@ func (e *Engine) waitReady(ctx context.Context, sb *sandbox) (*sandpodv1.Sandbox
 		case cur.GetPhase() == sandpodv1.Phase_PHASE_RUNNING:
 			return cur, nil
 		case cur.GetPhase() == sandpodv1.Phase_PHASE_FAILED:
-			return nil, status.Errorf(codes.Unavailable, "sandbox %q failed to start: %s", cur.GetName(), cur.GetMessage())
+			return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxStartFailed, "sandbox %q failed to start: %s", cur.GetName(), cur.GetMessage())
 		case cur.GetPhase() != sandpodv1.Phase_PHASE_PENDING:
 			return cur, nil // suspended or expired meanwhile: report as is
 		}
 		select {
 		case <-ctx.Done():
-			return nil, status.Errorf(codes.DeadlineExceeded, "sandbox %q is still starting (it was not deleted: get it by name, or retry with the same request_id)", cur.GetName())
+			return nil, errinfo.Newf(codes.DeadlineExceeded, errinfo.ReasonSandboxNotReady, "sandbox %q is still starting (it was not deleted: get it by name, or retry with the same request_id)", cur.GetName())
 		case _, ok := <-sub:
 			if !ok { // fell behind; resubscribe
 				sub = e.hub.subscribe()
@@ -325,14 +325,14 @@ func (e *Engine) SuspendSandbox(ctx context.Context, ns, name string) (*sandpodv
 	e.mu.Lock()
 	if sb.rec.Expired {
 		e.mu.Unlock()
-		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; it is already stopped", name)
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired; it is already stopped", name)
 	}
 	next := sb.rec
 	next.Mode = v1alpha1.OperatingModeSuspended
 	next.Message = "suspended"
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
-		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
+		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	e.mu.Unlock()
@@ -354,7 +354,7 @@ func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) 
 	e.mu.Lock()
 	if sb.rec.Expired {
 		e.mu.Unlock()
-		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; extend its shutdown time first", name)
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired; extend its shutdown time first", name)
 	}
 	next := sb.rec
 	next.Mode = v1alpha1.OperatingModeRunning
@@ -364,7 +364,7 @@ func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) 
 	next.RestartStreak, next.StartFailures = 0, 0
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
-		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
+		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	if sb.workload == lifecycle.WorkloadFailed {
@@ -394,7 +394,7 @@ func (e *Engine) ExtendSandbox(_ context.Context, ns, name string, shutdown time
 	}
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
-		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
+		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	e.mu.Unlock()
@@ -414,7 +414,7 @@ func (e *Engine) DeleteSandbox(_ context.Context, ns, name string) error {
 		return err
 	}
 	if err := e.finishDelete(sb); err != nil {
-		return status.Errorf(codes.Internal, "delete %q: %v", name, err)
+		return errinfo.Newf(codes.Internal, errinfo.ReasonSandboxDeleteFailed, "delete %q: %v", name, err)
 	}
 	e.mu.Lock()
 	member := sb.callTarget().Pool != ""
@@ -431,7 +431,7 @@ func (e *Engine) markDeleting(sb *sandbox) error {
 	next := sb.rec
 	next.Deleting = true
 	if err := e.store.put(&next, "", nil); err != nil {
-		return status.Errorf(codes.Unavailable, "save: %v", err)
+		return errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	return nil
@@ -443,10 +443,10 @@ func (e *Engine) markDeleting(sb *sandbox) error {
 // reason SANDBOX_PAUSED).
 // Exec and file calls come through here: an unclaimed pool member is
 // refused (lifecycle.MayReach), so nothing is planted for its next claimer.
-func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, error) {
+func (e *Engine) Agent(ctx context.Context, ns, name string) (agentconn.Endpoint, error) {
 	sb, err := e.lookupFor(ns, name, lifecycle.CallAgent)
 	if err != nil {
-		return agent.Endpoint{}, err
+		return agentconn.Endpoint{}, err
 	}
 	e.mu.Lock()
 	phase := sb.phase()
@@ -457,27 +457,27 @@ func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, er
 	switch phase {
 	case v1alpha1.SandboxPaused:
 		if !autoResume {
-			return agent.Endpoint{}, pausedRefusal(nsOr(ns), name)
+			return agentconn.Endpoint{}, pausedRefusal(nsOr(ns), name)
 		}
 		if _, err := e.ResumeSandbox(ctx, ns, name, true); err != nil {
-			return agent.Endpoint{}, err
+			return agentconn.Endpoint{}, err
 		}
 	case v1alpha1.SandboxSuspended:
 		if !autoResume {
-			return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
+			return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxSuspended, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
 		}
 		if _, err := e.ResumeSandbox(ctx, ns, name, true); err != nil {
-			return agent.Endpoint{}, err
+			return agentconn.Endpoint{}, err
 		}
 	case v1alpha1.SandboxExpired:
-		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired (retained): extend and resume it first", name)
+		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired (retained): extend and resume it first", name)
 	case v1alpha1.SandboxFailed:
-		return agent.Endpoint{}, status.Errorf(codes.FailedPrecondition, "sandbox %q has failed: %s (resume restarts it)", name, msg)
+		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxFailed, "sandbox %q has failed: %s (resume restarts it)", name, msg)
 	case v1alpha1.SandboxPending:
 		if dl, ok := ctx.Deadline(); ok && !restartDue.IsZero() && restartDue.After(dl) {
 			// Its agent is down and backing off past this call: say so now
 			// rather than at the deadline.
-			return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q: its agent is not running (%s); the engine restarts it at %s, after this call's deadline: retry then",
+			return agentconn.Endpoint{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q: its agent is not running (%s); the engine restarts it at %s, after this call's deadline: retry then",
 				name, msg, restartDue.UTC().Format(time.RFC3339))
 		}
 		if _, err := e.waitReady(ctx, sb); err != nil {
@@ -486,19 +486,19 @@ func (e *Engine) Agent(ctx context.Context, ns, name string) (agent.Endpoint, er
 				if msg == "" {
 					msg = "starting"
 				}
-				return agent.Endpoint{}, status.Errorf(codes.DeadlineExceeded, "sandbox %q was not running by the call's deadline (%s)", name, msg)
+				return agentconn.Endpoint{}, errinfo.Newf(codes.DeadlineExceeded, errinfo.ReasonSandboxNotReady, "sandbox %q was not running by the call's deadline (%s)", name, msg)
 			}
-			return agent.Endpoint{}, err
+			return agentconn.Endpoint{}, err
 		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if sb.proc == nil {
-		return agent.Endpoint{}, status.Errorf(codes.Unavailable, "sandbox %q is not running right now; retry", name)
+		return agentconn.Endpoint{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q is not running right now; retry", name)
 	}
 	sb.active++
 	sb.rec.LastActivity = time.Now()
-	return agent.Endpoint{
+	return agentconn.Endpoint{
 		Target: "unix://" + e.socketPath(&sb.rec),
 		Secret: sb.rec.Secret,
 		Env:    copyMap(sb.rec.Env),
@@ -560,7 +560,7 @@ func (e *Engine) GetWarmPool(_ context.Context, ns, name string) (*sandpodv1.War
 	defer e.mu.Unlock()
 	p := e.pools[nsOr(ns)+"/"+name]
 	if p == nil {
-		return nil, status.Errorf(codes.NotFound, "warm pool %q not found in namespace %q", name, nsOr(ns))
+		return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonPoolNotFound, "warm pool %q not found in namespace %q", name, nsOr(ns))
 	}
 	return e.poolStatus(p), nil
 }
@@ -568,18 +568,18 @@ func (e *Engine) GetWarmPool(_ context.Context, ns, name string) (*sandpodv1.War
 // ScaleWarmPool sets a pool's size; it survives a restart.
 func (e *Engine) ScaleWarmPool(ctx context.Context, ns, name string, replicas int32) (*sandpodv1.WarmPool, error) {
 	if replicas > MaxPoolReplicas {
-		return nil, status.Errorf(codes.ResourceExhausted, "replicas %d is above the local engine's limit of %d", replicas, MaxPoolReplicas)
+		return nil, errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonPoolLimitExceeded, "replicas %d is above the local engine's limit of %d", replicas, MaxPoolReplicas)
 	}
 	key := nsOr(ns) + "/" + name
 	e.mu.Lock()
 	p := e.pools[key]
 	if p == nil {
 		e.mu.Unlock()
-		return nil, status.Errorf(codes.NotFound, "warm pool %q not found in namespace %q", name, nsOr(ns))
+		return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonPoolNotFound, "warm pool %q not found in namespace %q", name, nsOr(ns))
 	}
 	if err := e.store.putPoolReplicas(key, replicas); err != nil {
 		e.mu.Unlock()
-		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
+		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	p.replicas = replicas
 	p.lastClaim = time.Time{} // an explicit scale refills at once

@@ -1,4 +1,4 @@
-package agent
+package agentconn
 
 import (
 	"crypto/ecdsa"
@@ -58,15 +58,6 @@ func NewServingCert(name string, now time.Time) (certPEM, keyPEM []byte, err err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
-}
-
-// ServerTLS is the agent's server config for a certificate and key in PEM files.
-func ServerTLS(certFile, keyFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("agent TLS: %w", err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, nil
 }
 
 // ClientTLS is the bridge's config for one agent: trust certPEM only, for the

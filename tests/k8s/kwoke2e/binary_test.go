@@ -1,6 +1,6 @@
-// Package e2e runs the real `sandpod controller` binary against the test bed
+// Package kwoke2e runs the real `sandpod controller` binary against the kwok bed
 // (its own API server, since the binary watches every namespace).
-package e2e
+package kwoke2e
 
 import (
 	"context"

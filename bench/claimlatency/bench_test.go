@@ -1,10 +1,10 @@
-// Package bench measures claim latency on the test bed: warm (adopt a ready
+// Package claimlatency measures claim latency on the kwok bed: warm (adopt a ready
 // pool member) and cold (create a sandbox, kwok runs its pod), as a user sees
 // it: from the claim's create call returning an error or not, to the claim
 // reporting Ready through a watch. It runs only with SANDPOD_BENCH=1.
 //
 //	SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) SANDPOD_BENCH=1 \
-//	  go test ./tests/k8s/bench/ -run TestClaimLatency -v -count=1
+//	  go test ./bench/claimlatency/ -run TestClaimLatency -v -count=1
 //
 // The figures at scale (open-loop and burst claims, API writes per claim,
 // the controller binary's memory with 5,000 sandboxes) are in
@@ -14,7 +14,7 @@
 // pause before each sequential claim, e.g. 250ms, so the pool's refill does
 // not overlap the next claim), SANDPOD_BENCH_REFILL_DELAY (the controller's
 // --pool-refill-delay).
-package bench
+package claimlatency
 
 import (
 	"context"
@@ -91,7 +91,7 @@ func TestClaimLatency(t *testing.T) {
 	w := newWaiter(t, env, ns)
 	warm, _ := w.sequential(t, env, ns, "w", "warm", n)
 	cold, coldBound := w.sequential(t, env, ns, "c", "cold", n)
-	fmt.Printf("\nclaim latency on the test bed (kube-apiserver %s + etcd, kwok node; %d claims each, sequential)\n", "v1.37.2", n)
+	fmt.Printf("\nclaim latency on the kwok bed (kube-apiserver %s + etcd, kwok node; %d claims each, sequential)\n", "v1.37.2", n)
 	fmt.Printf("%-28s %10s %10s %10s\n", "", "p50", "p99", "max")
 	for _, r := range []struct {
 		name string
