@@ -161,7 +161,7 @@ func (e *Engine) act(ctx context.Context, a action) {
 // createMember records and starts one warm pool member. Start failures back
 // the pool off exponentially, so a template that cannot start does not spin.
 func (e *Engine) createMember(p *pool) {
-	sb, _, err := e.newSandbox(newParams{namespace: p.namespace, template: p.template, pool: p.name, op: "pool"})
+	sb, _, err := e.newSandbox(newParams{namespace: p.namespace, template: p.template, pool: p.name, op: "pool", snapshot: p.snapshot})
 	if err != nil {
 		e.log.Error("warm pool: record member", "pool", p.name, "err", err)
 		return

@@ -25,6 +25,12 @@ type SandboxWarmPoolSpec struct {
 	// +kubebuilder:validation:Maximum=10000
 	// +optional
 	Replicas int32 `json:"replicas"`
+
+	// Snapshot, when set, names a snapshot in the same namespace: members
+	// start with its files (forks of it). The local engine serves it; on
+	// Kubernetes it is not served yet.
+	// +optional
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // SandboxWarmPoolStatus is the observed state of a warm pool.

@@ -95,7 +95,9 @@ type CreateSandboxRequest struct {
 	// sandbox and never creates a second one. Up to 128 printable characters.
 	RequestId string `protobuf:"bytes,9,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// Return as soon as the sandbox is accepted instead of when it is ready.
-	NoWait        bool `protobuf:"varint,10,opt,name=no_wait,json=noWait,proto3" json:"no_wait,omitempty"`
+	NoWait bool `protobuf:"varint,10,opt,name=no_wait,json=noWait,proto3" json:"no_wait,omitempty"`
+	// Start from this snapshot's files (its template when template is empty).
+	Snapshot      string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -200,6 +202,13 @@ func (x *CreateSandboxRequest) GetNoWait() bool {
 	return false
 }
 
+func (x *CreateSandboxRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
 type CreateSandboxResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Sandbox       *Sandbox               `protobuf:"bytes,1,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
@@ -254,8 +263,11 @@ type ClaimSandboxRequest struct {
 	ShutdownTime   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=shutdown_time,json=shutdownTime,proto3" json:"shutdown_time,omitempty"`
 	ShutdownPolicy ShutdownPolicy         `protobuf:"varint,7,opt,name=shutdown_policy,json=shutdownPolicy,proto3,enum=sandpod.v1.ShutdownPolicy" json:"shutdown_policy,omitempty"`
 	RequestId      string                 `protobuf:"bytes,8,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Only a pool member made from this snapshot (a pool whose spec names
+	// it), or a sandbox started cold from it.
+	Snapshot      string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClaimSandboxRequest) Reset() {
@@ -340,6 +352,13 @@ func (x *ClaimSandboxRequest) GetShutdownPolicy() ShutdownPolicy {
 func (x *ClaimSandboxRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ClaimSandboxRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
 	}
 	return ""
 }
@@ -1579,7 +1598,7 @@ var File_sandpod_v1_sandbox_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	" sandpod/v1/sandbox_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/sandbox.proto\"\xc5\x04\n" +
+	"sandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/sandbox.proto\x1a\x19sandpod/v1/snapshot.proto\"\xe1\x04\n" +
 	"\x14CreateSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -1592,7 +1611,8 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\t \x01(\tR\trequestId\x12\x17\n" +
 	"\ano_wait\x18\n" +
-	" \x01(\bR\x06noWait\x1a9\n" +
+	" \x01(\bR\x06noWait\x12\x1a\n" +
+	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -1600,7 +1620,7 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"F\n" +
 	"\x15CreateSandboxResponse\x12-\n" +
-	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\"\x95\x04\n" +
+	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\"\xb1\x04\n" +
 	"\x13ClaimSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12C\n" +
@@ -1610,7 +1630,8 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\rshutdown_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fshutdownTime\x12C\n" +
 	"\x0fshutdown_policy\x18\a \x01(\x0e2\x1a.sandpod.v1.ShutdownPolicyR\x0eshutdownPolicy\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\b \x01(\tR\trequestId\x1a9\n" +
+	"request_id\x18\b \x01(\tR\trequestId\x12\x1a\n" +
+	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -1697,7 +1718,7 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\breplicas\x18\x03 \x01(\x05R\breplicas\"J\n" +
 	"\x15ScaleWarmPoolResponse\x121\n" +
-	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xda\f\n" +
+	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xde\x10\n" +
 	"\x0eSandboxService\x12T\n" +
 	"\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\x12Q\n" +
 	"\fClaimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\x12K\n" +
@@ -1720,7 +1741,13 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\bStatFile\x12\x1b.sandpod.v1.StatFileRequest\x1a\x1c.sandpod.v1.StatFileResponse\x12K\n" +
 	"\n" +
 	"RemoveFile\x12\x1d.sandpod.v1.RemoveFileRequest\x1a\x1e.sandpod.v1.RemoveFileResponse\x12B\n" +
-	"\aMakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"\aMakeDir\x12\x1a.sandpod.v1.MakeDirRequest\x1a\x1b.sandpod.v1.MakeDirResponse\x12Z\n" +
+	"\x0fSnapshotSandbox\x12\".sandpod.v1.SnapshotSandboxRequest\x1a#.sandpod.v1.SnapshotSandboxResponse\x12N\n" +
+	"\vGetSnapshot\x12\x1e.sandpod.v1.GetSnapshotRequest\x1a\x1f.sandpod.v1.GetSnapshotResponse\x12T\n" +
+	"\rListSnapshots\x12 .sandpod.v1.ListSnapshotsRequest\x1a!.sandpod.v1.ListSnapshotsResponse\x12W\n" +
+	"\x0eDeleteSnapshot\x12!.sandpod.v1.DeleteSnapshotRequest\x1a\".sandpod.v1.DeleteSnapshotResponse\x12N\n" +
+	"\vForkSandbox\x12\x1e.sandpod.v1.ForkSandboxRequest\x1a\x1f.sandpod.v1.ForkSandboxResponse\x12W\n" +
+	"\x0eRestoreSandbox\x12!.sandpod.v1.RestoreSandboxRequest\x1a\".sandpod.v1.RestoreSandboxResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_sandbox_service_proto_rawDescOnce sync.Once
@@ -1781,13 +1808,25 @@ var file_sandpod_v1_sandbox_service_proto_goTypes = []any{
 	(*StatFileRequest)(nil),               // 41: sandpod.v1.StatFileRequest
 	(*RemoveFileRequest)(nil),             // 42: sandpod.v1.RemoveFileRequest
 	(*MakeDirRequest)(nil),                // 43: sandpod.v1.MakeDirRequest
-	(*ExecResponse)(nil),                  // 44: sandpod.v1.ExecResponse
-	(*ReadFileResponse)(nil),              // 45: sandpod.v1.ReadFileResponse
-	(*WriteFileResponse)(nil),             // 46: sandpod.v1.WriteFileResponse
-	(*ListFilesResponse)(nil),             // 47: sandpod.v1.ListFilesResponse
-	(*StatFileResponse)(nil),              // 48: sandpod.v1.StatFileResponse
-	(*RemoveFileResponse)(nil),            // 49: sandpod.v1.RemoveFileResponse
-	(*MakeDirResponse)(nil),               // 50: sandpod.v1.MakeDirResponse
+	(*SnapshotSandboxRequest)(nil),        // 44: sandpod.v1.SnapshotSandboxRequest
+	(*GetSnapshotRequest)(nil),            // 45: sandpod.v1.GetSnapshotRequest
+	(*ListSnapshotsRequest)(nil),          // 46: sandpod.v1.ListSnapshotsRequest
+	(*DeleteSnapshotRequest)(nil),         // 47: sandpod.v1.DeleteSnapshotRequest
+	(*ForkSandboxRequest)(nil),            // 48: sandpod.v1.ForkSandboxRequest
+	(*RestoreSandboxRequest)(nil),         // 49: sandpod.v1.RestoreSandboxRequest
+	(*ExecResponse)(nil),                  // 50: sandpod.v1.ExecResponse
+	(*ReadFileResponse)(nil),              // 51: sandpod.v1.ReadFileResponse
+	(*WriteFileResponse)(nil),             // 52: sandpod.v1.WriteFileResponse
+	(*ListFilesResponse)(nil),             // 53: sandpod.v1.ListFilesResponse
+	(*StatFileResponse)(nil),              // 54: sandpod.v1.StatFileResponse
+	(*RemoveFileResponse)(nil),            // 55: sandpod.v1.RemoveFileResponse
+	(*MakeDirResponse)(nil),               // 56: sandpod.v1.MakeDirResponse
+	(*SnapshotSandboxResponse)(nil),       // 57: sandpod.v1.SnapshotSandboxResponse
+	(*GetSnapshotResponse)(nil),           // 58: sandpod.v1.GetSnapshotResponse
+	(*ListSnapshotsResponse)(nil),         // 59: sandpod.v1.ListSnapshotsResponse
+	(*DeleteSnapshotResponse)(nil),        // 60: sandpod.v1.DeleteSnapshotResponse
+	(*ForkSandboxResponse)(nil),           // 61: sandpod.v1.ForkSandboxResponse
+	(*RestoreSandboxResponse)(nil),        // 62: sandpod.v1.RestoreSandboxResponse
 }
 var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
 	27, // 0: sandpod.v1.CreateSandboxRequest.labels:type_name -> sandpod.v1.CreateSandboxRequest.LabelsEntry
@@ -1835,28 +1874,40 @@ var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
 	41, // 42: sandpod.v1.SandboxService.StatFile:input_type -> sandpod.v1.StatFileRequest
 	42, // 43: sandpod.v1.SandboxService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
 	43, // 44: sandpod.v1.SandboxService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
-	2,  // 45: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
-	4,  // 46: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
-	6,  // 47: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
-	8,  // 48: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
-	10, // 49: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
-	12, // 50: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
-	14, // 51: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
-	16, // 52: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
-	18, // 53: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
-	20, // 54: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
-	22, // 55: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
-	24, // 56: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
-	26, // 57: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
-	44, // 58: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
-	45, // 59: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
-	46, // 60: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
-	47, // 61: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
-	48, // 62: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
-	49, // 63: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
-	50, // 64: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
-	45, // [45:65] is the sub-list for method output_type
-	25, // [25:45] is the sub-list for method input_type
+	44, // 45: sandpod.v1.SandboxService.SnapshotSandbox:input_type -> sandpod.v1.SnapshotSandboxRequest
+	45, // 46: sandpod.v1.SandboxService.GetSnapshot:input_type -> sandpod.v1.GetSnapshotRequest
+	46, // 47: sandpod.v1.SandboxService.ListSnapshots:input_type -> sandpod.v1.ListSnapshotsRequest
+	47, // 48: sandpod.v1.SandboxService.DeleteSnapshot:input_type -> sandpod.v1.DeleteSnapshotRequest
+	48, // 49: sandpod.v1.SandboxService.ForkSandbox:input_type -> sandpod.v1.ForkSandboxRequest
+	49, // 50: sandpod.v1.SandboxService.RestoreSandbox:input_type -> sandpod.v1.RestoreSandboxRequest
+	2,  // 51: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
+	4,  // 52: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
+	6,  // 53: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
+	8,  // 54: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
+	10, // 55: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
+	12, // 56: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
+	14, // 57: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
+	16, // 58: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
+	18, // 59: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
+	20, // 60: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
+	22, // 61: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
+	24, // 62: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
+	26, // 63: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
+	50, // 64: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
+	51, // 65: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
+	52, // 66: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
+	53, // 67: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
+	54, // 68: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
+	55, // 69: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
+	56, // 70: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
+	57, // 71: sandpod.v1.SandboxService.SnapshotSandbox:output_type -> sandpod.v1.SnapshotSandboxResponse
+	58, // 72: sandpod.v1.SandboxService.GetSnapshot:output_type -> sandpod.v1.GetSnapshotResponse
+	59, // 73: sandpod.v1.SandboxService.ListSnapshots:output_type -> sandpod.v1.ListSnapshotsResponse
+	60, // 74: sandpod.v1.SandboxService.DeleteSnapshot:output_type -> sandpod.v1.DeleteSnapshotResponse
+	61, // 75: sandpod.v1.SandboxService.ForkSandbox:output_type -> sandpod.v1.ForkSandboxResponse
+	62, // 76: sandpod.v1.SandboxService.RestoreSandbox:output_type -> sandpod.v1.RestoreSandboxResponse
+	51, // [51:77] is the sub-list for method output_type
+	25, // [25:51] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
 	25, // [25:25] is the sub-list for extension extendee
 	0,  // [0:25] is the sub-list for field type_name
@@ -1870,6 +1921,7 @@ func file_sandpod_v1_sandbox_service_proto_init() {
 	file_sandpod_v1_exec_proto_init()
 	file_sandpod_v1_files_proto_init()
 	file_sandpod_v1_sandbox_proto_init()
+	file_sandpod_v1_snapshot_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

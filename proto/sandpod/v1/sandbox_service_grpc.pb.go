@@ -19,26 +19,32 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SandboxService_CreateSandbox_FullMethodName  = "/sandpod.v1.SandboxService/CreateSandbox"
-	SandboxService_ClaimSandbox_FullMethodName   = "/sandpod.v1.SandboxService/ClaimSandbox"
-	SandboxService_GetSandbox_FullMethodName     = "/sandpod.v1.SandboxService/GetSandbox"
-	SandboxService_ListSandboxes_FullMethodName  = "/sandpod.v1.SandboxService/ListSandboxes"
-	SandboxService_WatchSandboxes_FullMethodName = "/sandpod.v1.SandboxService/WatchSandboxes"
-	SandboxService_SuspendSandbox_FullMethodName = "/sandpod.v1.SandboxService/SuspendSandbox"
-	SandboxService_ResumeSandbox_FullMethodName  = "/sandpod.v1.SandboxService/ResumeSandbox"
-	SandboxService_ExtendSandbox_FullMethodName  = "/sandpod.v1.SandboxService/ExtendSandbox"
-	SandboxService_DeleteSandbox_FullMethodName  = "/sandpod.v1.SandboxService/DeleteSandbox"
-	SandboxService_ListTemplates_FullMethodName  = "/sandpod.v1.SandboxService/ListTemplates"
-	SandboxService_ListWarmPools_FullMethodName  = "/sandpod.v1.SandboxService/ListWarmPools"
-	SandboxService_GetWarmPool_FullMethodName    = "/sandpod.v1.SandboxService/GetWarmPool"
-	SandboxService_ScaleWarmPool_FullMethodName  = "/sandpod.v1.SandboxService/ScaleWarmPool"
-	SandboxService_Exec_FullMethodName           = "/sandpod.v1.SandboxService/Exec"
-	SandboxService_ReadFile_FullMethodName       = "/sandpod.v1.SandboxService/ReadFile"
-	SandboxService_WriteFile_FullMethodName      = "/sandpod.v1.SandboxService/WriteFile"
-	SandboxService_ListFiles_FullMethodName      = "/sandpod.v1.SandboxService/ListFiles"
-	SandboxService_StatFile_FullMethodName       = "/sandpod.v1.SandboxService/StatFile"
-	SandboxService_RemoveFile_FullMethodName     = "/sandpod.v1.SandboxService/RemoveFile"
-	SandboxService_MakeDir_FullMethodName        = "/sandpod.v1.SandboxService/MakeDir"
+	SandboxService_CreateSandbox_FullMethodName   = "/sandpod.v1.SandboxService/CreateSandbox"
+	SandboxService_ClaimSandbox_FullMethodName    = "/sandpod.v1.SandboxService/ClaimSandbox"
+	SandboxService_GetSandbox_FullMethodName      = "/sandpod.v1.SandboxService/GetSandbox"
+	SandboxService_ListSandboxes_FullMethodName   = "/sandpod.v1.SandboxService/ListSandboxes"
+	SandboxService_WatchSandboxes_FullMethodName  = "/sandpod.v1.SandboxService/WatchSandboxes"
+	SandboxService_SuspendSandbox_FullMethodName  = "/sandpod.v1.SandboxService/SuspendSandbox"
+	SandboxService_ResumeSandbox_FullMethodName   = "/sandpod.v1.SandboxService/ResumeSandbox"
+	SandboxService_ExtendSandbox_FullMethodName   = "/sandpod.v1.SandboxService/ExtendSandbox"
+	SandboxService_DeleteSandbox_FullMethodName   = "/sandpod.v1.SandboxService/DeleteSandbox"
+	SandboxService_ListTemplates_FullMethodName   = "/sandpod.v1.SandboxService/ListTemplates"
+	SandboxService_ListWarmPools_FullMethodName   = "/sandpod.v1.SandboxService/ListWarmPools"
+	SandboxService_GetWarmPool_FullMethodName     = "/sandpod.v1.SandboxService/GetWarmPool"
+	SandboxService_ScaleWarmPool_FullMethodName   = "/sandpod.v1.SandboxService/ScaleWarmPool"
+	SandboxService_Exec_FullMethodName            = "/sandpod.v1.SandboxService/Exec"
+	SandboxService_ReadFile_FullMethodName        = "/sandpod.v1.SandboxService/ReadFile"
+	SandboxService_WriteFile_FullMethodName       = "/sandpod.v1.SandboxService/WriteFile"
+	SandboxService_ListFiles_FullMethodName       = "/sandpod.v1.SandboxService/ListFiles"
+	SandboxService_StatFile_FullMethodName        = "/sandpod.v1.SandboxService/StatFile"
+	SandboxService_RemoveFile_FullMethodName      = "/sandpod.v1.SandboxService/RemoveFile"
+	SandboxService_MakeDir_FullMethodName         = "/sandpod.v1.SandboxService/MakeDir"
+	SandboxService_SnapshotSandbox_FullMethodName = "/sandpod.v1.SandboxService/SnapshotSandbox"
+	SandboxService_GetSnapshot_FullMethodName     = "/sandpod.v1.SandboxService/GetSnapshot"
+	SandboxService_ListSnapshots_FullMethodName   = "/sandpod.v1.SandboxService/ListSnapshots"
+	SandboxService_DeleteSnapshot_FullMethodName  = "/sandpod.v1.SandboxService/DeleteSnapshot"
+	SandboxService_ForkSandbox_FullMethodName     = "/sandpod.v1.SandboxService/ForkSandbox"
+	SandboxService_RestoreSandbox_FullMethodName  = "/sandpod.v1.SandboxService/RestoreSandbox"
 )
 
 // SandboxServiceClient is the client API for SandboxService service.
@@ -92,6 +98,19 @@ type SandboxServiceClient interface {
 	StatFile(ctx context.Context, in *StatFileRequest, opts ...grpc.CallOption) (*StatFileResponse, error)
 	RemoveFile(ctx context.Context, in *RemoveFileRequest, opts ...grpc.CallOption) (*RemoveFileResponse, error)
 	MakeDir(ctx context.Context, in *MakeDirRequest, opts ...grpc.CallOption) (*MakeDirResponse, error)
+	// Snapshots (snapshot.proto). SnapshotSandbox saves a sandbox's files;
+	// DeleteSnapshot answers FAILED_PRECONDITION (SNAPSHOT_IN_USE) while a
+	// sandbox or warm pool uses the snapshot; RESOURCE_EXHAUSTED above the
+	// backend's snapshot quota.
+	SnapshotSandbox(ctx context.Context, in *SnapshotSandboxRequest, opts ...grpc.CallOption) (*SnapshotSandboxResponse, error)
+	GetSnapshot(ctx context.Context, in *GetSnapshotRequest, opts ...grpc.CallOption) (*GetSnapshotResponse, error)
+	ListSnapshots(ctx context.Context, in *ListSnapshotsRequest, opts ...grpc.CallOption) (*ListSnapshotsResponse, error)
+	DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error)
+	// Makes count new sandboxes from a snapshot or a sandbox. A repeated
+	// request_id returns the first call's sandboxes.
+	ForkSandbox(ctx context.Context, in *ForkSandboxRequest, opts ...grpc.CallOption) (*ForkSandboxResponse, error)
+	// Puts a sandbox's files back to a snapshot, keeping its name.
+	RestoreSandbox(ctx context.Context, in *RestoreSandboxRequest, opts ...grpc.CallOption) (*RestoreSandboxResponse, error)
 }
 
 type sandboxServiceClient struct {
@@ -326,6 +345,66 @@ func (c *sandboxServiceClient) MakeDir(ctx context.Context, in *MakeDirRequest, 
 	return out, nil
 }
 
+func (c *sandboxServiceClient) SnapshotSandbox(ctx context.Context, in *SnapshotSandboxRequest, opts ...grpc.CallOption) (*SnapshotSandboxResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SnapshotSandboxResponse)
+	err := c.cc.Invoke(ctx, SandboxService_SnapshotSandbox_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) GetSnapshot(ctx context.Context, in *GetSnapshotRequest, opts ...grpc.CallOption) (*GetSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSnapshotResponse)
+	err := c.cc.Invoke(ctx, SandboxService_GetSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) ListSnapshots(ctx context.Context, in *ListSnapshotsRequest, opts ...grpc.CallOption) (*ListSnapshotsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSnapshotsResponse)
+	err := c.cc.Invoke(ctx, SandboxService_ListSnapshots_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSnapshotResponse)
+	err := c.cc.Invoke(ctx, SandboxService_DeleteSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) ForkSandbox(ctx context.Context, in *ForkSandboxRequest, opts ...grpc.CallOption) (*ForkSandboxResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForkSandboxResponse)
+	err := c.cc.Invoke(ctx, SandboxService_ForkSandbox_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) RestoreSandbox(ctx context.Context, in *RestoreSandboxRequest, opts ...grpc.CallOption) (*RestoreSandboxResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestoreSandboxResponse)
+	err := c.cc.Invoke(ctx, SandboxService_RestoreSandbox_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SandboxServiceServer is the server API for SandboxService service.
 // All implementations must embed UnimplementedSandboxServiceServer
 // for forward compatibility.
@@ -377,6 +456,19 @@ type SandboxServiceServer interface {
 	StatFile(context.Context, *StatFileRequest) (*StatFileResponse, error)
 	RemoveFile(context.Context, *RemoveFileRequest) (*RemoveFileResponse, error)
 	MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error)
+	// Snapshots (snapshot.proto). SnapshotSandbox saves a sandbox's files;
+	// DeleteSnapshot answers FAILED_PRECONDITION (SNAPSHOT_IN_USE) while a
+	// sandbox or warm pool uses the snapshot; RESOURCE_EXHAUSTED above the
+	// backend's snapshot quota.
+	SnapshotSandbox(context.Context, *SnapshotSandboxRequest) (*SnapshotSandboxResponse, error)
+	GetSnapshot(context.Context, *GetSnapshotRequest) (*GetSnapshotResponse, error)
+	ListSnapshots(context.Context, *ListSnapshotsRequest) (*ListSnapshotsResponse, error)
+	DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error)
+	// Makes count new sandboxes from a snapshot or a sandbox. A repeated
+	// request_id returns the first call's sandboxes.
+	ForkSandbox(context.Context, *ForkSandboxRequest) (*ForkSandboxResponse, error)
+	// Puts a sandbox's files back to a snapshot, keeping its name.
+	RestoreSandbox(context.Context, *RestoreSandboxRequest) (*RestoreSandboxResponse, error)
 	mustEmbedUnimplementedSandboxServiceServer()
 }
 
@@ -446,6 +538,24 @@ func (UnimplementedSandboxServiceServer) RemoveFile(context.Context, *RemoveFile
 }
 func (UnimplementedSandboxServiceServer) MakeDir(context.Context, *MakeDirRequest) (*MakeDirResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MakeDir not implemented")
+}
+func (UnimplementedSandboxServiceServer) SnapshotSandbox(context.Context, *SnapshotSandboxRequest) (*SnapshotSandboxResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SnapshotSandbox not implemented")
+}
+func (UnimplementedSandboxServiceServer) GetSnapshot(context.Context, *GetSnapshotRequest) (*GetSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSnapshot not implemented")
+}
+func (UnimplementedSandboxServiceServer) ListSnapshots(context.Context, *ListSnapshotsRequest) (*ListSnapshotsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSnapshots not implemented")
+}
+func (UnimplementedSandboxServiceServer) DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSnapshot not implemented")
+}
+func (UnimplementedSandboxServiceServer) ForkSandbox(context.Context, *ForkSandboxRequest) (*ForkSandboxResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForkSandbox not implemented")
+}
+func (UnimplementedSandboxServiceServer) RestoreSandbox(context.Context, *RestoreSandboxRequest) (*RestoreSandboxResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestoreSandbox not implemented")
 }
 func (UnimplementedSandboxServiceServer) mustEmbedUnimplementedSandboxServiceServer() {}
 func (UnimplementedSandboxServiceServer) testEmbeddedByValue()                        {}
@@ -792,6 +902,114 @@ func _SandboxService_MakeDir_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SandboxService_SnapshotSandbox_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SnapshotSandboxRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).SnapshotSandbox(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_SnapshotSandbox_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).SnapshotSandbox(ctx, req.(*SnapshotSandboxRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_GetSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).GetSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_GetSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).GetSnapshot(ctx, req.(*GetSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_ListSnapshots_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSnapshotsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).ListSnapshots(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_ListSnapshots_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).ListSnapshots(ctx, req.(*ListSnapshotsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_DeleteSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).DeleteSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_DeleteSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).DeleteSnapshot(ctx, req.(*DeleteSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_ForkSandbox_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForkSandboxRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).ForkSandbox(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_ForkSandbox_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).ForkSandbox(ctx, req.(*ForkSandboxRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_RestoreSandbox_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestoreSandboxRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).RestoreSandbox(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_RestoreSandbox_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).RestoreSandbox(ctx, req.(*RestoreSandboxRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SandboxService_ServiceDesc is the grpc.ServiceDesc for SandboxService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -862,6 +1080,30 @@ var SandboxService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MakeDir",
 			Handler:    _SandboxService_MakeDir_Handler,
+		},
+		{
+			MethodName: "SnapshotSandbox",
+			Handler:    _SandboxService_SnapshotSandbox_Handler,
+		},
+		{
+			MethodName: "GetSnapshot",
+			Handler:    _SandboxService_GetSnapshot_Handler,
+		},
+		{
+			MethodName: "ListSnapshots",
+			Handler:    _SandboxService_ListSnapshots_Handler,
+		},
+		{
+			MethodName: "DeleteSnapshot",
+			Handler:    _SandboxService_DeleteSnapshot_Handler,
+		},
+		{
+			MethodName: "ForkSandbox",
+			Handler:    _SandboxService_ForkSandbox_Handler,
+		},
+		{
+			MethodName: "RestoreSandbox",
+			Handler:    _SandboxService_RestoreSandbox_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
