@@ -19,14 +19,29 @@ func TestSnapshotCallsAreUnimplemented(t *testing.T) {
 	b := &Backend{}
 	ctx := context.Background()
 	calls := map[string]error{
-		"SnapshotSandbox": func() error { _, err := b.SnapshotSandbox(ctx, &sandpodv1.SnapshotSandboxRequest{Sandbox: "a"}); return err }(),
-		"GetSnapshot":     func() error { _, err := b.GetSnapshot(ctx, "default", "s"); return err }(),
-		"ListSnapshots":   func() error { _, err := b.ListSnapshots(ctx, "default", nil); return err }(),
-		"DeleteSnapshot":  b.DeleteSnapshot(ctx, "default", "s"),
-		"ForkSandbox":     func() error { _, _, err := b.ForkSandbox(ctx, &sandpodv1.ForkSandboxRequest{Snapshot: "s", Count: 2}); return err }(),
-		"RestoreSandbox":  func() error { _, err := b.RestoreSandbox(ctx, &sandpodv1.RestoreSandboxRequest{Name: "a", Snapshot: "s"}); return err }(),
-		"CreateSandbox":   func() error { _, err := b.CreateSandbox(ctx, &sandpodv1.CreateSandboxRequest{Template: "t", Snapshot: "s"}); return err }(),
-		"ClaimSandbox":    func() error { _, _, err := b.ClaimSandbox(ctx, &sandpodv1.ClaimSandboxRequest{Template: "t", Snapshot: "s"}); return err }(),
+		"SnapshotSandbox": func() error {
+			_, err := b.SnapshotSandbox(ctx, &sandpodv1.SnapshotSandboxRequest{Sandbox: "a"})
+			return err
+		}(),
+		"GetSnapshot":    func() error { _, err := b.GetSnapshot(ctx, "default", "s"); return err }(),
+		"ListSnapshots":  func() error { _, err := b.ListSnapshots(ctx, "default", nil); return err }(),
+		"DeleteSnapshot": b.DeleteSnapshot(ctx, "default", "s"),
+		"ForkSandbox": func() error {
+			_, _, err := b.ForkSandbox(ctx, &sandpodv1.ForkSandboxRequest{Snapshot: "s", Count: 2})
+			return err
+		}(),
+		"RestoreSandbox": func() error {
+			_, err := b.RestoreSandbox(ctx, &sandpodv1.RestoreSandboxRequest{Name: "a", Snapshot: "s"})
+			return err
+		}(),
+		"CreateSandbox": func() error {
+			_, err := b.CreateSandbox(ctx, &sandpodv1.CreateSandboxRequest{Template: "t", Snapshot: "s"})
+			return err
+		}(),
+		"ClaimSandbox": func() error {
+			_, _, err := b.ClaimSandbox(ctx, &sandpodv1.ClaimSandboxRequest{Template: "t", Snapshot: "s"})
+			return err
+		}(),
 	}
 	for name, err := range calls {
 		st, _ := status.FromError(err)
