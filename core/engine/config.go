@@ -190,6 +190,11 @@ func (d *Definitions) check() error {
 		if p.Spec.Replicas < 0 || p.Spec.Replicas > MaxPoolReplicas {
 			return fmt.Errorf("config: SandboxWarmPool %s/%s: replicas %d out of range 0..%d", p.Namespace, p.Name, p.Spec.Replicas, MaxPoolReplicas)
 		}
+		if p.Spec.Snapshot != "" {
+			if err := checkName("SandboxWarmPool "+p.Name+" snapshot", p.Spec.Snapshot); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -89,6 +89,8 @@ type pool struct {
 	replicas                  int32
 	// snapshot: members are made from it (SandboxWarmPoolSpec.Snapshot).
 	snapshot string
+	// waitLogged: the pool's missing snapshot was logged.
+	waitLogged bool
 	// lastClaim paces the refill (Config.PoolRefillDelay).
 	lastClaim time.Time
 }

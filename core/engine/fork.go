@@ -135,6 +135,7 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 		e.requests[reqKey] = *ent
 	}
 	e.log.Info("snapshot taken", "snapshot", s.key(), "sandbox", source, "bytes", s.Bytes, "entries", s.Entries, "by", s.TakenBy, "took", s.Took)
+	e.poke() // a pool may be waiting for it
 	return s, nil
 }
 

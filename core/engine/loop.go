@@ -91,6 +91,9 @@ func (e *Engine) reconcile(ctx context.Context) time.Duration {
 			waits = append(waits, until.Sub(now))
 			continue
 		}
+		if !e.poolSnapshotReadyLocked(p) {
+			continue // taking the snapshot pokes the loop
+		}
 		var members []lifecycle.PoolMember
 		byName := map[string]*sandbox{}
 		for _, sb := range e.sandboxes {

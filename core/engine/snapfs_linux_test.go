@@ -149,3 +149,22 @@ func TestOverlayForkShiftsOwnership(t *testing.T) {
 		t.Errorf("mountsUnder(%s) = %v, want %s", dir, mountsUnder(dir), merged)
 	}
 }
+
+// `sandpod state check` tells snapshot directories without a record and
+// records without files apart; a snapshot being made or removed (a dot
+// directory) is neither.
+func TestSnapshotDirProblems(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"default/kept/files", "default/stray/files", "default/.tmp-123/files", "rl/other/files"} {
+		if err := os.MkdirAll(filepath.Join(dir, "snapshots", p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orphans, missing := snapshotDirProblems(dir, []string{"default/kept", "rl/other", "default/gone"})
+	if len(orphans) != 1 || orphans[0] != "default/stray" {
+		t.Errorf("orphans %v, want [default/stray]", orphans)
+	}
+	if len(missing) != 1 || missing[0] != "default/gone" {
+		t.Errorf("missing %v, want [default/gone]", missing)
+	}
+}

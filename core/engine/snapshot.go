@@ -260,3 +260,21 @@ func (e *Engine) recoverSnapshots() error {
 	e.log.Info("snapshots", "count", len(srs), "forks", method)
 	return nil
 }
+
+// poolSnapshotReadyLocked says whether a pool may make members: it names
+// no snapshot, or one that exists and is usable. A pool waiting for its
+// snapshot says so in the log once. Callers hold e.mu.
+func (e *Engine) poolSnapshotReadyLocked(p *pool) bool {
+	if p.snapshot == "" {
+		return true
+	}
+	if s := e.snaps[p.namespace+"/"+p.snapshot]; s != nil && s.Message == "" {
+		p.waitLogged = false
+		return true
+	}
+	if !p.waitLogged {
+		p.waitLogged = true
+		e.log.Warn("warm pool: waiting for its snapshot; members are made once it exists (SnapshotSandbox with this name)", "pool", p.namespace+"/"+p.name, "snapshot", p.snapshot)
+	}
+	return false
+}

@@ -36,6 +36,8 @@ from ._errors import (
     SandboxTimeout,
     SandpodError,
     ServerError,
+    SnapshotInUse,
+    SnapshotNotFound,
     Unauthenticated,
     Unavailable,
 )
@@ -53,6 +55,7 @@ from ._models import (
     WatchEvent,
 )
 from ._retry import RetryPolicy
+from ._snapshots import AsyncForkList, AsyncSnapshot, ForkList, Snapshot, SnapshotInfo
 from ._version import __version__
 
 __all__ = [
@@ -60,8 +63,10 @@ __all__ = [
     "AlreadyExists",
     "AsyncClient",
     "AsyncFiles",
+    "AsyncForkList",
     "AsyncProcess",
     "AsyncSandbox",
+    "AsyncSnapshot",
     "AsyncWatch",
     "Cancelled",
     "ClaimBatch",
@@ -74,6 +79,7 @@ __all__ = [
     "FileInfo",
     "FileNotFound",
     "Files",
+    "ForkList",
     "InvalidArgument",
     "NotFound",
     "Output",
@@ -90,6 +96,10 @@ __all__ = [
     "SandpodError",
     "ServerError",
     "ShutdownPolicy",
+    "Snapshot",
+    "SnapshotInUse",
+    "SnapshotInfo",
+    "SnapshotNotFound",
     "Template",
     "Unauthenticated",
     "Unavailable",

@@ -53,6 +53,8 @@ __all__ = [
     "SandboxTimeout",
     "SandpodError",
     "ServerError",
+    "SnapshotInUse",
+    "SnapshotNotFound",
     "Unauthenticated",
     "Unavailable",
     "from_rpc_error",
@@ -109,6 +111,11 @@ class FileNotFound(NotFound):
     sandbox, which does (the server's reason ``FILE_NOT_FOUND``)."""
 
 
+class SnapshotNotFound(NotFound):
+    """The snapshot the call names does not exist (the server's reason
+    ``SNAPSHOT_NOT_FOUND``)."""
+
+
 class AlreadyExists(SandpodError):
     """A sandbox with that name (or a file or directory at that path) already exists."""
 
@@ -119,6 +126,11 @@ class InvalidArgument(SandpodError):
 
 class FailedPrecondition(SandpodError):
     """The sandbox is not in a state that allows the call (e.g. suspended, no auto-resume)."""
+
+
+class SnapshotInUse(FailedPrecondition):
+    """A snapshot cannot be deleted while sandboxes layered on it or warm pools that name
+    it exist (the server's reason ``SNAPSHOT_IN_USE``; the message names them)."""
 
 
 class ResourceExhausted(SandpodError):
@@ -206,6 +218,8 @@ STATUS_TO_ERROR: dict[grpc.StatusCode, type[SandpodError]] = {
 REASON_TO_ERROR: dict[str, type[SandpodError]] = {
     "SANDBOX_NOT_FOUND": SandboxNotFound,
     "FILE_NOT_FOUND": FileNotFound,
+    "SNAPSHOT_NOT_FOUND": SnapshotNotFound,
+    "SNAPSHOT_IN_USE": SnapshotInUse,
 }
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"

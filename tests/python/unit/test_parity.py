@@ -12,6 +12,7 @@ PAIRS = [
     (sandpod.Files, sandpod.AsyncFiles),
     (sandpod.Process, sandpod.AsyncProcess),
     (sandpod.Watch, sandpod.AsyncWatch),
+    (sandpod.Snapshot, sandpod.AsyncSnapshot),
 ]
 # Dunder methods that differ by design (with vs async with, for vs async for).
 SYNC_ONLY = {"__enter__", "__exit__", "__iter__", "__next__"}
