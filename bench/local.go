@@ -64,6 +64,7 @@ type localSuite struct {
 	profile                                             *profileCapture
 	cpu                                                 []cpuShare
 	data                                                []byte
+	snap                                                snapSeries // local_snapshots.go
 }
 
 // cpuShare is where the CPU went during one exec-throughput run.
@@ -236,6 +237,11 @@ func (l *localSuite) runOnce(ctx context.Context, last bool) error {
 		}
 		f.w.addRun(ws)
 		f.r.addRun(rs)
+	}
+
+	// Snapshots, forks and restores (local_snapshots.go).
+	if err := l.snapshotPhase(ctx); err != nil {
+		return err
 	}
 
 	// Deletes end the run.
@@ -517,7 +523,7 @@ func (l *localSuite) rows() []Row {
 	if l.coldClaims > 0 {
 		warmNote += fmt.Sprintf("; %d claims came back cold and were left out", l.coldClaims)
 	}
-	return []Row{
+	return append([]Row{
 		lat("warm claim (Go, raw gRPC)", &l.warm, "— (≤ 3 ms is for the Python client)", nil, warmNote),
 		lat("cold create (ready)", &l.cold, "", nil, "CreateSandbox, waits until RUNNING"),
 		lat("suspend", &l.suspend, "", nil, ""),
@@ -534,5 +540,5 @@ func (l *localSuite) rows() []Row {
 		xfer("file write 100 MiB", &l.w100, 100),
 		xfer("file read 100 MiB", &l.r100, 100),
 		lat("delete", &l.del, "", nil, "DeleteSandbox of a running, claimed sandbox"),
-	}
+	}, l.snapshotRows()...)
 }

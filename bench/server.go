@@ -44,6 +44,16 @@ spec:
   templateRef:
     name: python
   replicas: %d
+---
+apiVersion: sandpod.dev/v1alpha1
+kind: SandboxWarmPool
+metadata:
+  name: forks
+spec:
+  templateRef:
+    name: python
+  replicas: 0
+  snapshot: bench-seed
 `
 
 // server is one `sandpod serve` started by the benchmark.

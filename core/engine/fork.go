@@ -192,9 +192,33 @@ func (e *Engine) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxRequ
 		namespace: ns, template: req.GetTemplate(), labels: req.GetLabels(), env: req.GetEnv(),
 		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), op: "fork", snapshot: snapName,
 	}
-	sbs, fresh, err := e.newForks(p, int(req.GetCount()), rid)
+	// Ready members of a warm pool made from the snapshot first (as a
+	// claim takes them), then new sandboxes for the rest. Sandbox i keeps
+	// its request id either way, so a retry finds each one again.
+	n := int(req.GetCount())
+	sbs := make([]*sandbox, n)
+	var cold []int
+	for i := range n {
+		q := p
+		if rid != "" {
+			q.requestID = rid + "#" + strconv.Itoa(i)
+		}
+		sb, _, ok, err := e.adoptWarm(q)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			sbs[i] = sb
+		} else {
+			cold = append(cold, i)
+		}
+	}
+	made, fresh, err := e.newForks(p, cold, rid)
 	if err != nil {
 		return nil, nil, err
+	}
+	for j, i := range cold {
+		sbs[i] = made[j]
 	}
 	for _, sb := range fresh {
 		e.startAsync(sb)
@@ -216,10 +240,13 @@ func (e *Engine) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxRequ
 	return out, snap, nil
 }
 
-// newForks records n sandboxes made from p.snapshot in one store write,
-// reusing those an earlier request with the same id made. fresh are the
-// new ones, to start.
-func (e *Engine) newForks(p newParams, n int, rid string) (all, fresh []*sandbox, err error) {
+// newForks records the sandboxes of the given indexes of a fork, made from
+// p.snapshot, in one store write, reusing those an earlier request with the
+// same id made. fresh are the new ones, to start.
+func (e *Engine) newForks(p newParams, idx []int, rid string) (all, fresh []*sandbox, err error) {
+	if len(idx) == 0 {
+		return nil, nil, nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s, err := e.snapForLocked(&p)
@@ -232,8 +259,8 @@ func (e *Engine) newForks(p newParams, n int, rid string) (all, fresh []*sandbox
 	}
 	var recs []*record
 	reqs := map[string]requestEntry{}
-	slots := make([]*sandbox, n)
-	for i := range n {
+	slots := make([]*sandbox, len(idx))
+	for j, i := range idx {
 		if rid != "" {
 			q := p
 			q.requestID = rid + "#" + strconv.Itoa(i)
@@ -241,7 +268,7 @@ func (e *Engine) newForks(p newParams, n int, rid string) (all, fresh []*sandbox
 				if err != nil {
 					return nil, nil, err
 				}
-				slots[i] = prev
+				slots[j] = prev
 				continue
 			}
 		}
@@ -253,7 +280,7 @@ func (e *Engine) newForks(p newParams, n int, rid string) (all, fresh []*sandbox
 		}
 		recs = append(recs, &rec)
 		sb := &sandbox{rec: rec}
-		slots[i] = sb
+		slots[j] = sb
 		e.sandboxes[rec.key()] = sb // reserves the name for the next generateName
 		fresh = append(fresh, sb)
 	}
@@ -326,9 +353,13 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 		sb.rec = next
 	}
 	e.mu.Unlock()
+	var stopped, seeded time.Duration
 	if err == nil {
+		t0 := time.Now()
 		e.stop(sb)
+		stopped = time.Since(t0)
 		err = e.seedWorkspace(sb)
+		seeded = time.Since(t0) - stopped
 	}
 	e.snapMu.Unlock()
 	e.mu.Lock()
@@ -339,7 +370,7 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 		e.poke()
 		return nil, status.Errorf(codes.Internal, "restore %q to %q: %v", req.GetName(), req.GetSnapshot(), err)
 	}
-	e.log.Info("sandbox restored", "sandbox", sb.rec.key(), "snapshot", s.Name)
+	e.log.Info("sandbox restored", "sandbox", sb.rec.key(), "snapshot", s.Name, "stop", stopped.Round(time.Microsecond), "files", seeded.Round(time.Microsecond))
 	if !run {
 		e.publish(sb)
 		return e.snapshot(sb), nil
@@ -400,7 +431,10 @@ func (e *Engine) seedWorkspace(sb *sandbox) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if sb.rec.UID != rec.UID || sb.rec.Snapshot != rec.Snapshot {
+	if e.sandboxes[rec.key()] != sb || sb.rec.Deleting || sb.rec.Snapshot != rec.Snapshot {
+		// Deleted (or restored elsewhere) meanwhile: leave no mount behind
+		// for the delete to trip over.
+		_ = unmount(wd)
 		return errGone
 	}
 	next := sb.rec

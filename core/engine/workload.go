@@ -402,7 +402,12 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 		return fmt.Errorf("unmount the workspace of %s: %w", rec.key(), err)
 	}
 	if err := os.RemoveAll(sandboxDir(e.cfg.StateDir, &rec)); err != nil {
-		return fmt.Errorf("remove files of %s: %w", rec.key(), err)
+		// A start that seeded its workspace from a snapshot may have mounted
+		// it after the unmount above: once more.
+		_ = unmount(e.workDir(&rec))
+		if err := os.RemoveAll(sandboxDir(e.cfg.StateDir, &rec)); err != nil {
+			return fmt.Errorf("remove files of %s: %w", rec.key(), err)
+		}
 	}
 	if err := e.store.delete(rec.key()); err != nil {
 		return err

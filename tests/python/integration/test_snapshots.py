@@ -168,6 +168,14 @@ def test_pool_of_forks_and_delete_refused_while_named(
             assert sb.warm is True
             assert sb.info.pool == "forked"
             assert read(sb, "data/a.txt") == "seed"
+        # A fork of the snapshot takes ready pool members first.
+        deadline = time.monotonic() + 120
+        while sc.pool("forked").ready_replicas < 2:
+            assert time.monotonic() < deadline, "the pool of forks never refilled"
+            time.sleep(0.5)
+        with sc.fork(snap, 3) as forks:
+            assert sorted(f.info.pool for f in forks) == ["", "forked", "forked"]
+            assert all(read(f, "data/a.txt") == "seed" for f in forks)
         # A plain claim never gets a member made from a snapshot.
         with sc.claim("python") as plain:
             assert plain.info.pool != "forked"
