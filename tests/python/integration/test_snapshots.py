@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Iterator
@@ -240,3 +241,30 @@ def test_snapshot_quota(sc: sandpod.Client, source: sandpod.Sandbox) -> None:
     with pytest.raises(sandpod.ResourceExhausted, match="maxBytes"):
         source.snapshot()
     assert not [s for s in sc.snapshots() if s.info.source_sandbox == source.name]
+
+
+def test_async_client_snapshot_fork_restore(snap_server: Server, labels: dict[str, str]) -> None:
+    async def main() -> None:
+        async with (
+            sandpod.AsyncClient(snap_server.address, progress=False, timeout=120) as client,
+            await client.create("python", labels=labels) as sb,
+        ):
+            await sb.run("echo async-seed > s.txt", check=True)
+            snap = await sb.snapshot(labels=labels)
+            assert [s.name for s in await client.snapshots(labels=labels)] == [snap.name]
+            async with await client.fork(snap, 2, labels=labels) as forks:
+                assert isinstance(forks, sandpod.AsyncForkList)
+                outs = [(await f.run("cat s.txt")).stdout.strip() for f in forks]
+                assert outs == ["async-seed", "async-seed"]
+                await forks[0].run("echo changed > s.txt", check=True)
+                await forks[0].restore(snap)
+                assert (await forks[0].run("cat s.txt")).stdout.strip() == "async-seed"
+            claimed = await client.claim("python", snapshot=snap, labels=labels)
+            assert (await claimed.run("cat s.txt")).stdout.strip() == "async-seed"
+            await claimed.delete()
+            # Nothing uses it any more (the source is not made from it).
+            await snap.delete()
+            with pytest.raises(sandpod.SnapshotNotFound):
+                await client.get_snapshot(snap.name)
+
+    asyncio.run(main())
