@@ -77,6 +77,7 @@ type Engine struct {
 	snaps      map[string]*snapRecord
 	snapMu     sync.Mutex
 	forkMethod string
+	forkOwners string // how a fork's files get its ids
 	limits     SnapshotLimits
 
 	kick   chan struct{}

@@ -419,12 +419,8 @@ func (e *Engine) seedWorkspace(sb *sandbox) error {
 	lower := snapFiles(e.cfg.StateDir, rec.Namespace, rec.Snapshot)
 	layered := e.forkMethod == forkOverlay
 	if layered {
-		if err := mountOverlay(wd, lower, upper, work); err != nil {
+		if _, err := mountLayered(wd, lower, upper, work, base); err != nil {
 			return fmt.Errorf("mount the workspace over snapshot %q: %w", rec.Snapshot, err)
-		}
-		if err := shiftTree(wd, snapshotIDBase, base); err != nil {
-			_ = unmount(wd)
-			return fmt.Errorf("give the workspace to the sandbox's ids: %w", err)
 		}
 	} else if _, err := copyTree(lower, wd, snapshotIDBase, base, 0); err != nil {
 		return fmt.Errorf("copy snapshot %q: %w", rec.Snapshot, err)
@@ -457,5 +453,6 @@ func (e *Engine) mountIfLayered(rec *record) error {
 		return nil
 	}
 	upper, work := e.upperDirs(rec)
-	return mountOverlay(wd, snapFiles(e.cfg.StateDir, rec.Namespace, rec.Snapshot), upper, work)
+	_, err := mountLayered(wd, snapFiles(e.cfg.StateDir, rec.Namespace, rec.Snapshot), upper, work, rec.IDBase)
+	return err
 }

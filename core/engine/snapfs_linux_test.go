@@ -168,3 +168,53 @@ func TestSnapshotDirProblems(t *testing.T) {
 		t.Errorf("missing %v, want [default/gone]", missing)
 	}
 }
+
+// With idmapped layers the fork sees the snapshot's files in its own range
+// and nothing is chowned: the fork's layer stays empty until a write.
+func TestOverlayIdmappedLower(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount")
+	}
+	dir := t.TempDir()
+	lower := filepath.Join(dir, "lower")
+	if err := os.MkdirAll(filepath.Join(lower, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lower, "d/f"), []byte("snap"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"", "d", "d/f"} {
+		_ = os.Lchown(filepath.Join(lower, p), int(snapshotIDBase+1000), int(snapshotIDBase+1000))
+	}
+	const base = firstIDBase + 9*idRangeSize
+	sbDir := filepath.Join(dir, "sb")
+	merged, upper := filepath.Join(sbDir, "work"), filepath.Join(sbDir, "upper")
+	idmapped, err := mountLayered(merged, lower, upper, filepath.Join(sbDir, "ovl"), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unmount(merged)
+	if !idmapped {
+		t.Skip("no idmapped layers here: the ownership pass was used")
+	}
+	for _, p := range []string{"", "d", "d/f"} {
+		if u, g := owner(t, filepath.Join(merged, p)); u != base+1000 || g != base+1000 {
+			t.Errorf("fork sees /%s owned by %d:%d, want %d", p, u, g, base+1000)
+		}
+	}
+	if ents, _ := os.ReadDir(upper); len(ents) != 0 {
+		t.Errorf("the fork's layer holds %d entries before any write", len(ents))
+	}
+	if err := os.WriteFile(filepath.Join(merged, "d/f"), []byte("fork"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := owner(t, filepath.Join(upper, "d/f")); u != base+1000 {
+		t.Errorf("copied-up file owned by %d, want %d", u, base+1000)
+	}
+	if b, _ := os.ReadFile(filepath.Join(lower, "d/f")); string(b) != "snap" {
+		t.Errorf("snapshot changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(sbDir, "lower")); !os.IsNotExist(err) {
+		t.Errorf("the idmapped view was left: %v", err)
+	}
+}

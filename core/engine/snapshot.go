@@ -95,7 +95,7 @@ func (e *Engine) snapProtoLocked(s *snapRecord) *sandpodv1.Snapshot {
 		SizeBytes: s.Bytes, FileCount: s.Entries, Contents: sandpodv1.SnapshotContents_SNAPSHOT_CONTENTS_FILES,
 		Volumes: []string{"workspace"}, Storage: e.forkMethod, CreateTime: timestamppb.New(s.Created),
 		UsedBy: e.usersLocked(s.Namespace, s.Name), Skipped: s.Skipped,
-		Message: fmt.Sprintf("files of the workspace only (no memory, no processes, no network state); taken by %s in %s; sandboxes are made from it by %s", s.TakenBy, s.Took, e.forkMethod),
+		Message: fmt.Sprintf("files of the workspace only (no memory, no processes, no network state); taken by %s in %s; sandboxes are made from it by %s (%s)", s.TakenBy, s.Took, e.forkMethod, e.forkOwners),
 	}
 	if s.Message != "" {
 		out.Phase, out.Message = sandpodv1.SnapshotPhase_SNAPSHOT_PHASE_FAILED, s.Message
@@ -251,13 +251,16 @@ func (e *Engine) recoverSnapshots() error {
 			}
 		}
 	}
-	method := forkOverlay
+	method, owners := forkOverlay, "idmapped lower layer"
 	if err := probeOverlay(root); err != nil {
-		method = forkCopy
+		method, owners = forkCopy, "chown during the copy"
 		e.log.Warn("snapshots: overlayfs with metacopy is not available on the state directory's file system; forks and restores copy the files (reflinks where the file system has them)", "err", err)
+	} else if err := probeIdmap(root); err != nil {
+		owners = "ownership pass (metadata copy-up per file)"
+		e.log.Warn("snapshots: idmapped mounts are not available; each fork's files are chowned into its id range", "err", err)
 	}
-	e.forkMethod = method
-	e.log.Info("snapshots", "count", len(srs), "forks", method)
+	e.forkMethod, e.forkOwners = method, owners
+	e.log.Info("snapshots", "count", len(srs), "forks", method, "ownership", owners)
 	return nil
 }
 
