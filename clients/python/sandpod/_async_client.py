@@ -253,7 +253,9 @@ class AsyncClient:
             timeout=timeout,
             backpressure=True,
             request_id=req.request_id,
-            wait_desc=f"sandpod: claiming a {req.template} sandbox" if wait_bar else "",
+            wait_desc=f"sandpod: claiming a {req.template or req.snapshot} sandbox"
+            if wait_bar
+            else "",
         )
         return self._handle(resp.sandbox, on_exit, warm=resp.warm)
 
