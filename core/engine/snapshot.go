@@ -23,7 +23,9 @@ import (
 // range (snapfs_linux.go), with a record in the store. Files only: the
 // processes' memory and network state are not kept.
 
-var bucketSnapshots = []byte("snapshots") // ns/name -> snapRecord
+// bucketSnapshots (ns/name -> snapRecord) is made with the first snapshot,
+// so a store of an engine that never took one is laid out as before.
+var bucketSnapshots = []byte("snapshots")
 
 // Fork methods: how a sandbox is made from a snapshot, chosen when the
 // engine starts (probeOverlay).
@@ -145,7 +147,12 @@ func (e *Engine) DeleteSnapshot(_ context.Context, ns, name string) error {
 		e.mu.Unlock()
 		return errinfo.SnapshotInUse(ns, name, users)
 	}
-	if err := e.store.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSnapshots).Delete([]byte(s.key())) }); err != nil {
+	if err := e.store.update(func(tx *bolt.Tx) error {
+		if bk := tx.Bucket(bucketSnapshots); bk != nil {
+			return bk.Delete([]byte(s.key()))
+		}
+		return nil
+	}); err != nil {
 		e.mu.Unlock()
 		return unavailable("save", err)
 	}
@@ -176,7 +183,11 @@ func (s *store) putSnap(sr *snapRecord, reqKey string, req *requestEntry) error 
 				return err
 			}
 		}
-		return tx.Bucket(bucketSnapshots).Put([]byte(sr.key()), b)
+		bk, err := tx.CreateBucketIfNotExists(bucketSnapshots)
+		if err != nil {
+			return err
+		}
+		return bk.Put([]byte(sr.key()), b)
 	})
 }
 

@@ -55,7 +55,7 @@ func openStore(stateDir string, log *slog.Logger) (*store, StateReport, error) {
 			return err
 		}
 		return db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketSandboxes, bucketRequests, bucketPools, bucketSnapshots} {
+			for _, b := range [][]byte{bucketSandboxes, bucketRequests, bucketPools} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}
