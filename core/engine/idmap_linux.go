@@ -21,17 +21,21 @@ import (
 // ids from..from+65535 to to..to+65535: the idmapping of a mount. A
 // short-lived process holds the namespace until the descriptor is open.
 func usernsOf(from, to uint32) (int, error) {
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		for _, p := range []string{"/usr/bin/sleep", "/bin/sleep"} {
-			if _, e := os.Stat(p); e == nil {
-				sleep, err = p, nil
-				break
-			}
+	// The system's sleep first: serve runs as root, and its $PATH is no
+	// place to pick a program from when a fixed one exists.
+	sleep := ""
+	for _, p := range []string{"/usr/bin/sleep", "/bin/sleep"} {
+		if _, err := os.Stat(p); err == nil {
+			sleep = p
+			break
 		}
+	}
+	if sleep == "" {
+		p, err := exec.LookPath("sleep")
 		if err != nil {
 			return -1, fmt.Errorf("no sleep program to hold a user namespace: %w", err)
 		}
+		sleep = p
 	}
 	m := []syscall.SysProcIDMap{{ContainerID: int(from), HostID: int(to), Size: idRangeSize}}
 	cmd := exec.Command(sleep, "60")
