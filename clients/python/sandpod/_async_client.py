@@ -442,7 +442,6 @@ class AsyncClient:
             "ForkSandbox",
             req,
             timeout=timeout,
-            backpressure=True,
             request_id=rid,
             wait_desc=f"sandpod: forking {n} sandboxes" if wait else "",
         )

@@ -498,7 +498,6 @@ class Client:
             "ForkSandbox",
             req,
             timeout=timeout,
-            backpressure=True,
             request_id=rid,
             wait_desc=f"sandpod: forking {n} sandboxes" if wait else "",
         )
