@@ -71,6 +71,7 @@ type localSuite struct {
 	cpu                                                 []cpuShare
 	data                                                []byte
 	tw                                                  termWatch
+	snap                                                snapSeries // local_snapshots.go
 }
 
 // cpuShare is where the CPU went during one exec-throughput run.
@@ -262,6 +263,11 @@ func (l *localSuite) runOnce(ctx context.Context, last bool) error {
 		}
 		f.w.addRun(ws)
 		f.r.addRun(rs)
+	}
+
+	// Snapshots, forks and restores (local_snapshots.go).
+	if err := l.snapshotPhase(ctx); err != nil {
+		return err
 	}
 
 	// Deletes end the run.
@@ -571,7 +577,7 @@ func (l *localSuite) rows() []Row {
 		lat("small GET through a preview URL", &l.previewGet, "", nil,
 			"12-byte answer of a python http.server handler (HTTP/1.1, one write) in the sandbox, via the preview listener and the agent's Dial tunnel; keep-alive on both hops"),
 		lat("delete", &l.del, "", nil, "DeleteSandbox of a running, claimed sandbox"),
-	}, append(l.termWatchRows(lat), l.codeRows(lat)...)...)
+	}, append(append(l.termWatchRows(lat), l.codeRows(lat)...), l.snapshotRows()...)...)
 }
 
 // pauseCycles pauses and resumes one running sandbox, cycle after cycle,

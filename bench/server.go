@@ -37,6 +37,21 @@ type server struct {
 }
 
 // ensureBinary returns bin, building it from ./cmd/sandpod when missing.
+
+// forksPool is an empty warm pool of forks of the snapshot bench-seed (the
+// snapshot rows scale it up once the snapshot exists).
+const forksPool = `---
+apiVersion: sandpod.dev/v1alpha1
+kind: SandboxWarmPool
+metadata:
+  name: forks
+spec:
+  templateRef:
+    name: python
+  replicas: 0
+  snapshot: bench-seed
+`
+
 func ensureBinary(bin string) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return filepath.Abs(bin)
@@ -73,7 +88,7 @@ func startServer(ctx context.Context, bin string, poolSize int, withPprof bool) 
 	}
 	s := &server{bin: bin, dir: dir, logPath: filepath.Join(dir, "serve.log"), exited: make(chan struct{})}
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(testserver.PythonPool(poolSize)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(testserver.PythonPool(poolSize)+forksPool), 0o644); err != nil {
 		return nil, err
 	}
 	addrFile := filepath.Join(dir, "address")

@@ -42,4 +42,20 @@ type Backend interface {
 	// sandbox first when its template auto-resumes (FailedPrecondition
 	// otherwise), and records the activity for idle suspend.
 	Agent(ctx context.Context, namespace, name string) (agentconn.Endpoint, error)
+
+	Snapshots
+}
+
+// Snapshots are the snapshot calls of a Backend (snapshot.proto). A backend
+// that cannot serve them yet answers UNIMPLEMENTED, naming what is missing.
+type Snapshots interface {
+	SnapshotSandbox(ctx context.Context, req *sandpodv1.SnapshotSandboxRequest) (*sandpodv1.Snapshot, error)
+	GetSnapshot(ctx context.Context, namespace, name string) (*sandpodv1.Snapshot, error)
+	// ListSnapshots returns every match sorted by name; the bridge pages.
+	ListSnapshots(ctx context.Context, namespace string, sel labels.Selector) ([]*sandpodv1.Snapshot, error)
+	DeleteSnapshot(ctx context.Context, namespace, name string) error
+	// ForkSandbox returns the sandboxes in request order and the snapshot
+	// they were made from.
+	ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxRequest) ([]*sandpodv1.Sandbox, *sandpodv1.Snapshot, error)
+	RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandboxRequest) (*sandpodv1.Sandbox, error)
 }

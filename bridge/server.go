@@ -69,7 +69,8 @@ func (s *Server) GRPCServer(o Options) (*grpc.Server, *health.Server) {
 // CreateSandbox validates and creates a sandbox cold.
 func (s *Server) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandboxRequest) (*sandpodv1.CreateSandboxResponse, error) {
 	if err := firstError(
-		checkName("template", req.GetTemplate(), true),
+		checkName("template", req.GetTemplate(), req.GetSnapshot() == ""),
+		checkName("snapshot", req.GetSnapshot(), false),
 		checkNamespace(req.GetNamespace()),
 		checkName("name", req.GetName(), false),
 		checkLabels("labels", req.GetLabels()),
@@ -90,7 +91,8 @@ func (s *Server) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbox
 // ClaimSandbox validates and claims a sandbox, warm first.
 func (s *Server) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (*sandpodv1.ClaimSandboxResponse, error) {
 	if err := firstError(
-		checkName("template", req.GetTemplate(), true),
+		checkName("template", req.GetTemplate(), req.GetSnapshot() == ""),
+		checkName("snapshot", req.GetSnapshot(), false),
 		checkNamespace(req.GetNamespace()),
 		checkLabels("labels", req.GetLabels()),
 		checkEnv("env", req.GetEnv()),

@@ -260,3 +260,26 @@ func page[T any](items []T, nameOf func(T) string, size int, query, token string
 	}
 	return items[start:end], next, nil
 }
+
+// MaxForks bounds the sandboxes of one ForkSandbox call.
+const MaxForks = 256
+
+// checkForkSource: a fork names exactly one of a snapshot and a sandbox.
+func checkForkSource(snapshot, sandbox string) error {
+	switch {
+	case snapshot == "" && sandbox == "":
+		return invalid(errinfo.ReasonInvalidForkSource, "snapshot", "name a snapshot or a sandbox to fork from")
+	case snapshot != "" && sandbox != "":
+		return invalid(errinfo.ReasonInvalidForkSource, "sandbox", "name a snapshot or a sandbox to fork from, not both")
+	case snapshot != "":
+		return checkName("snapshot", snapshot, true)
+	}
+	return checkName("sandbox", sandbox, true)
+}
+
+func checkForkCount(n int32) error {
+	if n < 1 || n > MaxForks {
+		return invalid(errinfo.ReasonInvalidValue, "count", "must be between 1 and %d, got %d", MaxForks, n)
+	}
+	return nil
+}

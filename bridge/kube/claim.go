@@ -36,6 +36,9 @@ import (
 // member carries the id (found through the cache's index), a cold sandbox is
 // named after it.
 func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (*sandpodv1.Sandbox, bool, error) {
+	if req.GetSnapshot() != "" {
+		return nil, false, errNoSnapshots
+	}
 	ns := nsOr(req.GetNamespace())
 	tmpl, err := b.template(ctx, ns, req.GetTemplate())
 	if err != nil {
@@ -131,6 +134,9 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h w
 // CreateSandbox creates a Sandbox from a template (cold: warm pools serve
 // claims) and waits for it to be ready unless asked not to.
 func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandboxRequest) (*sandpodv1.Sandbox, error) {
+	if req.GetSnapshot() != "" {
+		return nil, errNoSnapshots
+	}
 	ns := nsOr(req.GetNamespace())
 	tmpl, err := b.template(ctx, ns, req.GetTemplate())
 	if err != nil {

@@ -33,6 +33,13 @@ var (
 	// in the sandbox, which does: the server's reason FILE_NOT_FOUND. It
 	// also matches ErrNotFound.
 	ErrFileNotFound = fmt.Errorf("file %w", ErrNotFound)
+	// ErrSnapshotNotFound is a call whose snapshot does not exist: the
+	// server's reason SNAPSHOT_NOT_FOUND. It also matches ErrNotFound.
+	ErrSnapshotNotFound = fmt.Errorf("snapshot %w", ErrNotFound)
+	// ErrSnapshotInUse is a delete of a snapshot that sandboxes or warm
+	// pools still use (the message names them): the server's reason
+	// SNAPSHOT_IN_USE. It also matches ErrFailedPrecondition.
+	ErrSnapshotInUse = fmt.Errorf("snapshot in use: %w", ErrFailedPrecondition)
 
 	ErrAlreadyExists      = errors.New("already exists")
 	ErrInvalidArgument    = errors.New("invalid argument")
@@ -118,6 +125,8 @@ func (e *Error) GRPCStatus() *status.Status { return e.status }
 const (
 	reasonSandboxNotFound = "SANDBOX_NOT_FOUND"
 	reasonFileNotFound    = "FILE_NOT_FOUND"
+	reasonSnapshotMissing = "SNAPSHOT_NOT_FOUND"
+	reasonSnapshotInUse   = "SNAPSHOT_IN_USE"
 )
 
 // kindOf maps a gRPC code, and the ErrorInfo reason that refines it, to its
@@ -134,6 +143,8 @@ func kindOf(c codes.Code, reason string) error {
 			return ErrFileNotFound
 		case reasonCodeContextNotFound:
 			return ErrCodeContextNotFound
+		case reasonSnapshotMissing:
+			return ErrSnapshotNotFound
 		}
 		return ErrNotFound
 	case codes.AlreadyExists:
@@ -141,6 +152,9 @@ func kindOf(c codes.Code, reason string) error {
 	case codes.InvalidArgument, codes.OutOfRange:
 		return ErrInvalidArgument
 	case codes.FailedPrecondition:
+		if reason == reasonSnapshotInUse {
+			return ErrSnapshotInUse
+		}
 		return ErrFailedPrecondition
 	case codes.Unavailable:
 		return ErrUnavailable

@@ -101,13 +101,14 @@ func TestNotFoundReasons(t *testing.T) {
 		"":                      ErrNotFound,
 		"SANDBOX_NOT_FOUND":     ErrSandboxNotFound,
 		"FILE_NOT_FOUND":        ErrFileNotFound,
+		"SNAPSHOT_NOT_FOUND":    ErrSnapshotNotFound,
 		"UNCLAIMED_POOL_MEMBER": ErrNotFound, // a reason of another code refines nothing
 	} {
 		err := notFound(reason)
 		if !errors.Is(err, ErrNotFound) || !errors.Is(err, want) {
 			t.Errorf("reason %q: %v does not match %v and ErrNotFound", reason, err, want)
 		}
-		for _, other := range []error{ErrSandboxNotFound, ErrFileNotFound} {
+		for _, other := range []error{ErrSandboxNotFound, ErrFileNotFound, ErrSnapshotNotFound} {
 			if other != want && errors.Is(err, other) {
 				t.Errorf("reason %q: %v matches %v", reason, err, other)
 			}
@@ -149,5 +150,16 @@ func TestCommandError(t *testing.T) {
 				t.Errorf("errors.As: %+v", ce)
 			}
 		})
+	}
+}
+
+// SNAPSHOT_IN_USE refines FAILED_PRECONDITION only.
+func TestSnapshotInUseReason(t *testing.T) {
+	st, _ := status.New(codes.FailedPrecondition, "in use").WithDetails(&errdetails.ErrorInfo{Reason: "SNAPSHOT_IN_USE", Domain: "sandpod.dev"})
+	if err := wrapError("delete snapshot", st.Err()); !errors.Is(err, ErrSnapshotInUse) || !errors.Is(err, ErrFailedPrecondition) {
+		t.Errorf("%v: want ErrSnapshotInUse and ErrFailedPrecondition", err)
+	}
+	if err := wrapError("op", status.Error(codes.FailedPrecondition, "other")); errors.Is(err, ErrSnapshotInUse) {
+		t.Errorf("%v matches ErrSnapshotInUse without the reason", err)
 	}
 }

@@ -21,7 +21,9 @@ type sandboxConfig struct {
 	policy       ShutdownPolicy
 	requestID    string
 	noWait       bool
-	concurrency  int // ClaimMany
+	concurrency  int    // ClaimMany
+	snapshot     string // WithSnapshot
+	template     string // WithForkTemplate
 }
 
 type sandboxOptionFunc func(*sandboxConfig)
@@ -96,6 +98,7 @@ func (c *Client) Claim(ctx context.Context, template string, opts ...SandboxOpti
 		ShutdownTime:   timeToProto(cfg.shutdownTime),
 		ShutdownPolicy: shutdownToProto(cfg.policy),
 		RequestId:      cfg.requestID,
+		Snapshot:       cfg.snapshot,
 	}
 	var resp *pb.ClaimSandboxResponse
 	err := c.retry(ctx, "claim", func(ctx context.Context, _ int) (err error) {
@@ -126,6 +129,7 @@ func (c *Client) Create(ctx context.Context, template string, opts ...SandboxOpt
 		ShutdownPolicy: shutdownToProto(cfg.policy),
 		RequestId:      cfg.requestID,
 		NoWait:         cfg.noWait,
+		Snapshot:       cfg.snapshot,
 	}
 	var resp *pb.CreateSandboxResponse
 	err := c.retry(ctx, "create", func(ctx context.Context, _ int) (err error) {

@@ -111,6 +111,9 @@ type Info struct {
 	// AgentRestarts counts restarts of the sandbox's agent after it died or
 	// stopped answering health checks; the Ready condition says why.
 	AgentRestarts int32
+	// Snapshot is the snapshot its files were made from or last restored
+	// to ("" if none).
+	Snapshot string
 }
 
 // Ready reports whether the sandbox accepts exec and file calls.
@@ -148,6 +151,7 @@ func infoFromProto(s *pb.Sandbox) Info {
 		EnvKeys:          s.GetEnvKeys(),
 		ServiceFQDN:      s.GetServiceFqdn(),
 		AgentRestarts:    s.GetAgentRestarts(),
+		Snapshot:         s.GetSnapshot(),
 	}
 	for _, c := range s.GetConditions() {
 		info.Conditions = append(info.Conditions, Condition{

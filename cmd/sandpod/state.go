@@ -64,6 +64,13 @@ func stateCheck(w io.Writer, dir string) int {
 	if len(rep.Orphans) > 0 {
 		fmt.Fprintf(w, "  without a record (kept, not managed by serve): %s\n", strings.Join(rep.Orphans, ", "))
 	}
+	fmt.Fprintf(w, "snapshots: %d\n", len(rep.Snapshots))
+	if len(rep.SnapshotOrphans) > 0 {
+		fmt.Fprintf(w, "  directories without a record (not served; remove them by hand): %s\n", strings.Join(rep.SnapshotOrphans, ", "))
+	}
+	if len(rep.SnapshotsMissing) > 0 {
+		fmt.Fprintf(w, "  records whose files are missing (served as FAILED; delete them): %s\n", strings.Join(rep.SnapshotsMissing, ", "))
+	}
 	if err := rep.Err(); err != nil {
 		fmt.Fprintf(w, "\nserve would refuse to start:\n%v\n", err)
 		return 1

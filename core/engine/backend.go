@@ -35,6 +35,7 @@ func (e *Engine) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbox
 	p := newParams{
 		namespace: ns, template: req.GetTemplate(), name: req.GetName(), labels: req.GetLabels(), env: req.GetEnv(),
 		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "create",
+		snapshot: req.GetSnapshot(),
 	}
 	if req.GetShutdownTime() != nil {
 		t := req.GetShutdownTime().AsTime()
@@ -60,6 +61,7 @@ func (e *Engine) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRe
 	p := newParams{
 		namespace: ns, template: req.GetTemplate(), labels: req.GetLabels(), env: req.GetEnv(),
 		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "claim",
+		snapshot: req.GetSnapshot(),
 	}
 	if req.GetShutdownTime() != nil {
 		t := req.GetShutdownTime().AsTime()
@@ -90,6 +92,8 @@ type newParams struct {
 	policy                    v1alpha1.ShutdownPolicy
 	requestID, op             string
 	pool                      string
+	// snapshot: the workspace starts from it (fork.go).
+	snapshot string
 }
 
 // byRequest returns the sandbox an earlier request with the same id made.
@@ -122,6 +126,11 @@ func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) 
 		}
 		return prev, prev.rec.Pool != "", true, nil
 	}
+	if p.snapshot != "" {
+		if _, err := e.snapForLocked(&p); err != nil {
+			return nil, false, false, err
+		}
+	}
 	spec, ok := e.templates[p.namespace+"/"+p.template]
 	if !ok {
 		return nil, false, false, e.noTemplate(p.namespace, p.template)
@@ -129,7 +138,7 @@ func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) 
 	var members []lifecycle.PoolMember
 	for _, s := range e.sandboxes {
 		r := &s.rec
-		if r.Namespace != p.namespace || r.Pool == "" || r.Claimed || r.Deleting || r.Spec.Template != p.template {
+		if r.Namespace != p.namespace || r.Pool == "" || r.Claimed || r.Deleting || r.Spec.Template != p.template || r.Snapshot != p.snapshot {
 			continue
 		}
 		members = append(members, poolMember(s))
@@ -174,6 +183,14 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 	if prev, found, err := e.byRequest(p); found {
 		return prev, true, err
 	}
+	var snapUID string
+	if p.snapshot != "" {
+		s, err := e.snapForLocked(&p)
+		if err != nil {
+			return nil, false, err
+		}
+		snapUID = s.UID
+	}
 	spec, ok := e.templates[p.namespace+"/"+p.template]
 	if !ok {
 		return nil, false, e.noTemplate(p.namespace, p.template)
@@ -187,17 +204,8 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 		return nil, false, errinfo.Newf(codes.AlreadyExists, errinfo.ReasonSandboxExists, "sandbox %q: its directory %s exists without a record (the state was restored from an older backup); to use the name again, move it aside and restart serve",
 			name, filepath.Join(e.cfg.StateDir, "sandboxes", p.namespace, name))
 	}
-	now := time.Now()
-	rec := record{
-		Namespace: p.namespace, Name: name, UID: newUID(), Pool: p.pool, Claimed: p.pool == "",
-		Labels: copyMap(p.labels), Env: copyMap(p.env), Spec: spec, Secret: newSecret(), RequestID: p.requestID,
-		Mode: v1alpha1.OperatingModeRunning, Created: now, LastActivity: now,
-		ShutdownTime:   lifecycle.ShutdownTime(now, p.shutdown, p.ttl, spec.DefaultTTL.Duration),
-		ShutdownPolicy: lifecycle.EffectivePolicy(p.policy, spec.ShutdownPolicy),
-	}
-	if p.pool != "" {
-		rec.ShutdownTime = nil // pool members wait without a clock; a claim sets it
-	}
+	rec := e.newRecordLocked(p, spec, name)
+	rec.SnapshotUID = snapUID
 	var ent *requestEntry
 	if p.requestID != "" {
 		ent = &requestEntry{Op: p.op, Sandbox: name, UID: rec.UID}
@@ -212,6 +220,23 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 	}
 	go e.hub.publish(event{typ: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_ADDED, sb: sb.toProto()})
 	return sb, false, nil
+}
+
+// newRecordLocked is the record of a new sandbox named name.
+func (e *Engine) newRecordLocked(p newParams, spec runSpec, name string) record {
+	now := time.Now()
+	rec := record{
+		Namespace: p.namespace, Name: name, UID: newUID(), Pool: p.pool, Claimed: p.pool == "",
+		Labels: copyMap(p.labels), Env: copyMap(p.env), Spec: spec, Secret: newSecret(), RequestID: p.requestID,
+		Mode: v1alpha1.OperatingModeRunning, Created: now, LastActivity: now,
+		ShutdownTime:   lifecycle.ShutdownTime(now, p.shutdown, p.ttl, spec.DefaultTTL.Duration),
+		ShutdownPolicy: lifecycle.EffectivePolicy(p.policy, spec.ShutdownPolicy),
+		Snapshot:       p.snapshot,
+	}
+	if p.pool != "" {
+		rec.ShutdownTime = nil // pool members wait without a clock; a claim sets it
+	}
+	return rec
 }
 
 func (e *Engine) noTemplate(ns, name string) error {

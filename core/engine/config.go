@@ -39,6 +39,27 @@ type LocalEngineConfig struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	AgentHealthCheck  HealthCheck   `json:"agentHealthCheck,omitempty"`
 	AgentRestart      RestartPolicy `json:"agentRestart,omitempty"`
+	// Snapshots bounds the snapshots of each namespace.
+	Snapshots SnapshotLimits `json:"snapshots,omitempty"`
+}
+
+// SnapshotLimits are the local engine's snapshot quotas: over them a
+// snapshot is refused with RESOURCE_EXHAUSTED.
+type SnapshotLimits struct {
+	// MaxPerNamespace snapshots (default 100).
+	MaxPerNamespace int `json:"maxPerNamespace,omitempty"`
+	// MaxBytes of file data in one snapshot (default 10 GiB).
+	MaxBytes int64 `json:"maxBytes,omitempty"`
+}
+
+func (l SnapshotLimits) withDefaults() SnapshotLimits {
+	if l.MaxPerNamespace <= 0 {
+		l.MaxPerNamespace = defaultMaxSnapshotsPerNamespace
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = defaultMaxSnapshotBytes
+	}
+	return l
 }
 
 // LoadDefinitions reads YAML files (or every *.yaml/*.yml in a directory).
@@ -168,6 +189,11 @@ func (d *Definitions) check() error {
 		}
 		if p.Spec.Replicas < 0 || p.Spec.Replicas > MaxPoolReplicas {
 			return fmt.Errorf("config: SandboxWarmPool %s/%s: replicas %d out of range 0..%d", p.Namespace, p.Name, p.Spec.Replicas, MaxPoolReplicas)
+		}
+		if p.Spec.Snapshot != "" {
+			if err := checkName("SandboxWarmPool "+p.Name+" snapshot", p.Spec.Snapshot); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -72,6 +72,14 @@ type Engine struct {
 	// shares the files (or the processes) of one the store forgot.
 	orphans map[string]bool
 
+	// Snapshots (snapshot.go): records by ns/name; snapMu orders the
+	// operations that copy or change files of snapshots and workspaces.
+	snaps      map[string]*snapRecord
+	snapMu     sync.Mutex
+	forkMethod string
+	forkOwners string // how a fork's files get its ids
+	limits     SnapshotLimits
+
 	kick   chan struct{}
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -80,6 +88,10 @@ type Engine struct {
 type pool struct {
 	namespace, name, template string
 	replicas                  int32
+	// snapshot: members are made from it (SandboxWarmPoolSpec.Snapshot).
+	snapshot string
+	// waitLogged: the pool's missing snapshot was logged.
+	waitLogged bool
 	// lastClaim paces the refill (Config.PoolRefillDelay).
 	lastClaim time.Time
 }
@@ -163,6 +175,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		pools:       map[string]*pool{},
 		poolBackoff: map[string]backoff{},
 		orphans:     map[string]bool{},
+		snaps:       map[string]*snapRecord{},
+		limits:      fromDefs.Snapshots.withDefaults(),
 		kick:        make(chan struct{}, 1),
 	}
 	for _, d := range rep.Orphans {
@@ -197,7 +211,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		if o, ok := overrides[key]; ok {
 			n = o // ScaleWarmPool outlives a restart
 		}
-		e.pools[key] = &pool{namespace: p.Namespace, name: p.Name, template: p.Spec.TemplateRef.Name, replicas: n}
+		e.pools[key] = &pool{namespace: p.Namespace, name: p.Name, template: p.Spec.TemplateRef.Name, replicas: n, snapshot: p.Spec.Snapshot}
+	}
+	if err := e.recoverSnapshots(); err != nil {
+		st.close()
+		return nil, fmt.Errorf("snapshots: %w", err)
 	}
 	e.log.Info("local engine", "state", abs, "limits", e.cgroups.String(),
 		"agentHealthCheck", fmt.Sprintf("every %s, timeout %s, %d failures kill", cfg.AgentHealthCheck.Period.Duration, cfg.AgentHealthCheck.Timeout.Duration, cfg.AgentHealthCheck.FailureThreshold),

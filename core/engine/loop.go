@@ -94,6 +94,9 @@ func (e *Engine) reconcile(ctx context.Context) time.Duration {
 			waits = append(waits, until.Sub(now))
 			continue
 		}
+		if !e.poolSnapshotReadyLocked(p) {
+			continue // taking the snapshot pokes the loop
+		}
 		var members []lifecycle.PoolMember
 		byName := map[string]*sandbox{}
 		for _, sb := range e.sandboxes {
@@ -169,7 +172,7 @@ func (e *Engine) act(ctx context.Context, a action) {
 // createMember records and starts one warm pool member. Start failures back
 // the pool off exponentially, so a template that cannot start does not spin.
 func (e *Engine) createMember(p *pool) {
-	sb, _, err := e.newSandbox(newParams{namespace: p.namespace, template: p.template, pool: p.name, op: "pool"})
+	sb, _, err := e.newSandbox(newParams{namespace: p.namespace, template: p.template, pool: p.name, op: "pool", snapshot: p.snapshot})
 	if err != nil {
 		e.log.Error("warm pool: record member", "pool", p.name, "err", err)
 		return

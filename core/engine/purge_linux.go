@@ -46,6 +46,11 @@ func Purge(stateDir string) (int, error) {
 		}
 	}
 	_ = os.RemoveAll(socketDir(abs))
+	// Workspaces layered on snapshots are overlay mounts: unmounted, so
+	// the state directory can be removed (their files stay in upper/).
+	for _, mp := range mountsUnder(abs) {
+		_ = unmount(mp)
+	}
 	return killed, nil
 }
 

@@ -61,6 +61,15 @@ type record struct {
 	RestartStreak int        `json:"restartStreak,omitempty"`
 	StartFailures int        `json:"startFailures,omitempty"`
 	RestartDue    time.Time  `json:"restartDue,omitempty"`
+
+	// Snapshot is the snapshot its workspace was made from or restored to
+	// (fork.go); Seeded once the workspace was made from it, Layered when
+	// that workspace is an overlay over the snapshot's files (which then
+	// must stay).
+	Snapshot    string `json:"snapshot,omitempty"`
+	SnapshotUID string `json:"snapshotUID,omitempty"`
+	Seeded      bool   `json:"seeded,omitempty"`
+	Layered     bool   `json:"layered,omitempty"`
 }
 
 func (r *record) key() string { return r.Namespace + "/" + r.Name }
@@ -116,6 +125,7 @@ func (s *sandbox) toProto() *sandpodv1.Sandbox {
 		Claimed:          r.Claimed,
 		Conditions:       conditions(phase, r),
 		AgentRestarts:    r.AgentRestarts,
+		Snapshot:         r.Snapshot,
 	}
 	if r.ShutdownTime != nil {
 		out.ShutdownTime = timestamppb.New(*r.ShutdownTime)

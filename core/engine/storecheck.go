@@ -130,6 +130,7 @@ type storeFacts struct {
 	hasSandboxes bool
 	records      []record
 	requests     int
+	snaps        []string // ns/name of snapshot records
 }
 
 func (f storeFacts) keys() map[string]bool {

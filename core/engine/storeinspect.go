@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,7 +42,11 @@ type StateReport struct {
 	// Dirs are the sandbox directories (ns/name) under <StateDir>/sandboxes;
 	// Orphans those that no record owns.
 	Dirs, Orphans []string
-	Backup        BackupInfo
+	// Snapshots are the snapshot records (ns/name); SnapshotOrphans the
+	// snapshot directories no record owns; SnapshotsMissing the records
+	// whose files are gone.
+	Snapshots, SnapshotOrphans, SnapshotsMissing []string
+	Backup                                       BackupInfo
 }
 
 // Err is the StoreError serve refuses to start with, or nil.
@@ -80,6 +85,8 @@ func checkState(dir string, withBackup bool) (StateReport, error) {
 	r.Fresh, r.Problem = judgeStore(f, r.Dirs, statErr == nil)
 	if r.Problem == "" {
 		r.Orphans = orphanDirs(f, r.Dirs)
+		r.Snapshots = f.snaps
+		r.SnapshotOrphans, r.SnapshotsMissing = snapshotDirProblems(dir, f.snaps)
 	}
 	r.Backup = BackupInfo{Path: bak, Exists: statErr == nil}
 	if withBackup || r.Problem != "" {
@@ -256,6 +263,19 @@ func walkStore(tx *bolt.Tx, f *storeFacts) error {
 	if b := tx.Bucket(bucketRequests); b != nil {
 		f.requests = b.Stats().KeyN
 	}
+	if b := tx.Bucket(bucketSnapshots); b != nil {
+		err := b.ForEach(func(k, v []byte) error {
+			var s snapRecord
+			if err := json.Unmarshal(v, &s); err != nil || s.key() != string(k) {
+				return damage(fmt.Sprintf("holds a snapshot record that does not decode or match its key (%q)", k))
+			}
+			f.snaps = append(f.snaps, s.key())
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	var errs []error
 	for err := range tx.Check() {
 		errs = append(errs, err)
@@ -315,4 +335,31 @@ func sandboxDirs(stateDir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// snapshotDirProblems compares the snapshot directories of a state
+// directory with the snapshot records: directories without a record, and
+// records without their files.
+func snapshotDirProblems(stateDir string, recs []string) (orphans, missing []string) {
+	known := map[string]bool{}
+	for _, k := range recs {
+		known[k] = true
+		ns, name, _ := strings.Cut(k, "/")
+		if _, err := os.Stat(snapFiles(stateDir, ns, name)); err != nil {
+			missing = append(missing, k)
+		}
+	}
+	root := filepath.Join(stateDir, "snapshots")
+	nss, _ := os.ReadDir(root)
+	for _, ns := range nss {
+		ents, _ := os.ReadDir(filepath.Join(root, ns.Name()))
+		for _, ent := range ents {
+			k := ns.Name() + "/" + ent.Name()
+			if ent.IsDir() && !strings.HasPrefix(ent.Name(), ".") && !known[k] {
+				orphans = append(orphans, k)
+			}
+		}
+	}
+	sort.Strings(orphans)
+	return orphans, missing
 }

@@ -107,6 +107,11 @@ func (e *Engine) launch(rec *record) (*process, error) {
 	if err := privateToSandbox(dir, base); err != nil {
 		return nil, err
 	}
+	if sb := e.sandboxOf(rec); sb != nil {
+		if err := e.seedWorkspace(sb); err != nil {
+			return nil, fmt.Errorf("workspace from snapshot %q: %w", rec.Snapshot, err)
+		}
+	}
 	wd := e.workDir(rec)
 	if err := e.prepareWorkDir(wd, base+uid, base+gid); err != nil {
 		return nil, err
@@ -155,6 +160,16 @@ func (e *Engine) launch(rec *record) (*process, error) {
 			return e.store.put(&sb.rec, "", nil)
 		},
 	})
+}
+
+// sandboxOf returns the sandbox of rec, if it is still the same one.
+func (e *Engine) sandboxOf(rec *record) *sandbox {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if sb := e.sandboxes[rec.key()]; sb != nil && sb.rec.UID == rec.UID {
+		return sb
+	}
+	return nil
 }
 
 // idBase returns the sandbox's host id range, choosing and saving one the
@@ -391,8 +406,16 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 	e.mu.Unlock()
 	e.runc.removeAll(containerPrefix(&rec)) // also one adopted after a restart
 	_ = os.Remove(e.socketPath(&rec))
+	if err := unmount(e.workDir(&rec)); err != nil { // a workspace layered on a snapshot
+		return fmt.Errorf("unmount the workspace of %s: %w", rec.key(), err)
+	}
 	if err := os.RemoveAll(sandboxDir(e.cfg.StateDir, &rec)); err != nil {
-		return fmt.Errorf("remove files of %s: %w", rec.key(), err)
+		// A start that seeded its workspace from a snapshot may have mounted
+		// it after the unmount above: once more.
+		_ = unmount(e.workDir(&rec))
+		if err := os.RemoveAll(sandboxDir(e.cfg.StateDir, &rec)); err != nil {
+			return fmt.Errorf("remove files of %s: %w", rec.key(), err)
+		}
 	}
 	if err := e.store.delete(rec.key()); err != nil {
 		return err

@@ -41,6 +41,8 @@ from ._errors import (
     SandboxTimeout,
     SandpodError,
     ServerError,
+    SnapshotInUse,
+    SnapshotNotFound,
     Unauthenticated,
     Unavailable,
 )
@@ -60,6 +62,7 @@ from ._models import (
     WatchEvent,
 )
 from ._retry import RetryPolicy
+from ._snapshots import AsyncForkList, AsyncSnapshot, ForkList, Snapshot, SnapshotInfo
 from ._terminal import AsyncTerminal, Terminal
 from ._version import __version__
 
@@ -70,8 +73,10 @@ __all__ = [
     "AsyncCodeContext",
     "AsyncFileWatch",
     "AsyncFiles",
+    "AsyncForkList",
     "AsyncProcess",
     "AsyncSandbox",
+    "AsyncSnapshot",
     "AsyncTerminal",
     "AsyncWatch",
     "Cancelled",
@@ -96,6 +101,7 @@ __all__ = [
     "FileNotFound",
     "FileWatch",
     "Files",
+    "ForkList",
     "InvalidArgument",
     "NotFound",
     "Output",
@@ -113,6 +119,10 @@ __all__ = [
     "SandpodError",
     "ServerError",
     "ShutdownPolicy",
+    "Snapshot",
+    "SnapshotInUse",
+    "SnapshotInfo",
+    "SnapshotNotFound",
     "Template",
     "Terminal",
     "Unauthenticated",

@@ -46,10 +46,12 @@ from ._models import (
     Template,
     WarmPool,
     WatchEvent,
+    label_selector,
     sandbox_html,
 )
 from ._progress import CountBar, WaitBar
 from ._retry import RetryPolicy, RetryState
+from ._snapshots import AsyncForkList, AsyncSnapshot, SnapshotInfo, fork_request, snapshot_name
 from ._terminal import AsyncTerminal, terminal_start
 from .v1 import (
     code_pb2,
@@ -58,6 +60,7 @@ from .v1 import (
     preview_pb2,
     sandbox_service_pb2,
     sandbox_service_pb2_grpc,
+    snapshot_pb2,
 )
 
 __all__ = [
@@ -230,6 +233,7 @@ class AsyncClient:
         env: Mapping[str, str] | None = None,
         namespace: str | None = None,
         request_id: str | None = None,
+        snapshot: AsyncSnapshot | str | None = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncSandbox:
@@ -244,6 +248,7 @@ class AsyncClient:
             labels=labels,
             env=env,
             request_id=request_id or _base.new_request_id(),
+            snapshot=snapshot_name(snapshot),
         )
         return await self._claim(req, on_exit, timeout, wait_bar=True)
 
@@ -261,7 +266,9 @@ class AsyncClient:
             timeout=timeout,
             backpressure=True,
             request_id=req.request_id,
-            wait_desc=f"sandpod: claiming a {req.template} sandbox" if wait_bar else "",
+            wait_desc=f"sandpod: claiming a {req.template or req.snapshot} sandbox"
+            if wait_bar
+            else "",
         )
         return self._handle(resp.sandbox, on_exit, warm=resp.warm)
 
@@ -278,6 +285,7 @@ class AsyncClient:
         namespace: str | None = None,
         request_id: str | None = None,
         wait: bool = True,
+        snapshot: AsyncSnapshot | str | None = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncSandbox:
@@ -295,6 +303,7 @@ class AsyncClient:
             env=env,
             request_id=rid,
             wait=wait,
+            snapshot=snapshot_name(snapshot),
         )
         resp = await self._unary(
             "CreateSandbox",
@@ -408,6 +417,88 @@ class AsyncClient:
 
         make_request()  # validate the arguments now, not in n tasks
         return ClaimBatch(self, n, concurrency, make_request, on_exit, timeout)
+
+    # --- snapshots ------------------------------------------------------------------
+
+    async def fork(
+        self,
+        source: AsyncSnapshot | AsyncSandbox | str,
+        n: int,
+        *,
+        template: str | None = None,
+        ttl: Timeout = None,
+        shutdown_policy: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        namespace: str | None = None,
+        request_id: str | None = None,
+        wait: bool = True,
+        on_exit: OnExit = "delete",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> AsyncForkList:
+        """See :meth:`sandpod.Client.fork`; ``async with`` the result deletes them."""
+        on_exit = _base.check_on_exit(on_exit)
+        rid = request_id or _base.new_request_id()
+        req = fork_request(
+            source,
+            n,
+            self._settings.ns(namespace),
+            template=template,
+            ttl=ttl,
+            shutdown_policy=shutdown_policy,
+            labels=labels,
+            env=env,
+            request_id=rid,
+            wait=wait,
+        )
+        resp = await self._unary(
+            "ForkSandbox",
+            req,
+            timeout=timeout,
+            request_id=rid,
+            wait_desc=f"sandpod: forking {n} sandboxes" if wait else "",
+        )
+        return AsyncForkList(
+            [self._handle(sb, on_exit, warm=False) for sb in resp.sandboxes],
+            AsyncSnapshot(self, SnapshotInfo.from_pb(resp.snapshot)),
+        )
+
+    async def snapshots(
+        self,
+        *,
+        labels: Mapping[str, str] | str | None = None,
+        namespace: str | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> list[AsyncSnapshot]:
+        """See :meth:`sandpod.Client.snapshots`."""
+        out: list[AsyncSnapshot] = []
+        token = ""
+        while True:
+            req = snapshot_pb2.ListSnapshotsRequest(
+                namespace=self._settings.ns(namespace),
+                label_selector=label_selector(labels),
+                page_size=1000,
+                page_token=token,
+            )
+            resp = await self._unary("ListSnapshots", req, timeout=timeout)
+            out.extend(AsyncSnapshot(self, SnapshotInfo.from_pb(s)) for s in resp.snapshots)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    async def get_snapshot(
+        self,
+        name: str,
+        *,
+        namespace: str | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> AsyncSnapshot:
+        """See :meth:`sandpod.Client.get_snapshot`."""
+        if not name:
+            raise ValueError("name is required")
+        req = snapshot_pb2.GetSnapshotRequest(name=name, namespace=self._settings.ns(namespace))
+        resp = await self._unary("GetSnapshot", req, timeout=timeout)
+        return AsyncSnapshot(self, SnapshotInfo.from_pb(resp.snapshot))
 
     # --- templates and pools --------------------------------------------------------
 
@@ -832,6 +923,49 @@ class AsyncSandbox:
         """Moves the shutdown time to now + ``ttl`` (or to ``shutdown_time``)."""
         req = _base.extend_request(self.name, self.namespace, ttl, shutdown_time)
         resp = await self._unary("ExtendSandbox", req, timeout=timeout)
+        return self._update(resp.sandbox)
+
+    async def snapshot(
+        self,
+        name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        *,
+        request_id: str | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> AsyncSnapshot:
+        """Saves the sandbox's files (its workspace) as a snapshot, named ``name`` or a
+        generated name. The sandbox keeps running; files only, not memory (see
+        ``info.memory``). Retries reuse one ``request_id``."""
+        rid = request_id or _base.new_request_id()
+        req = snapshot_pb2.SnapshotSandboxRequest(
+            sandbox=self.name,
+            namespace=self.namespace,
+            name=name or "",
+            labels=dict(labels or {}),
+            request_id=rid,
+        )
+        resp = await self._unary("SnapshotSandbox", req, timeout=timeout, request_id=rid)
+        return AsyncSnapshot(self._client, SnapshotInfo.from_pb(resp.snapshot))
+
+    async def restore(
+        self,
+        snapshot: AsyncSnapshot | str,
+        *,
+        wait: bool = True,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> AsyncSandbox:
+        """Puts the sandbox's files back to ``snapshot``, keeping its name. Running
+        processes are stopped and the sandbox starts again on the restored files (a
+        suspended one stays suspended); unless ``wait=False`` it returns when running."""
+        req = snapshot_pb2.RestoreSandboxRequest(
+            snapshot=snapshot_name(snapshot), no_wait=not wait, **self._ref()
+        )
+        resp = await self._unary(
+            "RestoreSandbox",
+            req,
+            timeout=timeout,
+            wait_desc=f"sandpod: restoring {self.name}" if wait else "",
+        )
         return self._update(resp.sandbox)
 
     async def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:

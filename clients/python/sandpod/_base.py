@@ -234,11 +234,13 @@ def claim_request(
     labels: Mapping[str, str] | None,
     env: Mapping[str, str] | None,
     request_id: str,
+    snapshot: str = "",
 ) -> sandbox_service_pb2.ClaimSandboxRequest:
-    if not template:
-        raise ValueError("template is required")
+    if not template and not snapshot:
+        raise ValueError("template is required (or a snapshot, whose template is used)")
     return sandbox_service_pb2.ClaimSandboxRequest(
         template=template,
+        snapshot=snapshot,
         namespace=namespace,
         labels=dict(labels or {}),
         env=dict(env or {}),
@@ -259,11 +261,13 @@ def create_request(
     env: Mapping[str, str] | None,
     request_id: str,
     wait: bool,
+    snapshot: str = "",
 ) -> sandbox_service_pb2.CreateSandboxRequest:
-    if not template:
-        raise ValueError("template is required")
+    if not template and not snapshot:
+        raise ValueError("template is required (or a snapshot, whose template is used)")
     return sandbox_service_pb2.CreateSandboxRequest(
         template=template,
+        snapshot=snapshot,
         namespace=namespace,
         name=name or "",
         labels=dict(labels or {}),

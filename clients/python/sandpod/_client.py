@@ -46,10 +46,12 @@ from ._models import (
     Template,
     WarmPool,
     WatchEvent,
+    label_selector,
     sandbox_html,
 )
 from ._progress import CountBar, WaitBar
 from ._retry import RetryPolicy, RetryState
+from ._snapshots import ForkList, Snapshot, SnapshotInfo, fork_request, snapshot_name
 from ._terminal import Terminal, terminal_start
 from .v1 import (
     code_pb2,
@@ -58,6 +60,7 @@ from .v1 import (
     preview_pb2,
     sandbox_service_pb2,
     sandbox_service_pb2_grpc,
+    snapshot_pb2,
 )
 
 __all__ = ["Client", "Files", "Process", "Sandbox", "SandboxList", "Watch"]
@@ -249,6 +252,7 @@ class Client:
         env: Mapping[str, str] | None = None,
         namespace: str | None = None,
         request_id: str | None = None,
+        snapshot: Snapshot | str | None = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> Sandbox:
@@ -269,6 +273,7 @@ class Client:
             labels=labels,
             env=env,
             request_id=rid,
+            snapshot=snapshot_name(snapshot),
         )
         return self._claim(req, on_exit, timeout, wait_bar=True)
 
@@ -286,7 +291,9 @@ class Client:
             timeout=timeout,
             backpressure=True,
             request_id=req.request_id,
-            wait_desc=f"sandpod: claiming a {req.template} sandbox" if wait_bar else "",
+            wait_desc=f"sandpod: claiming a {req.template or req.snapshot} sandbox"
+            if wait_bar
+            else "",
         )
         return self._handle(resp.sandbox, on_exit, warm=resp.warm)
 
@@ -303,6 +310,7 @@ class Client:
         namespace: str | None = None,
         request_id: str | None = None,
         wait: bool = True,
+        snapshot: Snapshot | str | None = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> Sandbox:
@@ -321,6 +329,7 @@ class Client:
             env=env,
             request_id=rid,
             wait=wait,
+            snapshot=snapshot_name(snapshot),
         )
         resp = self._unary(
             "CreateSandbox",
@@ -460,6 +469,92 @@ class Client:
             pool.shutdown(wait=True)
             bar.close()
         return SandboxList(got)
+
+    # --- snapshots ------------------------------------------------------------------
+
+    def fork(
+        self,
+        source: Snapshot | Sandbox | str,
+        n: int,
+        *,
+        template: str | None = None,
+        ttl: Timeout = None,
+        shutdown_policy: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        namespace: str | None = None,
+        request_id: str | None = None,
+        wait: bool = True,
+        on_exit: OnExit = "delete",
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> ForkList:
+        """Makes ``n`` sandboxes (1..256) with the files of ``source``: a snapshot (handle
+        or name), or a running sandbox (then a snapshot of it is taken first; it is
+        ``result.snapshot`` and stays until deleted). Unless ``wait=False`` it returns
+        when all run. Retries reuse one ``request_id``, so a retry makes no extra forks.
+        The result, used as a context manager, deletes them all at exit."""
+        on_exit = _base.check_on_exit(on_exit)
+        rid = request_id or _base.new_request_id()
+        req = fork_request(
+            source,
+            n,
+            self._settings.ns(namespace),
+            template=template,
+            ttl=ttl,
+            shutdown_policy=shutdown_policy,
+            labels=labels,
+            env=env,
+            request_id=rid,
+            wait=wait,
+        )
+        resp = self._unary(
+            "ForkSandbox",
+            req,
+            timeout=timeout,
+            request_id=rid,
+            wait_desc=f"sandpod: forking {n} sandboxes" if wait else "",
+        )
+        return ForkList(
+            [self._handle(sb, on_exit, warm=False) for sb in resp.sandboxes],
+            Snapshot(self, SnapshotInfo.from_pb(resp.snapshot)),
+        )
+
+    def snapshots(
+        self,
+        *,
+        labels: Mapping[str, str] | str | None = None,
+        namespace: str | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> list[Snapshot]:
+        """All snapshots (every page) whose labels match ``labels``."""
+        out: list[Snapshot] = []
+        token = ""
+        while True:
+            req = snapshot_pb2.ListSnapshotsRequest(
+                namespace=self._settings.ns(namespace),
+                label_selector=label_selector(labels),
+                page_size=1000,
+                page_token=token,
+            )
+            resp = self._unary("ListSnapshots", req, timeout=timeout)
+            out.extend(Snapshot(self, SnapshotInfo.from_pb(s)) for s in resp.snapshots)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    def get_snapshot(
+        self,
+        name: str,
+        *,
+        namespace: str | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> Snapshot:
+        """A handle to an existing snapshot."""
+        if not name:
+            raise ValueError("name is required")
+        req = snapshot_pb2.GetSnapshotRequest(name=name, namespace=self._settings.ns(namespace))
+        resp = self._unary("GetSnapshot", req, timeout=timeout)
+        return Snapshot(self, SnapshotInfo.from_pb(resp.snapshot))
 
     # --- templates and pools --------------------------------------------------------
 
@@ -778,6 +873,49 @@ class Sandbox:
         """Moves the shutdown time to now + ``ttl`` (or to ``shutdown_time``)."""
         req = _base.extend_request(self.name, self.namespace, ttl, shutdown_time)
         return self._update(self._unary("ExtendSandbox", req, timeout=timeout).sandbox)
+
+    def snapshot(
+        self,
+        name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        *,
+        request_id: str | None = None,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> Snapshot:
+        """Saves the sandbox's files (its workspace) as a snapshot, named ``name`` or a
+        generated name. The sandbox keeps running; files only, not memory (see
+        ``info.memory``). Retries reuse one ``request_id``."""
+        rid = request_id or _base.new_request_id()
+        req = snapshot_pb2.SnapshotSandboxRequest(
+            sandbox=self.name,
+            namespace=self.namespace,
+            name=name or "",
+            labels=dict(labels or {}),
+            request_id=rid,
+        )
+        resp = self._unary("SnapshotSandbox", req, timeout=timeout, request_id=rid)
+        return Snapshot(self._client, SnapshotInfo.from_pb(resp.snapshot))
+
+    def restore(
+        self,
+        snapshot: Snapshot | str,
+        *,
+        wait: bool = True,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+    ) -> Sandbox:
+        """Puts the sandbox's files back to ``snapshot``, keeping its name. Running
+        processes are stopped and the sandbox starts again on the restored files (a
+        suspended one stays suspended); unless ``wait=False`` it returns when running."""
+        req = snapshot_pb2.RestoreSandboxRequest(
+            snapshot=snapshot_name(snapshot), no_wait=not wait, **self._ref()
+        )
+        resp = self._unary(
+            "RestoreSandbox",
+            req,
+            timeout=timeout,
+            wait_desc=f"sandpod: restoring {self.name}" if wait else "",
+        )
+        return self._update(resp.sandbox)
 
     def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
         """Deletes the sandbox and its files. Raises SandboxNotFound if it was gone

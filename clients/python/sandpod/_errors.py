@@ -62,6 +62,8 @@ __all__ = [
     "SandboxTimeout",
     "SandpodError",
     "ServerError",
+    "SnapshotInUse",
+    "SnapshotNotFound",
     "Unauthenticated",
     "Unavailable",
     "from_rpc_error",
@@ -123,6 +125,11 @@ class CodeContextNotFound(NotFound):
     interpreter died (the server's reason ``CODE_CONTEXT_NOT_FOUND``)."""
 
 
+class SnapshotNotFound(NotFound):
+    """The snapshot the call names does not exist (the server's reason
+    ``SNAPSHOT_NOT_FOUND``)."""
+
+
 class AlreadyExists(SandpodError):
     """A sandbox with that name (or a file or directory at that path) already exists."""
 
@@ -133,6 +140,11 @@ class InvalidArgument(SandpodError):
 
 class FailedPrecondition(SandpodError):
     """The sandbox is not in a state that allows the call (e.g. suspended, no auto-resume)."""
+
+
+class SnapshotInUse(FailedPrecondition):
+    """A snapshot cannot be deleted while sandboxes layered on it or warm pools that name
+    it exist (the server's reason ``SNAPSHOT_IN_USE``; the message names them)."""
 
 
 class ResourceExhausted(SandpodError):
@@ -248,6 +260,8 @@ REASON_TO_ERROR: dict[str, type[SandpodError]] = {
     "SANDBOX_NOT_FOUND": SandboxNotFound,
     "FILE_NOT_FOUND": FileNotFound,
     "CODE_CONTEXT_NOT_FOUND": CodeContextNotFound,
+    "SNAPSHOT_NOT_FOUND": SnapshotNotFound,
+    "SNAPSHOT_IN_USE": SnapshotInUse,
 }
 
 

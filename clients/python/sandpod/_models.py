@@ -181,6 +181,8 @@ class SandboxInfo:
     #: How many times the sandbox's agent was restarted after it died or stopped
     #: answering health checks; the Ready condition's message says when and why.
     agent_restarts: int = 0
+    #: The snapshot its files were made from or last restored to ("" if none).
+    snapshot: str = ""
 
     @classmethod
     def from_pb(cls, pb: sandbox_pb2.Sandbox) -> SandboxInfo:
@@ -216,6 +218,7 @@ class SandboxInfo:
             env_keys=tuple(pb.env_keys),
             service_fqdn=pb.service_fqdn,
             agent_restarts=pb.agent_restarts,
+            snapshot=pb.snapshot,
         )
 
     def condition(self, type_: str) -> Condition | None:

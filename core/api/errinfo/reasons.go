@@ -61,6 +61,9 @@ const (
 	// ReasonInvalidTerminal: a terminal size outside 1..1000 or a bad TERM,
 	// or a resize of an exec without a terminal.
 	ReasonInvalidTerminal Why = "INVALID_TERMINAL"
+	// ReasonInvalidForkSource: ForkSandbox names neither a snapshot nor a
+	// sandbox to fork from, or both.
+	ReasonInvalidForkSource Why = "INVALID_FORK_SOURCE"
 	// ReasonRequestIDReused: a request_id first used by the other method
 	// (create vs claim).
 	ReasonRequestIDReused Why = "REQUEST_ID_REUSED"

@@ -25,6 +25,14 @@ type SandboxWarmPoolSpec struct {
 	// +kubebuilder:validation:Maximum=10000
 	// +optional
 	Replicas int32 `json:"replicas"`
+
+	// Snapshot, when set, names a snapshot in the same namespace: members
+	// start with its files (forks of it). The local engine serves it; on
+	// Kubernetes it is refused until SandboxSnapshot exists.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == ''",message="snapshot is served by the local engine only; Kubernetes pools of forks need the SandboxSnapshot resource, not there yet"
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // SandboxWarmPoolStatus is the observed state of a warm pool.

@@ -320,6 +320,8 @@ type Sandbox struct {
 	// answering its health checks (files in the workspace are kept; running
 	// processes are not). The Ready condition's message says when and why.
 	AgentRestarts int32 `protobuf:"varint,18,opt,name=agent_restarts,json=agentRestarts,proto3" json:"agent_restarts,omitempty"`
+	// The snapshot its workspace was made from or last restored to, if any.
+	Snapshot      string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -478,6 +480,13 @@ func (x *Sandbox) GetAgentRestarts() int32 {
 		return x.AgentRestarts
 	}
 	return 0
+}
+
+func (x *Sandbox) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
 }
 
 // Template is a read-only view of a SandboxTemplate.
@@ -726,7 +735,7 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12L\n" +
-	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"\xb5\x06\n" +
+	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"\xd1\x06\n" +
 	"\aSandbox\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x10\n" +
@@ -749,7 +758,8 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\aclaimed\x18\x0f \x01(\bR\aclaimed\x12\x19\n" +
 	"\benv_keys\x18\x10 \x03(\tR\aenvKeys\x12!\n" +
 	"\fservice_fqdn\x18\x11 \x01(\tR\vserviceFqdn\x12%\n" +
-	"\x0eagent_restarts\x18\x12 \x01(\x05R\ragentRestarts\x1a9\n" +
+	"\x0eagent_restarts\x18\x12 \x01(\x05R\ragentRestarts\x12\x1a\n" +
+	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbb\x04\n" +

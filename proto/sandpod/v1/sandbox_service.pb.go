@@ -96,7 +96,9 @@ type CreateSandboxRequest struct {
 	// sandbox and never creates a second one. Up to 128 printable characters.
 	RequestId string `protobuf:"bytes,9,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// Return as soon as the sandbox is accepted instead of when it is ready.
-	NoWait        bool `protobuf:"varint,10,opt,name=no_wait,json=noWait,proto3" json:"no_wait,omitempty"`
+	NoWait bool `protobuf:"varint,10,opt,name=no_wait,json=noWait,proto3" json:"no_wait,omitempty"`
+	// Start from this snapshot's files (its template when template is empty).
+	Snapshot      string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -201,6 +203,13 @@ func (x *CreateSandboxRequest) GetNoWait() bool {
 	return false
 }
 
+func (x *CreateSandboxRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
 type CreateSandboxResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Sandbox       *Sandbox               `protobuf:"bytes,1,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
@@ -255,8 +264,11 @@ type ClaimSandboxRequest struct {
 	ShutdownTime   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=shutdown_time,json=shutdownTime,proto3" json:"shutdown_time,omitempty"`
 	ShutdownPolicy ShutdownPolicy         `protobuf:"varint,7,opt,name=shutdown_policy,json=shutdownPolicy,proto3,enum=sandpod.v1.ShutdownPolicy" json:"shutdown_policy,omitempty"`
 	RequestId      string                 `protobuf:"bytes,8,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Only a pool member made from this snapshot (a pool whose spec names
+	// it), or a sandbox started cold from it.
+	Snapshot      string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClaimSandboxRequest) Reset() {
@@ -341,6 +353,13 @@ func (x *ClaimSandboxRequest) GetShutdownPolicy() ShutdownPolicy {
 func (x *ClaimSandboxRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ClaimSandboxRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
 	}
 	return ""
 }
@@ -1676,7 +1695,7 @@ var File_sandpod_v1_sandbox_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	" sandpod/v1/sandbox_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\"\xc5\x04\n" +
+	"sandpod.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\x1a\x19sandpod/v1/snapshot.proto\"\xe1\x04\n" +
 	"\x14CreateSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -1689,7 +1708,8 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\t \x01(\tR\trequestId\x12\x17\n" +
 	"\ano_wait\x18\n" +
-	" \x01(\bR\x06noWait\x1a9\n" +
+	" \x01(\bR\x06noWait\x12\x1a\n" +
+	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -1697,7 +1717,7 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"F\n" +
 	"\x15CreateSandboxResponse\x12-\n" +
-	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\"\x95\x04\n" +
+	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\"\xb1\x04\n" +
 	"\x13ClaimSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12C\n" +
@@ -1707,7 +1727,8 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\rshutdown_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fshutdownTime\x12C\n" +
 	"\x0fshutdown_policy\x18\a \x01(\x0e2\x1a.sandpod.v1.ShutdownPolicyR\x0eshutdownPolicy\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\b \x01(\tR\trequestId\x1a9\n" +
+	"request_id\x18\b \x01(\tR\trequestId\x12\x1a\n" +
+	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -1799,7 +1820,7 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\breplicas\x18\x03 \x01(\x05R\breplicas\"J\n" +
 	"\x15ScaleWarmPoolResponse\x121\n" +
-	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xe0\x1f\n" +
+	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xe4#\n" +
 	"\x0eSandboxService\x12\x99\x01\n" +
 	"\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\"C\x82\xd3\xe4\x93\x02=:\x01*Z):\x01*\"$/v1/namespaces/{namespace}/sandboxes\"\r/v1/sandboxes\x12\xa2\x01\n" +
 	"\fClaimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\"O\x82\xd3\xe4\x93\x02I:\x01*Z/:\x01*\"*/v1/namespaces/{namespace}/sandboxes:claim\"\x13/v1/sandboxes:claim\x12\x98\x01\n" +
@@ -1833,7 +1854,13 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\aRunCode\x12\x1a.sandpod.v1.RunCodeRequest\x1a\x1b.sandpod.v1.RunCodeResponse0\x01\x12`\n" +
 	"\x11CreateCodeContext\x12$.sandpod.v1.CreateCodeContextRequest\x1a%.sandpod.v1.CreateCodeContextResponse\x12]\n" +
 	"\x10ListCodeContexts\x12#.sandpod.v1.ListCodeContextsRequest\x1a$.sandpod.v1.ListCodeContextsResponse\x12`\n" +
-	"\x11DeleteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"\x11DeleteCodeContext\x12$.sandpod.v1.DeleteCodeContextRequest\x1a%.sandpod.v1.DeleteCodeContextResponse\x12Z\n" +
+	"\x0fSnapshotSandbox\x12\".sandpod.v1.SnapshotSandboxRequest\x1a#.sandpod.v1.SnapshotSandboxResponse\x12N\n" +
+	"\vGetSnapshot\x12\x1e.sandpod.v1.GetSnapshotRequest\x1a\x1f.sandpod.v1.GetSnapshotResponse\x12T\n" +
+	"\rListSnapshots\x12 .sandpod.v1.ListSnapshotsRequest\x1a!.sandpod.v1.ListSnapshotsResponse\x12W\n" +
+	"\x0eDeleteSnapshot\x12!.sandpod.v1.DeleteSnapshotRequest\x1a\".sandpod.v1.DeleteSnapshotResponse\x12N\n" +
+	"\vForkSandbox\x12\x1e.sandpod.v1.ForkSandboxRequest\x1a\x1f.sandpod.v1.ForkSandboxResponse\x12W\n" +
+	"\x0eRestoreSandbox\x12!.sandpod.v1.RestoreSandboxRequest\x1a\".sandpod.v1.RestoreSandboxResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_sandbox_service_proto_rawDescOnce sync.Once
@@ -1904,21 +1931,33 @@ var file_sandpod_v1_sandbox_service_proto_goTypes = []any{
 	(*CreateCodeContextRequest)(nil),      // 51: sandpod.v1.CreateCodeContextRequest
 	(*ListCodeContextsRequest)(nil),       // 52: sandpod.v1.ListCodeContextsRequest
 	(*DeleteCodeContextRequest)(nil),      // 53: sandpod.v1.DeleteCodeContextRequest
-	(*ExecResponse)(nil),                  // 54: sandpod.v1.ExecResponse
-	(*ReadFileResponse)(nil),              // 55: sandpod.v1.ReadFileResponse
-	(*WriteFileResponse)(nil),             // 56: sandpod.v1.WriteFileResponse
-	(*ListFilesResponse)(nil),             // 57: sandpod.v1.ListFilesResponse
-	(*StatFileResponse)(nil),              // 58: sandpod.v1.StatFileResponse
-	(*RemoveFileResponse)(nil),            // 59: sandpod.v1.RemoveFileResponse
-	(*MakeDirResponse)(nil),               // 60: sandpod.v1.MakeDirResponse
-	(*WatchFilesResponse)(nil),            // 61: sandpod.v1.WatchFilesResponse
-	(*ExposePortResponse)(nil),            // 62: sandpod.v1.ExposePortResponse
-	(*UnexposePortResponse)(nil),          // 63: sandpod.v1.UnexposePortResponse
-	(*ListExposedPortsResponse)(nil),      // 64: sandpod.v1.ListExposedPortsResponse
-	(*RunCodeResponse)(nil),               // 65: sandpod.v1.RunCodeResponse
-	(*CreateCodeContextResponse)(nil),     // 66: sandpod.v1.CreateCodeContextResponse
-	(*ListCodeContextsResponse)(nil),      // 67: sandpod.v1.ListCodeContextsResponse
-	(*DeleteCodeContextResponse)(nil),     // 68: sandpod.v1.DeleteCodeContextResponse
+	(*SnapshotSandboxRequest)(nil),        // 54: sandpod.v1.SnapshotSandboxRequest
+	(*GetSnapshotRequest)(nil),            // 55: sandpod.v1.GetSnapshotRequest
+	(*ListSnapshotsRequest)(nil),          // 56: sandpod.v1.ListSnapshotsRequest
+	(*DeleteSnapshotRequest)(nil),         // 57: sandpod.v1.DeleteSnapshotRequest
+	(*ForkSandboxRequest)(nil),            // 58: sandpod.v1.ForkSandboxRequest
+	(*RestoreSandboxRequest)(nil),         // 59: sandpod.v1.RestoreSandboxRequest
+	(*ExecResponse)(nil),                  // 60: sandpod.v1.ExecResponse
+	(*ReadFileResponse)(nil),              // 61: sandpod.v1.ReadFileResponse
+	(*WriteFileResponse)(nil),             // 62: sandpod.v1.WriteFileResponse
+	(*ListFilesResponse)(nil),             // 63: sandpod.v1.ListFilesResponse
+	(*StatFileResponse)(nil),              // 64: sandpod.v1.StatFileResponse
+	(*RemoveFileResponse)(nil),            // 65: sandpod.v1.RemoveFileResponse
+	(*MakeDirResponse)(nil),               // 66: sandpod.v1.MakeDirResponse
+	(*WatchFilesResponse)(nil),            // 67: sandpod.v1.WatchFilesResponse
+	(*ExposePortResponse)(nil),            // 68: sandpod.v1.ExposePortResponse
+	(*UnexposePortResponse)(nil),          // 69: sandpod.v1.UnexposePortResponse
+	(*ListExposedPortsResponse)(nil),      // 70: sandpod.v1.ListExposedPortsResponse
+	(*RunCodeResponse)(nil),               // 71: sandpod.v1.RunCodeResponse
+	(*CreateCodeContextResponse)(nil),     // 72: sandpod.v1.CreateCodeContextResponse
+	(*ListCodeContextsResponse)(nil),      // 73: sandpod.v1.ListCodeContextsResponse
+	(*DeleteCodeContextResponse)(nil),     // 74: sandpod.v1.DeleteCodeContextResponse
+	(*SnapshotSandboxResponse)(nil),       // 75: sandpod.v1.SnapshotSandboxResponse
+	(*GetSnapshotResponse)(nil),           // 76: sandpod.v1.GetSnapshotResponse
+	(*ListSnapshotsResponse)(nil),         // 77: sandpod.v1.ListSnapshotsResponse
+	(*DeleteSnapshotResponse)(nil),        // 78: sandpod.v1.DeleteSnapshotResponse
+	(*ForkSandboxResponse)(nil),           // 79: sandpod.v1.ForkSandboxResponse
+	(*RestoreSandboxResponse)(nil),        // 80: sandpod.v1.RestoreSandboxResponse
 }
 var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
 	29, // 0: sandpod.v1.CreateSandboxRequest.labels:type_name -> sandpod.v1.CreateSandboxRequest.LabelsEntry
@@ -1976,37 +2015,49 @@ var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
 	51, // 52: sandpod.v1.SandboxService.CreateCodeContext:input_type -> sandpod.v1.CreateCodeContextRequest
 	52, // 53: sandpod.v1.SandboxService.ListCodeContexts:input_type -> sandpod.v1.ListCodeContextsRequest
 	53, // 54: sandpod.v1.SandboxService.DeleteCodeContext:input_type -> sandpod.v1.DeleteCodeContextRequest
-	2,  // 55: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
-	4,  // 56: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
-	6,  // 57: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
-	8,  // 58: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
-	10, // 59: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
-	12, // 60: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
-	14, // 61: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
-	16, // 62: sandpod.v1.SandboxService.PauseSandbox:output_type -> sandpod.v1.PauseSandboxResponse
-	18, // 63: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
-	20, // 64: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
-	22, // 65: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
-	24, // 66: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
-	26, // 67: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
-	28, // 68: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
-	54, // 69: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
-	55, // 70: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
-	56, // 71: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
-	57, // 72: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
-	58, // 73: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
-	59, // 74: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
-	60, // 75: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
-	61, // 76: sandpod.v1.SandboxService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
-	62, // 77: sandpod.v1.SandboxService.ExposePort:output_type -> sandpod.v1.ExposePortResponse
-	63, // 78: sandpod.v1.SandboxService.UnexposePort:output_type -> sandpod.v1.UnexposePortResponse
-	64, // 79: sandpod.v1.SandboxService.ListExposedPorts:output_type -> sandpod.v1.ListExposedPortsResponse
-	65, // 80: sandpod.v1.SandboxService.RunCode:output_type -> sandpod.v1.RunCodeResponse
-	66, // 81: sandpod.v1.SandboxService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
-	67, // 82: sandpod.v1.SandboxService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
-	68, // 83: sandpod.v1.SandboxService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
-	55, // [55:84] is the sub-list for method output_type
-	26, // [26:55] is the sub-list for method input_type
+	54, // 55: sandpod.v1.SandboxService.SnapshotSandbox:input_type -> sandpod.v1.SnapshotSandboxRequest
+	55, // 56: sandpod.v1.SandboxService.GetSnapshot:input_type -> sandpod.v1.GetSnapshotRequest
+	56, // 57: sandpod.v1.SandboxService.ListSnapshots:input_type -> sandpod.v1.ListSnapshotsRequest
+	57, // 58: sandpod.v1.SandboxService.DeleteSnapshot:input_type -> sandpod.v1.DeleteSnapshotRequest
+	58, // 59: sandpod.v1.SandboxService.ForkSandbox:input_type -> sandpod.v1.ForkSandboxRequest
+	59, // 60: sandpod.v1.SandboxService.RestoreSandbox:input_type -> sandpod.v1.RestoreSandboxRequest
+	2,  // 61: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
+	4,  // 62: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
+	6,  // 63: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
+	8,  // 64: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
+	10, // 65: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
+	12, // 66: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
+	14, // 67: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
+	16, // 68: sandpod.v1.SandboxService.PauseSandbox:output_type -> sandpod.v1.PauseSandboxResponse
+	18, // 69: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
+	20, // 70: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
+	22, // 71: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
+	24, // 72: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
+	26, // 73: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
+	28, // 74: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
+	60, // 75: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
+	61, // 76: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
+	62, // 77: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
+	63, // 78: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
+	64, // 79: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
+	65, // 80: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
+	66, // 81: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
+	67, // 82: sandpod.v1.SandboxService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
+	68, // 83: sandpod.v1.SandboxService.ExposePort:output_type -> sandpod.v1.ExposePortResponse
+	69, // 84: sandpod.v1.SandboxService.UnexposePort:output_type -> sandpod.v1.UnexposePortResponse
+	70, // 85: sandpod.v1.SandboxService.ListExposedPorts:output_type -> sandpod.v1.ListExposedPortsResponse
+	71, // 86: sandpod.v1.SandboxService.RunCode:output_type -> sandpod.v1.RunCodeResponse
+	72, // 87: sandpod.v1.SandboxService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
+	73, // 88: sandpod.v1.SandboxService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
+	74, // 89: sandpod.v1.SandboxService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
+	75, // 90: sandpod.v1.SandboxService.SnapshotSandbox:output_type -> sandpod.v1.SnapshotSandboxResponse
+	76, // 91: sandpod.v1.SandboxService.GetSnapshot:output_type -> sandpod.v1.GetSnapshotResponse
+	77, // 92: sandpod.v1.SandboxService.ListSnapshots:output_type -> sandpod.v1.ListSnapshotsResponse
+	78, // 93: sandpod.v1.SandboxService.DeleteSnapshot:output_type -> sandpod.v1.DeleteSnapshotResponse
+	79, // 94: sandpod.v1.SandboxService.ForkSandbox:output_type -> sandpod.v1.ForkSandboxResponse
+	80, // 95: sandpod.v1.SandboxService.RestoreSandbox:output_type -> sandpod.v1.RestoreSandboxResponse
+	61, // [61:96] is the sub-list for method output_type
+	26, // [26:61] is the sub-list for method input_type
 	26, // [26:26] is the sub-list for extension type_name
 	26, // [26:26] is the sub-list for extension extendee
 	0,  // [0:26] is the sub-list for field type_name
@@ -2022,6 +2073,7 @@ func file_sandpod_v1_sandbox_service_proto_init() {
 	file_sandpod_v1_files_proto_init()
 	file_sandpod_v1_preview_proto_init()
 	file_sandpod_v1_sandbox_proto_init()
+	file_sandpod_v1_snapshot_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -15,6 +15,7 @@ PAIRS = [
     (sandpod.Terminal, sandpod.AsyncTerminal),
     (sandpod.FileWatch, sandpod.AsyncFileWatch),
     (sandpod.CodeContext, sandpod.AsyncCodeContext),
+    (sandpod.Snapshot, sandpod.AsyncSnapshot),
 ]
 # Dunder methods that differ by design (with vs async with, for vs async for).
 SYNC_ONLY = {"__enter__", "__exit__", "__iter__", "__next__"}

@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18sandpod/v1/sandbox.proto\x12\nsandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\x01\n\tCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x38\n\x14last_transition_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xe8\x04\n\x07Sandbox\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0b\n\x03uid\x18\x03 \x01(\t\x12\x10\n\x08template\x18\x04 \x01(\t\x12\x0c\n\x04pool\x18\x05 \x01(\t\x12/\n\x06labels\x18\x06 \x03(\x0b\x32\x1f.sandpod.v1.Sandbox.LabelsEntry\x12 \n\x05phase\x18\x07 \x01(\x0e\x32\x11.sandpod.v1.Phase\x12\x0f\n\x07message\x18\x08 \x01(\t\x12)\n\nconditions\x18\t \x03(\x0b\x32\x15.sandpod.v1.Condition\x12/\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rshutdown_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x0c \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x36\n\x12last_activity_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0cidle_timeout\x18\x0e \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x0f\n\x07\x63laimed\x18\x0f \x01(\x08\x12\x10\n\x08\x65nv_keys\x18\x10 \x03(\t\x12\x14\n\x0cservice_fqdn\x18\x11 \x01(\t\x12\x16\n\x0e\x61gent_restarts\x18\x12 \x01(\x05\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x92\x03\n\x08Template\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05image\x18\x03 \x01(\t\x12\x1a\n\x12runtime_class_name\x18\x04 \x01(\t\x12/\n\x0cidle_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12.\n\x0b\x64\x65\x66\x61ult_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x0fshutdown_policy\x18\x07 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x13\n\x0b\x61uto_resume\x18\x08 \x01(\x08\x12\x18\n\x10network_isolated\x18\t \x01(\x08\x12\x1a\n\x12memory_limit_bytes\x18\n \x01(\x03\x12\x18\n\x10\x63pu_limit_millis\x18\x0b \x01(\x03\x12\x12\n\npids_limit\x18\x0c \x01(\x03\x12+\n\x0bidle_action\x18\r \x01(\x0e\x32\x16.sandpod.v1.IdleAction\"\x81\x01\n\x08WarmPool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x10\n\x08template\x18\x03 \x01(\t\x12\x10\n\x08replicas\x18\x04 \x01(\x05\x12\x16\n\x0eready_replicas\x18\x05 \x01(\x05\x12\x18\n\x10pending_replicas\x18\x06 \x01(\x05*\xa7\x01\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n\rPHASE_PENDING\x10\x01\x12\x11\n\rPHASE_RUNNING\x10\x02\x12\x13\n\x0fPHASE_SUSPENDED\x10\x03\x12\x11\n\rPHASE_EXPIRED\x10\x04\x12\x10\n\x0cPHASE_FAILED\x10\x05\x12\x15\n\x11PHASE_TERMINATING\x10\x06\x12\x10\n\x0cPHASE_PAUSED\x10\x07*Y\n\nIdleAction\x12\x1b\n\x17IDLE_ACTION_UNSPECIFIED\x10\x00\x12\x17\n\x13IDLE_ACTION_SUSPEND\x10\x01\x12\x15\n\x11IDLE_ACTION_PAUSE\x10\x02*i\n\x0eShutdownPolicy\x12\x1f\n\x1bSHUTDOWN_POLICY_UNSPECIFIED\x10\x00\x12\x1a\n\x16SHUTDOWN_POLICY_DELETE\x10\x01\x12\x1a\n\x16SHUTDOWN_POLICY_RETAIN\x10\x02\x42\x37Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18sandpod/v1/sandbox.proto\x12\nsandpod.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\x01\n\tCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x38\n\x14last_transition_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xfa\x04\n\x07Sandbox\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0b\n\x03uid\x18\x03 \x01(\t\x12\x10\n\x08template\x18\x04 \x01(\t\x12\x0c\n\x04pool\x18\x05 \x01(\t\x12/\n\x06labels\x18\x06 \x03(\x0b\x32\x1f.sandpod.v1.Sandbox.LabelsEntry\x12 \n\x05phase\x18\x07 \x01(\x0e\x32\x11.sandpod.v1.Phase\x12\x0f\n\x07message\x18\x08 \x01(\t\x12)\n\nconditions\x18\t \x03(\x0b\x32\x15.sandpod.v1.Condition\x12/\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rshutdown_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fshutdown_policy\x18\x0c \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x36\n\x12last_activity_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0cidle_timeout\x18\x0e \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x0f\n\x07\x63laimed\x18\x0f \x01(\x08\x12\x10\n\x08\x65nv_keys\x18\x10 \x03(\t\x12\x14\n\x0cservice_fqdn\x18\x11 \x01(\t\x12\x16\n\x0e\x61gent_restarts\x18\x12 \x01(\x05\x12\x10\n\x08snapshot\x18\x1e \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x92\x03\n\x08Template\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05image\x18\x03 \x01(\t\x12\x1a\n\x12runtime_class_name\x18\x04 \x01(\t\x12/\n\x0cidle_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12.\n\x0b\x64\x65\x66\x61ult_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x0fshutdown_policy\x18\x07 \x01(\x0e\x32\x1a.sandpod.v1.ShutdownPolicy\x12\x13\n\x0b\x61uto_resume\x18\x08 \x01(\x08\x12\x18\n\x10network_isolated\x18\t \x01(\x08\x12\x1a\n\x12memory_limit_bytes\x18\n \x01(\x03\x12\x18\n\x10\x63pu_limit_millis\x18\x0b \x01(\x03\x12\x12\n\npids_limit\x18\x0c \x01(\x03\x12+\n\x0bidle_action\x18\r \x01(\x0e\x32\x16.sandpod.v1.IdleAction\"\x81\x01\n\x08WarmPool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x10\n\x08template\x18\x03 \x01(\t\x12\x10\n\x08replicas\x18\x04 \x01(\x05\x12\x16\n\x0eready_replicas\x18\x05 \x01(\x05\x12\x18\n\x10pending_replicas\x18\x06 \x01(\x05*\xa7\x01\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x11\n\rPHASE_PENDING\x10\x01\x12\x11\n\rPHASE_RUNNING\x10\x02\x12\x13\n\x0fPHASE_SUSPENDED\x10\x03\x12\x11\n\rPHASE_EXPIRED\x10\x04\x12\x10\n\x0cPHASE_FAILED\x10\x05\x12\x15\n\x11PHASE_TERMINATING\x10\x06\x12\x10\n\x0cPHASE_PAUSED\x10\x07*Y\n\nIdleAction\x12\x1b\n\x17IDLE_ACTION_UNSPECIFIED\x10\x00\x12\x17\n\x13IDLE_ACTION_SUSPEND\x10\x01\x12\x15\n\x11IDLE_ACTION_PAUSE\x10\x02*i\n\x0eShutdownPolicy\x12\x1f\n\x1bSHUTDOWN_POLICY_UNSPECIFIED\x10\x00\x12\x1a\n\x16SHUTDOWN_POLICY_DELETE\x10\x01\x12\x1a\n\x16SHUTDOWN_POLICY_RETAIN\x10\x02\x42\x37Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,20 +36,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1'
   _globals['_SANDBOX_LABELSENTRY']._loaded_options = None
   _globals['_SANDBOX_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_PHASE']._serialized_start=1397
-  _globals['_PHASE']._serialized_end=1564
-  _globals['_IDLEACTION']._serialized_start=1566
-  _globals['_IDLEACTION']._serialized_end=1655
-  _globals['_SHUTDOWNPOLICY']._serialized_start=1657
-  _globals['_SHUTDOWNPOLICY']._serialized_end=1762
+  _globals['_PHASE']._serialized_start=1415
+  _globals['_PHASE']._serialized_end=1582
+  _globals['_IDLEACTION']._serialized_start=1584
+  _globals['_IDLEACTION']._serialized_end=1673
+  _globals['_SHUTDOWNPOLICY']._serialized_start=1675
+  _globals['_SHUTDOWNPOLICY']._serialized_end=1780
   _globals['_CONDITION']._serialized_start=106
   _globals['_CONDITION']._serialized_end=238
   _globals['_SANDBOX']._serialized_start=241
-  _globals['_SANDBOX']._serialized_end=857
-  _globals['_SANDBOX_LABELSENTRY']._serialized_start=812
-  _globals['_SANDBOX_LABELSENTRY']._serialized_end=857
-  _globals['_TEMPLATE']._serialized_start=860
-  _globals['_TEMPLATE']._serialized_end=1262
-  _globals['_WARMPOOL']._serialized_start=1265
-  _globals['_WARMPOOL']._serialized_end=1394
+  _globals['_SANDBOX']._serialized_end=875
+  _globals['_SANDBOX_LABELSENTRY']._serialized_start=830
+  _globals['_SANDBOX_LABELSENTRY']._serialized_end=875
+  _globals['_TEMPLATE']._serialized_start=878
+  _globals['_TEMPLATE']._serialized_end=1280
+  _globals['_WARMPOOL']._serialized_start=1283
+  _globals['_WARMPOOL']._serialized_end=1412
 # @@protoc_insertion_point(module_scope)

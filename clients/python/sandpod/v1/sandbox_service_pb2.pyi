@@ -8,6 +8,7 @@ from sandpod.v1 import exec_pb2 as _exec_pb2
 from sandpod.v1 import files_pb2 as _files_pb2
 from sandpod.v1 import preview_pb2 as _preview_pb2
 from sandpod.v1 import sandbox_pb2 as _sandbox_pb2
+from sandpod.v1 import snapshot_pb2 as _snapshot_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -18,7 +19,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateSandboxRequest(_message.Message):
-    __slots__ = ("template", "namespace", "name", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "no_wait")
+    __slots__ = ("template", "namespace", "name", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "no_wait", "snapshot")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +44,7 @@ class CreateSandboxRequest(_message.Message):
     SHUTDOWN_POLICY_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     NO_WAIT_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     template: str
     namespace: str
     name: str
@@ -53,7 +55,8 @@ class CreateSandboxRequest(_message.Message):
     shutdown_policy: _sandbox_pb2.ShutdownPolicy
     request_id: str
     no_wait: bool
-    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., no_wait: _Optional[bool] = ...) -> None: ...
+    snapshot: str
+    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., no_wait: _Optional[bool] = ..., snapshot: _Optional[str] = ...) -> None: ...
 
 class CreateSandboxResponse(_message.Message):
     __slots__ = ("sandbox",)
@@ -62,7 +65,7 @@ class CreateSandboxResponse(_message.Message):
     def __init__(self, sandbox: _Optional[_Union[_sandbox_pb2.Sandbox, _Mapping]] = ...) -> None: ...
 
 class ClaimSandboxRequest(_message.Message):
-    __slots__ = ("template", "namespace", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id")
+    __slots__ = ("template", "namespace", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "snapshot")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +88,7 @@ class ClaimSandboxRequest(_message.Message):
     SHUTDOWN_TIME_FIELD_NUMBER: _ClassVar[int]
     SHUTDOWN_POLICY_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     template: str
     namespace: str
     labels: _containers.ScalarMap[str, str]
@@ -93,7 +97,8 @@ class ClaimSandboxRequest(_message.Message):
     shutdown_time: _timestamp_pb2.Timestamp
     shutdown_policy: _sandbox_pb2.ShutdownPolicy
     request_id: str
-    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    snapshot: str
+    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., snapshot: _Optional[str] = ...) -> None: ...
 
 class ClaimSandboxResponse(_message.Message):
     __slots__ = ("sandbox", "warm")

@@ -8,6 +8,7 @@ from sandpod.v1 import exec_pb2 as sandpod_dot_v1_dot_exec__pb2
 from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
 from sandpod.v1 import preview_pb2 as sandpod_dot_v1_dot_preview__pb2
 from sandpod.v1 import sandbox_service_pb2 as sandpod_dot_v1_dot_sandbox__service__pb2
+from sandpod.v1 import snapshot_pb2 as sandpod_dot_v1_dot_snapshot__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -194,6 +195,36 @@ class SandboxServiceStub:
                 '/sandpod.v1.SandboxService/DeleteCodeContext',
                 request_serializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.SerializeToString,
                 response_deserializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.FromString,
+                _registered_method=True)
+        self.SnapshotSandbox = channel.unary_unary(
+                '/sandpod.v1.SandboxService/SnapshotSandbox',
+                request_serializer=sandpod_dot_v1_dot_snapshot__pb2.SnapshotSandboxRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_snapshot__pb2.SnapshotSandboxResponse.FromString,
+                _registered_method=True)
+        self.GetSnapshot = channel.unary_unary(
+                '/sandpod.v1.SandboxService/GetSnapshot',
+                request_serializer=sandpod_dot_v1_dot_snapshot__pb2.GetSnapshotRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_snapshot__pb2.GetSnapshotResponse.FromString,
+                _registered_method=True)
+        self.ListSnapshots = channel.unary_unary(
+                '/sandpod.v1.SandboxService/ListSnapshots',
+                request_serializer=sandpod_dot_v1_dot_snapshot__pb2.ListSnapshotsRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_snapshot__pb2.ListSnapshotsResponse.FromString,
+                _registered_method=True)
+        self.DeleteSnapshot = channel.unary_unary(
+                '/sandpod.v1.SandboxService/DeleteSnapshot',
+                request_serializer=sandpod_dot_v1_dot_snapshot__pb2.DeleteSnapshotRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_snapshot__pb2.DeleteSnapshotResponse.FromString,
+                _registered_method=True)
+        self.ForkSandbox = channel.unary_unary(
+                '/sandpod.v1.SandboxService/ForkSandbox',
+                request_serializer=sandpod_dot_v1_dot_snapshot__pb2.ForkSandboxRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_snapshot__pb2.ForkSandboxResponse.FromString,
+                _registered_method=True)
+        self.RestoreSandbox = channel.unary_unary(
+                '/sandpod.v1.SandboxService/RestoreSandbox',
+                request_serializer=sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxResponse.FromString,
                 _registered_method=True)
 
 
@@ -428,6 +459,49 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SnapshotSandbox(self, request, context):
+        """Snapshots (snapshot.proto). SnapshotSandbox saves a sandbox's files;
+        DeleteSnapshot answers FAILED_PRECONDITION (SNAPSHOT_IN_USE) while a
+        sandbox or warm pool uses the snapshot; RESOURCE_EXHAUSTED above the
+        backend's snapshot quota.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSnapshot(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSnapshots(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSnapshot(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForkSandbox(self, request, context):
+        """Makes count new sandboxes from a snapshot or a sandbox. A repeated
+        request_id returns the first call's sandboxes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestoreSandbox(self, request, context):
+        """Puts a sandbox's files back to a snapshot, keeping its name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SandboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -575,6 +649,36 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.DeleteCodeContext,
                     request_deserializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.FromString,
                     response_serializer=sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.SerializeToString,
+            ),
+            'SnapshotSandbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.SnapshotSandbox,
+                    request_deserializer=sandpod_dot_v1_dot_snapshot__pb2.SnapshotSandboxRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_snapshot__pb2.SnapshotSandboxResponse.SerializeToString,
+            ),
+            'GetSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSnapshot,
+                    request_deserializer=sandpod_dot_v1_dot_snapshot__pb2.GetSnapshotRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_snapshot__pb2.GetSnapshotResponse.SerializeToString,
+            ),
+            'ListSnapshots': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSnapshots,
+                    request_deserializer=sandpod_dot_v1_dot_snapshot__pb2.ListSnapshotsRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_snapshot__pb2.ListSnapshotsResponse.SerializeToString,
+            ),
+            'DeleteSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSnapshot,
+                    request_deserializer=sandpod_dot_v1_dot_snapshot__pb2.DeleteSnapshotRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_snapshot__pb2.DeleteSnapshotResponse.SerializeToString,
+            ),
+            'ForkSandbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkSandbox,
+                    request_deserializer=sandpod_dot_v1_dot_snapshot__pb2.ForkSandboxRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_snapshot__pb2.ForkSandboxResponse.SerializeToString,
+            ),
+            'RestoreSandbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestoreSandbox,
+                    request_deserializer=sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1372,6 +1476,168 @@ class SandboxService:
             '/sandpod.v1.SandboxService/DeleteCodeContext',
             sandpod_dot_v1_dot_code__pb2.DeleteCodeContextRequest.SerializeToString,
             sandpod_dot_v1_dot_code__pb2.DeleteCodeContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SnapshotSandbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/SnapshotSandbox',
+            sandpod_dot_v1_dot_snapshot__pb2.SnapshotSandboxRequest.SerializeToString,
+            sandpod_dot_v1_dot_snapshot__pb2.SnapshotSandboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/GetSnapshot',
+            sandpod_dot_v1_dot_snapshot__pb2.GetSnapshotRequest.SerializeToString,
+            sandpod_dot_v1_dot_snapshot__pb2.GetSnapshotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSnapshots(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/ListSnapshots',
+            sandpod_dot_v1_dot_snapshot__pb2.ListSnapshotsRequest.SerializeToString,
+            sandpod_dot_v1_dot_snapshot__pb2.ListSnapshotsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/DeleteSnapshot',
+            sandpod_dot_v1_dot_snapshot__pb2.DeleteSnapshotRequest.SerializeToString,
+            sandpod_dot_v1_dot_snapshot__pb2.DeleteSnapshotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForkSandbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/ForkSandbox',
+            sandpod_dot_v1_dot_snapshot__pb2.ForkSandboxRequest.SerializeToString,
+            sandpod_dot_v1_dot_snapshot__pb2.ForkSandboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreSandbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/RestoreSandbox',
+            sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxRequest.SerializeToString,
+            sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxResponse.FromString,
             options,
             channel_credentials,
             insecure,

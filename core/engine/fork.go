@@ -1,0 +1,458 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sandpod/sandpod/core/api/errinfo"
+	"github.com/sandpod/sandpod/core/api/protoconv"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
+)
+
+func unavailable(what string, err error) error {
+	return status.Errorf(codes.Unavailable, "%s: %v", what, err)
+}
+
+// SnapshotSandbox copies a sandbox's workspace into a new snapshot. The
+// sandbox keeps running: a file it writes during the copy may be caught
+// half-written (suspend it first for a quiet copy).
+func (e *Engine) SnapshotSandbox(_ context.Context, req *sandpodv1.SnapshotSandboxRequest) (*sandpodv1.Snapshot, error) {
+	if req.GetIncludeMemory() {
+		return nil, status.Error(codes.Unimplemented, "the local engine snapshots files only (the workspace), not the memory of processes: leave include_memory unset")
+	}
+	ns := nsOr(req.GetNamespace())
+	s, err := e.takeSnapshot(ns, req.GetSandbox(), req.GetName(), req.GetLabels(), req.GetRequestId(), "snapshot")
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.snapProtoLocked(s), nil
+}
+
+// takeSnapshot makes a snapshot of a sandbox (or returns the one an
+// earlier request with the same id made).
+func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, requestID, op string) (*snapRecord, error) {
+	e.snapMu.Lock()
+	defer e.snapMu.Unlock()
+	reqKey := ns + "/" + requestID
+	e.mu.Lock()
+	if requestID != "" {
+		if ent, ok := e.requests[reqKey]; ok {
+			defer e.mu.Unlock()
+			if ent.Op != op {
+				return nil, status.Errorf(codes.InvalidArgument, "request_id %q was already used by a %s request", requestID, ent.Op)
+			}
+			if s := e.snaps[ns+"/"+ent.Sandbox]; s != nil && s.UID == ent.UID {
+				return s, nil
+			}
+			return nil, status.Errorf(codes.NotFound, "request_id %q made snapshot %q, which has since been deleted", requestID, ent.Sandbox)
+		}
+	}
+	sb := e.sandboxes[ns+"/"+source]
+	if sb == nil || sb.rec.Deleting {
+		e.mu.Unlock()
+		return nil, errinfo.SandboxNotFound(ns, source)
+	}
+	if sb.rec.Pool != "" && !sb.rec.Claimed {
+		e.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q is an unclaimed warm pool member: claim it first", source)
+	}
+	count := 0
+	for _, s := range e.snaps {
+		if s.Namespace == ns {
+			count++
+		}
+	}
+	if count >= e.limits.MaxPerNamespace {
+		e.mu.Unlock()
+		return nil, errinfo.SnapshotQuota(ns, fmt.Sprintf("namespace %q holds %d snapshots, the local engine's limit (LocalEngineConfig snapshots.maxPerNamespace): delete some first", ns, count))
+	}
+	if name == "" {
+		name = e.generateSnapName(ns, source)
+	} else if _, taken := e.snaps[ns+"/"+name]; taken {
+		e.mu.Unlock()
+		return nil, status.Errorf(codes.AlreadyExists, "snapshot %q already exists in namespace %q", name, ns)
+	}
+	rec := sb.rec
+	e.mu.Unlock()
+
+	// The workspace of a sandbox layered on a snapshot is its overlay,
+	// mounted again here if a reboot took it away.
+	if err := e.mountIfLayered(&rec); err != nil {
+		return nil, status.Errorf(codes.Internal, "workspace of %q: %v", source, err)
+	}
+	uid, _ := rec.Spec.runAs()
+	s := &snapRecord{Namespace: ns, Name: name, UID: newUID(), Labels: copyMap(lbls), Source: source, Template: rec.Spec.Template, RunAsUID: uid, Created: time.Now()}
+	parent := filepath.Join(e.cfg.StateDir, "snapshots", ns)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return nil, status.Errorf(codes.Internal, "snapshot directory: %v", err)
+	}
+	tmp := filepath.Join(parent, ".tmp-"+s.UID)
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, status.Errorf(codes.Internal, "snapshot directory: %v", err)
+	}
+	start := time.Now()
+	st, err := e.copyWorkspace(&rec, filepath.Join(tmp, "files"))
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		if errors.Is(err, errCopyLimit) {
+			return nil, errinfo.SnapshotQuota(ns, fmt.Sprintf("the workspace of %q is over a snapshot limit (%v; LocalEngineConfig snapshots.maxBytes is %d)", source, err, e.limits.MaxBytes))
+		}
+		return nil, status.Errorf(codes.Internal, "copy the workspace of %q: %v", source, err)
+	}
+	s.Bytes, s.Entries, s.Skipped, s.Took = st.Bytes, st.Entries, st.Skipped, time.Since(start).Round(time.Millisecond).String()
+	s.TakenBy = "copy"
+	if st.Reflinked {
+		s.TakenBy = "reflink"
+	}
+	if err := os.Rename(tmp, snapDir(e.cfg.StateDir, ns, name)); err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, status.Errorf(codes.Internal, "snapshot directory: %v", err)
+	}
+	var ent *requestEntry
+	if requestID != "" {
+		ent = &requestEntry{Op: op, Sandbox: name, UID: s.UID}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.store.putSnap(s, reqKey, ent); err != nil {
+		_ = os.RemoveAll(snapDir(e.cfg.StateDir, ns, name))
+		return nil, unavailable("save snapshot", err)
+	}
+	e.snaps[s.key()] = s
+	if ent != nil {
+		e.requests[reqKey] = *ent
+	}
+	e.log.Info("snapshot taken", "snapshot", s.key(), "sandbox", source, "bytes", s.Bytes, "entries", s.Entries, "by", s.TakenBy, "took", s.Took)
+	e.poke() // a pool may be waiting for it
+	return s, nil
+}
+
+// copyWorkspace copies a sandbox's workspace to dst, owned by the snapshot
+// range; a sandbox that never started has an empty one.
+func (e *Engine) copyWorkspace(rec *record, dst string) (*copyStats, error) {
+	wd := e.workDir(rec)
+	if _, err := os.Lstat(wd); errors.Is(err, os.ErrNotExist) || rec.IDBase == 0 {
+		uid, gid := rec.Spec.runAs()
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			return nil, err
+		}
+		return &copyStats{}, os.Chown(dst, int(snapshotIDBase+uid), int(snapshotIDBase+gid))
+	}
+	return copyTree(wd, dst, rec.IDBase, snapshotIDBase, e.limits.MaxBytes)
+}
+
+func (e *Engine) generateSnapName(ns, source string) string {
+	for {
+		b := []byte(newUID()[:6])
+		for i := range b {
+			b[i] = nameAlphabet[int(b[i])%len(nameAlphabet)]
+		}
+		prefix := source
+		if len(prefix) > 50 {
+			prefix = prefix[:50]
+		}
+		name := prefix + "-snap-" + string(b)
+		if _, taken := e.snaps[ns+"/"+name]; !taken {
+			return name
+		}
+	}
+}
+
+// ForkSandbox makes count sandboxes from a snapshot, or from a sandbox
+// through an implicit snapshot of it. Sandbox i of a request id is recorded
+// under "<id>#<i>", so a retry finds every one it made and makes none more.
+func (e *Engine) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxRequest) ([]*sandpodv1.Sandbox, *sandpodv1.Snapshot, error) {
+	ns := nsOr(req.GetNamespace())
+	rid := req.GetRequestId()
+	snapName := req.GetSnapshot()
+	if req.GetSandbox() != "" {
+		srid := ""
+		if rid != "" {
+			srid = rid + "#snapshot"
+		}
+		s, err := e.takeSnapshot(ns, req.GetSandbox(), "", map[string]string{"sandpod.dev/fork-of": req.GetSandbox()}, srid, "fork-snapshot")
+		if err != nil {
+			return nil, nil, err
+		}
+		snapName = s.Name
+	}
+	p := newParams{
+		namespace: ns, template: req.GetTemplate(), labels: req.GetLabels(), env: req.GetEnv(),
+		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), op: "fork", snapshot: snapName,
+	}
+	// Ready members of a warm pool made from the snapshot first (as a
+	// claim takes them), then new sandboxes for the rest. Sandbox i keeps
+	// its request id either way, so a retry finds each one again.
+	n := int(req.GetCount())
+	sbs := make([]*sandbox, n)
+	var cold []int
+	for i := range n {
+		q := p
+		if rid != "" {
+			q.requestID = rid + "#" + strconv.Itoa(i)
+		}
+		sb, _, ok, err := e.adoptWarm(q)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			sbs[i] = sb
+		} else {
+			cold = append(cold, i)
+		}
+	}
+	made, fresh, err := e.newForks(p, cold, rid)
+	if err != nil {
+		return nil, nil, err
+	}
+	for j, i := range cold {
+		sbs[i] = made[j]
+	}
+	for _, sb := range fresh {
+		e.startAsync(sb)
+	}
+	out := make([]*sandpodv1.Sandbox, len(sbs))
+	for i, sb := range sbs {
+		if req.GetNoWait() {
+			out[i] = e.snapshot(sb)
+			continue
+		}
+		if out[i], err = e.waitReady(ctx, sb); err != nil {
+			return nil, nil, err
+		}
+	}
+	snap, err := e.GetSnapshot(ctx, ns, snapName)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, snap, nil
+}
+
+// newForks records the sandboxes of the given indexes of a fork, made from
+// p.snapshot, in one store write, reusing those an earlier request with the
+// same id made. fresh are the new ones, to start.
+func (e *Engine) newForks(p newParams, idx []int, rid string) (all, fresh []*sandbox, err error) {
+	if len(idx) == 0 {
+		return nil, nil, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, err := e.snapForLocked(&p)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, ok := e.templates[p.namespace+"/"+p.template]
+	if !ok {
+		return nil, nil, e.noTemplate(p.namespace, p.template)
+	}
+	var recs []*record
+	reqs := map[string]requestEntry{}
+	slots := make([]*sandbox, len(idx))
+	for j, i := range idx {
+		if rid != "" {
+			q := p
+			q.requestID = rid + "#" + strconv.Itoa(i)
+			if prev, found, err := e.byRequest(q); found {
+				if err != nil {
+					return nil, nil, err
+				}
+				slots[j] = prev
+				continue
+			}
+		}
+		rec := e.newRecordLocked(p, spec, e.generateName(p.namespace, p.template))
+		rec.SnapshotUID = s.UID
+		if rid != "" {
+			rec.RequestID = rid + "#" + strconv.Itoa(i)
+			reqs[p.namespace+"/"+rec.RequestID] = requestEntry{Op: p.op, Sandbox: rec.Name, UID: rec.UID}
+		}
+		recs = append(recs, &rec)
+		sb := &sandbox{rec: rec}
+		slots[j] = sb
+		e.sandboxes[rec.key()] = sb // reserves the name for the next generateName
+		fresh = append(fresh, sb)
+	}
+	if err := e.store.putMany(recs, reqs); err != nil {
+		for _, sb := range fresh {
+			delete(e.sandboxes, sb.rec.key())
+		}
+		return nil, nil, unavailable("save sandboxes", err)
+	}
+	for k, v := range reqs {
+		e.requests[k] = v
+	}
+	for _, sb := range fresh {
+		go e.hub.publish(event{typ: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_ADDED, sb: sb.toProto()})
+	}
+	return slots, fresh, nil
+}
+
+// snapForLocked finds p's snapshot and fills in its template when p names
+// none. Callers hold e.mu.
+func (e *Engine) snapForLocked(p *newParams) (*snapRecord, error) {
+	s := e.snaps[p.namespace+"/"+p.snapshot]
+	if s == nil {
+		return nil, errinfo.SnapshotNotFound(p.namespace, p.snapshot)
+	}
+	if s.Message != "" {
+		return nil, status.Errorf(codes.FailedPrecondition, "snapshot %q cannot be used: %s", s.Name, s.Message)
+	}
+	if p.template == "" {
+		p.template = s.Template
+	}
+	return s, nil
+}
+
+// RestoreSandbox puts a sandbox's workspace back to a snapshot. Its
+// processes are stopped and, unless it is suspended, it starts again on
+// the snapshot's files; name, identity, labels, env and shutdown time stay.
+func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandboxRequest) (*sandpodv1.Sandbox, error) {
+	ns := nsOr(req.GetNamespace())
+	sb, err := e.lookupFor(ns, req.GetName(), lifecycle.CallSuspend) // what may stop it may restore it
+	if err != nil {
+		return nil, err
+	}
+	e.snapMu.Lock()
+	e.mu.Lock()
+	s := e.snaps[ns+"/"+req.GetSnapshot()]
+	switch {
+	case s == nil:
+		e.mu.Unlock()
+		e.snapMu.Unlock()
+		return nil, errinfo.SnapshotNotFound(ns, req.GetSnapshot())
+	case s.Message != "":
+		e.mu.Unlock()
+		e.snapMu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "snapshot %q cannot be used: %s", s.Name, s.Message)
+	case sb.busy:
+		e.mu.Unlock()
+		e.snapMu.Unlock()
+		return nil, status.Errorf(codes.Unavailable, "sandbox %q is starting or stopping; retry in a moment", req.GetName())
+	case sb.rec.Expired:
+		e.mu.Unlock()
+		e.snapMu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; extend it first", req.GetName())
+	}
+	sb.busy = true // no start while its files change
+	next := sb.rec
+	next.Snapshot, next.SnapshotUID, next.Seeded, next.Layered = s.Name, s.UID, false, false
+	err = e.store.put(&next, "", nil)
+	if err == nil {
+		sb.rec = next
+	}
+	e.mu.Unlock()
+	var stopped, seeded time.Duration
+	if err == nil {
+		t0 := time.Now()
+		e.stop(sb)
+		stopped = time.Since(t0)
+		err = e.seedWorkspace(sb)
+		seeded = time.Since(t0) - stopped
+	}
+	e.snapMu.Unlock()
+	e.mu.Lock()
+	sb.busy = false
+	run := sb.rec.Mode == v1alpha1.OperatingModeRunning && !sb.rec.Deleting
+	e.mu.Unlock()
+	if err != nil {
+		e.poke()
+		return nil, status.Errorf(codes.Internal, "restore %q to %q: %v", req.GetName(), req.GetSnapshot(), err)
+	}
+	e.log.Info("sandbox restored", "sandbox", sb.rec.key(), "snapshot", s.Name, "stop", stopped.Round(time.Microsecond), "files", seeded.Round(time.Microsecond))
+	if !run {
+		e.publish(sb)
+		return e.snapshot(sb), nil
+	}
+	e.startAsync(sb)
+	if req.GetNoWait() {
+		return e.snapshot(sb), nil
+	}
+	return e.waitReady(ctx, sb)
+}
+
+// upperDirs are the sandbox's own layer and overlayfs's work directory.
+func (e *Engine) upperDirs(rec *record) (upper, work string) {
+	dir := sandboxDir(e.cfg.StateDir, rec)
+	return filepath.Join(dir, "upper"), filepath.Join(dir, "ovl")
+}
+
+// seedWorkspace makes a sandbox's workspace from its snapshot, once (a
+// seed that did not finish starts over): an overlay over the snapshot's
+// files, or a copy; either way owned by the sandbox's own id range. Nothing
+// of the sandbox may run meanwhile.
+func (e *Engine) seedWorkspace(sb *sandbox) error {
+	e.mu.Lock()
+	rec := sb.rec
+	e.mu.Unlock()
+	if rec.Snapshot == "" || rec.Seeded {
+		return e.mountIfLayered(&rec)
+	}
+	base, err := e.idBase(&rec)
+	if err != nil {
+		return err
+	}
+	if err := privateToSandbox(sandboxDir(e.cfg.StateDir, &rec), base); err != nil {
+		return err
+	}
+	wd := e.workDir(&rec)
+	upper, work := e.upperDirs(&rec)
+	if err := unmount(wd); err != nil {
+		return err
+	}
+	for _, d := range []string{wd, upper, work} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
+	lower := snapFiles(e.cfg.StateDir, rec.Namespace, rec.Snapshot)
+	layered := e.forkMethod == forkOverlay
+	if layered {
+		if _, err := mountLayered(wd, lower, upper, work, base); err != nil {
+			return fmt.Errorf("mount the workspace over snapshot %q: %w", rec.Snapshot, err)
+		}
+	} else if _, err := copyTree(lower, wd, snapshotIDBase, base, 0); err != nil {
+		return fmt.Errorf("copy snapshot %q: %w", rec.Snapshot, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sandboxes[rec.key()] != sb || sb.rec.Deleting || sb.rec.Snapshot != rec.Snapshot {
+		// Deleted (or restored elsewhere) meanwhile: leave no mount behind
+		// for the delete to trip over.
+		_ = unmount(wd)
+		return errGone
+	}
+	next := sb.rec
+	next.Seeded, next.Layered = true, layered
+	if err := e.store.put(&next, "", nil); err != nil {
+		return err
+	}
+	sb.rec = next
+	return nil
+}
+
+// mountIfLayered mounts the overlay of a sandbox layered on a snapshot if
+// it is not mounted (after a reboot).
+func (e *Engine) mountIfLayered(rec *record) error {
+	if !rec.Layered || !rec.Seeded {
+		return nil
+	}
+	wd := e.workDir(rec)
+	if isOverlayMount(wd) {
+		return nil
+	}
+	upper, work := e.upperDirs(rec)
+	_, err := mountLayered(wd, snapFiles(e.cfg.StateDir, rec.Namespace, rec.Snapshot), upper, work, rec.IDBase)
+	return err
+}
