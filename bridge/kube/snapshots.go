@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -15,7 +15,7 @@ import (
 // finalizer that protects one in use), a CSI VolumeSnapshot of the
 // workspace volume, and forks and restores as volumes whose dataSource is
 // that VolumeSnapshot.
-var errNoSnapshots = status.Error(codes.Unimplemented,
+var errNoSnapshots = errinfo.New(codes.Unimplemented, errinfo.ReasonSnapshotsUnsupported, nil,
 	"snapshots are not served by the Kubernetes backend yet: they need the SandboxSnapshot resource and CSI VolumeSnapshots of the workspace volume "+
 		"(a CSI driver with snapshot support and the external-snapshotter's snapshot-controller); the local engine (sandpod serve) serves them")
 

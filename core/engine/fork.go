@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/protoconv"
@@ -20,7 +19,7 @@ import (
 )
 
 func unavailable(what string, err error) error {
-	return status.Errorf(codes.Unavailable, "%s: %v", what, err)
+	return errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "%s: %v", what, err)
 }
 
 // SnapshotSandbox copies a sandbox's workspace into a new snapshot. The
@@ -28,7 +27,7 @@ func unavailable(what string, err error) error {
 // half-written (suspend it first for a quiet copy).
 func (e *Engine) SnapshotSandbox(_ context.Context, req *sandpodv1.SnapshotSandboxRequest) (*sandpodv1.Snapshot, error) {
 	if req.GetIncludeMemory() {
-		return nil, status.Error(codes.Unimplemented, "the local engine snapshots files only (the workspace), not the memory of processes: leave include_memory unset")
+		return nil, errinfo.New(codes.Unimplemented, errinfo.ReasonMemorySnapshotUnsupported, nil, "the local engine snapshots files only (the workspace), not the memory of processes: leave include_memory unset")
 	}
 	ns := nsOr(req.GetNamespace())
 	s, err := e.takeSnapshot(ns, req.GetSandbox(), req.GetName(), req.GetLabels(), req.GetRequestId(), "snapshot")
@@ -51,12 +50,12 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 		if ent, ok := e.requests[reqKey]; ok {
 			defer e.mu.Unlock()
 			if ent.Op != op {
-				return nil, status.Errorf(codes.InvalidArgument, "request_id %q was already used by a %s request", requestID, ent.Op)
+				return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonRequestIDReused, "request_id %q was already used by a %s request", requestID, ent.Op)
 			}
 			if s := e.snaps[ns+"/"+ent.Sandbox]; s != nil && s.UID == ent.UID {
 				return s, nil
 			}
-			return nil, status.Errorf(codes.NotFound, "request_id %q made snapshot %q, which has since been deleted", requestID, ent.Sandbox)
+			return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonSnapshotNotFound, "request_id %q made snapshot %q, which has since been deleted", requestID, ent.Sandbox)
 		}
 	}
 	sb := e.sandboxes[ns+"/"+source]
@@ -66,7 +65,7 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 	}
 	if sb.rec.Pool != "" && !sb.rec.Claimed {
 		e.mu.Unlock()
-		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q is an unclaimed warm pool member: claim it first", source)
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonUnclaimedPoolMember, "sandbox %q is an unclaimed warm pool member: claim it first", source)
 	}
 	count := 0
 	for _, s := range e.snaps {
@@ -82,7 +81,7 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 		name = e.generateSnapName(ns, source)
 	} else if _, taken := e.snaps[ns+"/"+name]; taken {
 		e.mu.Unlock()
-		return nil, status.Errorf(codes.AlreadyExists, "snapshot %q already exists in namespace %q", name, ns)
+		return nil, errinfo.Newf(codes.AlreadyExists, errinfo.ReasonSnapshotExists, "snapshot %q already exists in namespace %q", name, ns)
 	}
 	rec := sb.rec
 	e.mu.Unlock()
@@ -90,17 +89,17 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 	// The workspace of a sandbox layered on a snapshot is its overlay,
 	// mounted again here if a reboot took it away.
 	if err := e.mountIfLayered(&rec); err != nil {
-		return nil, status.Errorf(codes.Internal, "workspace of %q: %v", source, err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "workspace of %q: %v", source, err)
 	}
 	uid, _ := rec.Spec.runAs()
 	s := &snapRecord{Namespace: ns, Name: name, UID: newUID(), Labels: copyMap(lbls), Source: source, Template: rec.Spec.Template, RunAsUID: uid, Created: time.Now()}
 	parent := filepath.Join(e.cfg.StateDir, "snapshots", ns)
 	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return nil, status.Errorf(codes.Internal, "snapshot directory: %v", err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "snapshot directory: %v", err)
 	}
 	tmp := filepath.Join(parent, ".tmp-"+s.UID)
 	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return nil, status.Errorf(codes.Internal, "snapshot directory: %v", err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "snapshot directory: %v", err)
 	}
 	start := time.Now()
 	st, err := e.copyWorkspace(&rec, filepath.Join(tmp, "files"))
@@ -109,7 +108,7 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 		if errors.Is(err, errCopyLimit) {
 			return nil, errinfo.SnapshotQuota(ns, fmt.Sprintf("the workspace of %q is over a snapshot limit (%v; LocalEngineConfig snapshots.maxBytes is %d)", source, err, e.limits.MaxBytes))
 		}
-		return nil, status.Errorf(codes.Internal, "copy the workspace of %q: %v", source, err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "copy the workspace of %q: %v", source, err)
 	}
 	s.Bytes, s.Entries, s.Skipped, s.Took = st.Bytes, st.Entries, st.Skipped, time.Since(start).Round(time.Millisecond).String()
 	s.TakenBy = "copy"
@@ -118,7 +117,7 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 	}
 	if err := os.Rename(tmp, snapDir(e.cfg.StateDir, ns, name)); err != nil {
 		_ = os.RemoveAll(tmp)
-		return nil, status.Errorf(codes.Internal, "snapshot directory: %v", err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "snapshot directory: %v", err)
 	}
 	var ent *requestEntry
 	if requestID != "" {
@@ -307,7 +306,7 @@ func (e *Engine) snapForLocked(p *newParams) (*snapRecord, error) {
 		return nil, errinfo.SnapshotNotFound(p.namespace, p.snapshot)
 	}
 	if s.Message != "" {
-		return nil, status.Errorf(codes.FailedPrecondition, "snapshot %q cannot be used: %s", s.Name, s.Message)
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSnapshotNotReady, "snapshot %q cannot be used: %s", s.Name, s.Message)
 	}
 	if p.template == "" {
 		p.template = s.Template
@@ -335,15 +334,15 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 	case s.Message != "":
 		e.mu.Unlock()
 		e.snapMu.Unlock()
-		return nil, status.Errorf(codes.FailedPrecondition, "snapshot %q cannot be used: %s", s.Name, s.Message)
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSnapshotNotReady, "snapshot %q cannot be used: %s", s.Name, s.Message)
 	case sb.busy:
 		e.mu.Unlock()
 		e.snapMu.Unlock()
-		return nil, status.Errorf(codes.Unavailable, "sandbox %q is starting or stopping; retry in a moment", req.GetName())
+		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotReady, "sandbox %q is starting or stopping; retry in a moment", req.GetName())
 	case sb.rec.Expired:
 		e.mu.Unlock()
 		e.snapMu.Unlock()
-		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q has expired; extend it first", req.GetName())
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired; extend it first", req.GetName())
 	}
 	sb.busy = true // no start while its files change
 	next := sb.rec
@@ -368,7 +367,7 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 	e.mu.Unlock()
 	if err != nil {
 		e.poke()
-		return nil, status.Errorf(codes.Internal, "restore %q to %q: %v", req.GetName(), req.GetSnapshot(), err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "restore %q to %q: %v", req.GetName(), req.GetSnapshot(), err)
 	}
 	e.log.Info("sandbox restored", "sandbox", sb.rec.key(), "snapshot", s.Name, "stop", stopped.Round(time.Microsecond), "files", seeded.Round(time.Microsecond))
 	if !run {

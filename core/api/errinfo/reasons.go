@@ -229,3 +229,30 @@ const (
 	// (ALREADY_EXISTS).
 	ReasonCodeContextExists Why = "CODE_CONTEXT_EXISTS"
 )
+
+// Reasons of snapshots.
+const (
+	// ReasonSnapshotNotFound: the snapshot the call names does not exist
+	// (NOT_FOUND).
+	ReasonSnapshotNotFound Why = "SNAPSHOT_NOT_FOUND"
+	// ReasonSnapshotInUse: the snapshot cannot be deleted while sandboxes
+	// or warm pools use it; metadata "users" lists them (FAILED_PRECONDITION).
+	ReasonSnapshotInUse Why = "SNAPSHOT_IN_USE"
+	// ReasonSnapshotQuota: the namespace holds as many snapshots (or
+	// bytes of them) as the backend allows (RESOURCE_EXHAUSTED).
+	ReasonSnapshotQuota Why = "SNAPSHOT_QUOTA_EXCEEDED"
+	// ReasonSnapshotExists: SnapshotSandbox with a name in use (ALREADY_EXISTS).
+	ReasonSnapshotExists Why = "SNAPSHOT_EXISTS"
+	// ReasonSnapshotNotReady: a snapshot that failed or is still being
+	// taken cannot be forked or restored from (FAILED_PRECONDITION).
+	ReasonSnapshotNotReady Why = "SNAPSHOT_NOT_READY"
+	// ReasonSnapshotCopyFailed: copying a workspace into a snapshot, or a
+	// snapshot back into a workspace, failed on the host (INTERNAL).
+	ReasonSnapshotCopyFailed Why = "SNAPSHOT_COPY_FAILED"
+	// ReasonMemorySnapshotUnsupported: include_memory on an engine that
+	// snapshots files only (UNIMPLEMENTED).
+	ReasonMemorySnapshotUnsupported Why = "MEMORY_SNAPSHOT_UNSUPPORTED"
+	// ReasonSnapshotsUnsupported: a snapshot call on a backend that does
+	// not serve snapshots yet (Kubernetes) (UNIMPLEMENTED).
+	ReasonSnapshotsUnsupported Why = "SNAPSHOTS_UNSUPPORTED"
+)

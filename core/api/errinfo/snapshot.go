@@ -7,17 +7,6 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-const (
-	// ReasonSnapshotNotFound: the snapshot the call names does not exist.
-	ReasonSnapshotNotFound Why = "SNAPSHOT_NOT_FOUND"
-	// ReasonSnapshotInUse: the snapshot cannot be deleted while sandboxes
-	// or warm pools use it; metadata "users" lists them.
-	ReasonSnapshotInUse Why = "SNAPSHOT_IN_USE"
-	// ReasonSnapshotQuota: the namespace holds as many snapshots (or
-	// bytes of them) as the backend allows.
-	ReasonSnapshotQuota Why = "SNAPSHOT_QUOTA_EXCEEDED"
-)
-
 // SnapshotNotFound is the NOT_FOUND of a call whose snapshot does not exist.
 func SnapshotNotFound(ns, name string) error {
 	return New(codes.NotFound, ReasonSnapshotNotFound, map[string]string{"snapshot": name, "namespace": ns},
