@@ -21,6 +21,11 @@ HTTP_LISTEN ?= 127.0.0.1:50052
 FUZZTIME ?= 10s
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sandpod/sandpod/core/agent.Version=$(VERSION)
+# The Go modules: the root (the server) and, nested, the Go client and the
+# stubs it imports (their own modules, so that importing the client does not
+# pull in the server's dependencies) and the HTTP gateway. `./...` at the
+# root does not descend into them, so vet and test visit each.
+GO_MODULES := . clients/go proto proto/sandpod/v1/gateway
 
 .PHONY: all build run venv generate check-generated lint test test-go test-python kwok-bed bench clean \
 	node-bed-build node-bed-up node-bed-down e2e
@@ -57,7 +62,7 @@ check-generated: venv
 	PYTHON=$(PY) hack/check-generated.sh
 
 lint: venv
-	$(GO) vet ./...
+	@set -e; for m in $(GO_MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(VENV)/bin/ruff check clients/python tests/python tests/e2e/python notebooks bench
@@ -78,6 +83,7 @@ test: lint check-generated build kwok-bed test-go test-python e2e
 test-go:
 	SANDPOD_KUBE_BIN=$$(hack/kube/build.sh --print) SANDPOD_BIN=$(CURDIR)/bin/sandpod \
 	  $(GO) test -count=1 -timeout 30m ./...
+	@set -e; for m in $(filter-out .,$(GO_MODULES)); do (cd $$m && $(GO) test -count=1 ./...); done
 	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime $(FUZZTIME) ./core/agent
 	$(GO) test -run '^$$' -fuzz FuzzRequestValidation -fuzztime $(FUZZTIME) ./bridge
 

@@ -32,8 +32,9 @@ rm -f proto/sandpod/v1/*.pb.go proto/sandpod/v1/*.binpb proto/sandpod/v1/gateway
 # not public) and its OpenAPI document. generate_unbound_methods serves an
 # RPC without a google.api.http option too, at POST /sandpod.v1.SandboxService/Method,
 # so a new RPC is never left out of HTTP. standalone puts the gateway in a
-# package of its own (proto/sandpod/v1/gateway, named gateway), so that the
-# clients importing sandpodv1 do not link the gateway runtime.
+# package of its own (proto/sandpod/v1/gateway, named gateway; a module of its
+# own too, go.mod kept by hand), so that the clients importing sandpodv1 (the
+# module proto/) do not link or require the gateway runtime.
 gw=$(mktemp -d)
 trap 'rm -rf "$bin" "$gw"' EXIT
 "$PY" -m grpc_tools.protoc "${inc[@]}" \

@@ -11,8 +11,8 @@ import (
 	sandpod "github.com/sandpod/sandpod/clients/go"
 )
 
-// serverAddr (set by TestMain) is the address of a running `sandpod serve`
-// whose "python" template has a warm pool.
+// serverAddr (set by TestMain from $SANDPOD_EXAMPLE_ADDRESS) is the address
+// of a running `sandpod serve` whose "python" template has a warm pool.
 
 func Example() {
 	ctx := context.Background()

@@ -8,6 +8,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/repo"
 cp -r go.mod go.sum core hack deploy "$tmp/repo/"
 [ -d proto ] && cp -r proto "$tmp/repo/"   # packages under core may import generated protos
+# go.mod replaces the client's module with ./clients/go: it must exist.
+mkdir -p "$tmp/repo/clients" && cp -r clients/go "$tmp/repo/clients/"
 (cd "$tmp/repo" && hack/kube/generate.sh)
 status=0
 for p in core/api/v1alpha1/zz_generated.deepcopy.go deploy/crd deploy/rbac deploy/helm/sandpod/crds \

@@ -11,7 +11,7 @@ show it):
 A document's marked blocks run in order in one IPython shell, as the cells of a
 notebook would: they share a namespace, and ``%load_ext`` and ``%%sandbox`` work. They
 talk to the session's server: ``127.0.0.1:50051`` in the code and ``SANDPOD_ADDRESS``
-point at it. The Go blocks are run by clients/go/docs_test.go.
+point at it. The Go blocks are run by tests/goclient/docs_test.go.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 // sandbox_service.pb.gw.go (grpc-gateway) and sandbox_service.swagger.json
 // (its OpenAPI v2 document) are generated from the .proto files by
 // hack/generate-proto.sh and drift-checked by hack/check-generated.sh.
-// It is a package of its own so that the clients, which import sandpodv1,
-// do not link the gateway runtime. bridge/httpapi serves it.
+// It is a package and a module of its own so that the clients, which import
+// sandpodv1 (the module github.com/sandpod/sandpod/proto), neither link the
+// gateway runtime nor have grpc-gateway in their module graph.
+// bridge/httpapi serves it.
 package gateway
 
 import _ "embed"

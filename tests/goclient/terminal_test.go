@@ -1,4 +1,4 @@
-package sandpod_test
+package goclient_test
 
 import (
 	"errors"

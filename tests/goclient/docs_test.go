@@ -1,4 +1,4 @@
-package sandpod_test
+package goclient_test
 
 import (
 	"bufio"
@@ -53,8 +53,8 @@ func run(ctx context.Context, token string) error {
 `
 
 // TestDocsGoBlocksRun compiles the runnable Go blocks of the README and
-// docs/go.md against this module (a scratch module with a replace
-// directive) and runs them against the test server, its address in place
+// docs/go.md against the client's module (a scratch module with replace
+// directives) and runs them against the test server, its address in place
 // of 127.0.0.1:50051.
 func TestDocsGoBlocksRun(t *testing.T) {
 	if testing.Short() {
@@ -74,8 +74,11 @@ func TestDocsGoBlocksRun(t *testing.T) {
 			}
 			body := strings.ReplaceAll(strings.Join(blocks, "\n"), "127.0.0.1:50051", serverAddr)
 			dir := t.TempDir()
-			gomod := fmt.Sprintf("module doccheck\n\ngo 1.26\n\nrequire github.com/sandpod/sandpod v0.0.0\n\nreplace github.com/sandpod/sandpod => %s\n", repo)
-			sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+			// The client's module only, as a reader's program has it.
+			gomod := fmt.Sprintf("module doccheck\n\ngo 1.25.0\n\nrequire github.com/sandpod/sandpod/clients/go v0.0.0\n\n"+
+				"replace github.com/sandpod/sandpod/clients/go => %s\n\nreplace github.com/sandpod/sandpod/proto => %s\n",
+				filepath.Join(repo, "clients", "go"), filepath.Join(repo, "proto"))
+			sum, err := os.ReadFile(filepath.Join(repo, "clients", "go", "go.sum"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,8 +89,8 @@ func TestDocsGoBlocksRun(t *testing.T) {
 			}
 			build := exec.Command(goBin, "build", "-o", "doc", ".")
 			build.Dir = dir
-			// Offline: everything comes from this module's requirements.
-			build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+			// Offline: everything comes from the client's requirements.
+			build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
 			if out, err := build.CombinedOutput(); err != nil {
 				t.Fatalf("the Go blocks of %s do not compile: %v\n%s\n--- main.go ---\n%s", doc, err, out, fmt.Sprintf(docProgram, body))
 			}
