@@ -46,7 +46,11 @@ if [ "$against" = none ]; then
 fi
 old=$(mktemp -d)
 trap 'rm -rf "$old"' EXIT
-# The contract as of $against; a commit from before proto/buf.yaml is
-# compared with the defaults buf uses for a directory of .proto files.
+# The contract as of $against, read with today's buf.yaml and today's copy
+# of the imported google/api files (third_party): the rules and the import
+# layout are not part of the contract, and an old commit's own buf.yaml
+# may not resolve imports added since.
 git archive "$against" proto | tar -x -C "$old"
+rm -rf "$old/proto/third_party"
+cp -r proto/buf.yaml proto/third_party "$old/proto/"
 (cd proto && "$buf" breaking --against "$old/proto")
