@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/bridge"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
@@ -23,6 +24,8 @@ import (
 // and the preview Service needs no session affinity. The list goes with
 // the object: a delete ends it, a suspend through the bridge clears it in
 // the same patch (SuspendSandbox), an idle suspend by the controller too.
+
+var _ bridge.ExposureStore = (*Backend)(nil)
 
 // indexExposureID finds the sandbox whose annotation lists an exposure id.
 const indexExposureID = "sandpod.exposureID"
@@ -55,7 +58,7 @@ func (b *Backend) ExposureByID(ctx context.Context, id string) (ns, name, uid st
 		return "", "", "", port, false
 	}
 	var list v1alpha1.SandboxList
-	if err := b.client.List(ctx, &list, client.MatchingFields{indexExposureID: id}); err != nil || len(list.Items) != 1 {
+	if err := b.client.List(ctx, &list, client.MatchingFields{indexExposureID: id}, client.UnsafeDisableDeepCopy); err != nil || len(list.Items) != 1 {
 		return "", "", "", port, false
 	}
 	// Read it again through sandbox(): this process's own newer write (a

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -49,10 +50,22 @@ func TestBridgePreviewSurvivesBridgeRestart(t *testing.T) {
 			tmpl.Spec.RuntimeClassName = &rc
 		}
 		env.Apply(t, tmpl)
-		sb, err := c.Claim(ctx, "web-"+runtime)
-		if err != nil {
-			t.Fatal(err)
-		}
+	}
+	for _, runtime := range []string{"runc", GVisor} {
+		var sb *sandpod.Sandbox
+		// The bridge reads templates from its informer cache, which may
+		// not show one applied a moment ago: TEMPLATE_NOT_FOUND then.
+		env.Eventually(t, "claim web-"+runtime, func() (bool, string) {
+			var err error
+			sb, err = c.Claim(ctx, "web-"+runtime)
+			if errors.Is(err, sandpod.ErrNotFound) {
+				return false, err.Error()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return true, ""
+		})
 		if _, err := sb.Files().WriteFile(ctx, "preview_server.py", src); err != nil {
 			t.Fatal(err)
 		}
