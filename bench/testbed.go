@@ -10,6 +10,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -54,6 +57,7 @@ type testbedSuite struct {
 	kc       client.Client
 	ns       string
 	addr     string
+	preview  string // the bridge Service's preview port
 	token    string
 	python   string // the venv's python, for the Python client figure
 	sections map[string]*tbFigures
@@ -63,6 +67,7 @@ type testbedSuite struct {
 type tbFigures struct {
 	warm, cold, bare, exec, api, py series
 	code, codeFirst                 series
+	preview                         series
 	coldOut                         int
 }
 
@@ -116,6 +121,11 @@ func newTestbedSuite(ctx context.Context, kubeconfig, python string, p testbedPa
 		return nil, fmt.Errorf("bridge service: %w", err)
 	}
 	s.addr = fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+	for _, p := range svc.Spec.Ports {
+		if p.Name == "preview" {
+			s.preview = fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, p.Port)
+		}
+	}
 	sec := &corev1.Secret{}
 	if err := kc.Get(ctx, client.ObjectKey{Namespace: "sandpod-system", Name: "sandpod-bridge-tokens"}, sec); err != nil {
 		return nil, fmt.Errorf("bridge tokens: %w", err)
@@ -252,6 +262,9 @@ func (s *testbedSuite) runtime(ctx context.Context, rt string) error {
 	f.exec.addRun(ms(execs))
 	if err := tbRunCode(ctx, keep, s.p.Execs, f); err != nil {
 		return err
+	}
+	if err := s.previewGets(ctx, keep, s.p.Execs, f); err != nil {
+		return fmt.Errorf("preview: %w", err)
 	}
 	_ = keep.Delete(ctx)
 
@@ -412,6 +425,8 @@ func (s *testbedSuite) rows() []Row {
 		lat(sec, "run_code round trip `1+1`, warm context", &f.code, "p50 ≤ 10 ms", func(p50, _ float64) bool { return p50 <= 10 },
 			"RunCode through the bridge to the agent and the context's python3 in the pod (Go client)")
 		lat(sec, "first run_code in a sandbox", &f.codeFirst, "", nil, "starts the default context: python3 and the executor in the pod")
+		lat(sec, "small GET through a preview URL", &f.preview, "", nil,
+			"12-byte answer of a python handler in the pod, via the bridge Service's preview port (token auth) and the agent's Dial tunnel; keep-alive on both hops")
 		lat(sec, "warm claim via the API (SandboxClaim → Ready)", &f.api, "", nil, "the kubectl path: claim reconciler adopts, then writes the claim's status")
 		lat(sec, "warm claim via the bridge (Python client)", &f.py, "p50 ≤ 15 ms", func(p50, _ float64) bool { return p50 <= 15 },
 			"sandpod.Client.claim() timed in Python (bench/python_claims.py)")
@@ -441,4 +456,60 @@ func tbRunCode(ctx context.Context, sb *sandpod.Sandbox, n int, f *tbFigures) er
 	}
 	f.code.addRun(ms(rt))
 	return nil
+}
+
+// previewGets times small GETs through a preview URL of sb: the bench app
+// of the local suite (bench/preview.go) in the pod, reached through the
+// bridge Service's preview port with the token, one at a time on one
+// kept-alive connection.
+func (s *testbedSuite) previewGets(ctx context.Context, sb *sandpod.Sandbox, n int, f *tbFigures) error {
+	if s.preview == "" {
+		return fmt.Errorf("the bridge Service has no preview port")
+	}
+	if _, err := sb.Files().WriteFile(ctx, "p.py", []byte(benchApp)); err != nil {
+		return err
+	}
+	if res, err := sb.Run(ctx, "setsid python3 p.py >/dev/null 2>&1 </dev/null &"); err != nil || res.ExitCode != 0 {
+		return fmt.Errorf("start the app: %v (%+v)", err, res)
+	}
+	ex, err := sb.ExposePort(ctx, 8000)
+	if err != nil {
+		return err
+	}
+	var d net.Dialer
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, s.preview)
+		},
+	}}
+	get := func() (time.Duration, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ex.URL+"p.txt", nil)
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		t0 := time.Now()
+		r, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, err = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			return 0, fmt.Errorf("GET %s: %s", ex.URL, r.Status)
+		}
+		return time.Since(t0), err
+	}
+	for i := 0; i < 10; i++ { // warm-up: connections on both hops
+		if _, err := get(); err != nil {
+			return err
+		}
+	}
+	var ds []time.Duration
+	for i := 0; i < n; i++ {
+		dt, err := get()
+		if err != nil {
+			return err
+		}
+		ds = append(ds, dt)
+	}
+	f.preview.addRun(ms(ds))
+	return sb.UnexposePort(ctx, 8000)
 }

@@ -28,7 +28,7 @@ const (
 	// MaxPreviewTTL bounds a signed URL: a leaked link must not be forever.
 	MaxPreviewTTL = 7 * 24 * time.Hour
 	// MaxExposedPorts bounds the exposures of one sandbox.
-	MaxExposedPorts = 32
+	MaxExposedPorts = v1alpha1.MaxExposedPorts
 	// defaultExposeWait is the wait for a port when the call has no deadline.
 	defaultExposeWait = 30 * time.Second
 )
@@ -58,6 +58,9 @@ type exposure struct {
 
 type previews struct {
 	opts PreviewOptions
+	// store keeps the exposures when the backend does (Kubernetes); byID
+	// is then unused.
+	store ExposureStore
 
 	mu     sync.Mutex
 	byID   map[string]*exposure
@@ -103,6 +106,10 @@ func (s *Server) EnablePreviews(o PreviewOptions) error {
 	s.previews.mu.Lock()
 	defer s.previews.mu.Unlock()
 	s.previews.opts = o
+	if st, ok := s.backend.(ExposureStore); ok {
+		s.previews.store = st
+		return nil
+	}
 	if o.StatePath == "" {
 		return nil
 	}
@@ -289,7 +296,7 @@ func (s *Server) ExposePort(ctx context.Context, req *sandpodv1.ExposePortReques
 	if err != nil {
 		return nil, err
 	}
-	if err := s.previews.checkNew(ns, name, sb.GetUid(), port); err != nil {
+	if err := s.previews.checkNew(ctx, ns, name, sb.GetUid(), port); err != nil {
 		return nil, err
 	}
 	if _, ok := ctx.Deadline(); !ok {
@@ -303,13 +310,11 @@ func (s *Server) ExposePort(ctx context.Context, req *sandpodv1.ExposePortReques
 		return nil, err
 	}
 	e := &exposure{ID: newExposureID(), Namespace: ns, Sandbox: name, UID: sb.GetUid(), Port: port, Protocol: proto}
+	if err := s.previews.add(ctx, e, s.now()); err != nil {
+		return nil, err // e.g. exposed by a concurrent call while this one waited
+	}
 	s.previews.mu.Lock()
 	defer s.previews.mu.Unlock()
-	if err := s.previews.checkNewLocked(ns, name, sb.GetUid(), port); err != nil {
-		return nil, err // exposed by a concurrent call while this one waited
-	}
-	s.previews.byID[e.ID] = e
-	s.previews.saveLocked()
 	ttl := DefaultPreviewTTL
 	if t := req.GetSignedUrlTtl(); t != nil {
 		ttl = t.AsDuration()
@@ -321,10 +326,65 @@ func (s *Server) ExposePort(ctx context.Context, req *sandpodv1.ExposePortReques
 	return &sandpodv1.ExposePortResponse{Exposed: out}, nil
 }
 
-func (p *previews) checkNew(ns, name, uid string, port int32) error {
+func (p *previews) checkNew(ctx context.Context, ns, name, uid string, port int32) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.checkNewLocked(ns, name, uid, port)
+	if p.store == nil {
+		defer p.mu.Unlock()
+		return p.checkNewLocked(ns, name, uid, port)
+	}
+	err := p.checkNotSuspendingLocked(ns, name)
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	curUID, list, err := p.store.Exposures(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	return p.checkNewList(ns, name, uid, curUID, list, port)
+}
+
+// add registers an exposure: in the store (one write) or in memory.
+func (p *previews) add(ctx context.Context, e *exposure, now time.Time) error {
+	if p.store == nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err := p.checkNewLocked(e.Namespace, e.Sandbox, e.UID, e.Port); err != nil {
+			return err
+		}
+		p.byID[e.ID] = e
+		p.saveLocked()
+		return nil
+	}
+	p.mu.Lock()
+	err := p.checkNotSuspendingLocked(e.Namespace, e.Sandbox)
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return p.store.UpdateExposures(ctx, e.Namespace, e.Sandbox, func(uid string, cur []v1alpha1.ExposedPort) ([]v1alpha1.ExposedPort, error) {
+		if err := p.checkNewList(e.Namespace, e.Sandbox, e.UID, uid, cur, e.Port); err != nil {
+			return nil, err
+		}
+		return append(cur, recordOf(e, now)), nil
+	})
+}
+
+// checkNewList is checkNewLocked on a stored list: the same answers, and
+// a sandbox replaced (another UID) while its port was awaited is refused.
+func (p *previews) checkNewList(ns, name, uid, curUID string, list []v1alpha1.ExposedPort, port int32) error {
+	if curUID != uid {
+		return status.Errorf(codes.FailedPrecondition, "sandbox %q was deleted and created again while its port was awaited; expose the port again", name)
+	}
+	for _, x := range list {
+		if x.Port == port {
+			return status.Errorf(codes.AlreadyExists, "sandbox %q: port %d is already exposed at %s; UnexposePort it first for a new link", name, port, p.toProto(exposureOf(ns, name, uid, x)).GetUrl())
+		}
+	}
+	if len(list) >= MaxExposedPorts {
+		return status.Errorf(codes.ResourceExhausted, "sandbox %q already exposes %d ports (the limit); unexpose one first", name, len(list))
+	}
+	return nil
 }
 
 func (p *previews) checkNotSuspendingLocked(ns, name string) error {
@@ -374,6 +434,20 @@ func (s *Server) UnexposePort(ctx context.Context, req *sandpodv1.UnexposePortRe
 		return nil, err
 	}
 	p := s.previews
+	if p.store != nil {
+		err := p.store.UpdateExposures(ctx, ns, req.GetSandbox(), func(_ string, cur []v1alpha1.ExposedPort) ([]v1alpha1.ExposedPort, error) {
+			for i, x := range cur {
+				if x.Port == req.GetPort() {
+					return append(cur[:i:i], cur[i+1:]...), nil
+				}
+			}
+			return nil, status.Errorf(codes.NotFound, "sandbox %q: port %d is not exposed", req.GetSandbox(), req.GetPort())
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &sandpodv1.UnexposePortResponse{}, nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, e := range p.byID {
@@ -400,6 +474,17 @@ func (s *Server) ListExposedPorts(ctx context.Context, req *sandpodv1.ListExpose
 		return nil, err
 	}
 	p := s.previews
+	if p.store != nil {
+		list, _, err := storedExposures(ctx, p.store, ns, req.GetSandbox())
+		if err != nil {
+			return nil, err
+		}
+		out := &sandpodv1.ListExposedPortsResponse{}
+		for _, e := range list {
+			out.Ports = append(out.Ports, p.toProto(e))
+		}
+		return out, nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := &sandpodv1.ListExposedPortsResponse{}

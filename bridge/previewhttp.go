@@ -47,7 +47,7 @@ func (s *Server) PreviewHandler(o Options) http.Handler {
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 				id, _, _ := net.SplitHostPort(addr)
-				e := s.previews.get(id)
+				e := s.lookupExposure(ctx, id)
 				if e == nil {
 					return nil, errors.New("the preview was closed")
 				}
@@ -90,7 +90,7 @@ func (h *previewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		previewError(w, http.StatusNotFound, "not a preview host: a preview URL looks like http://p<port>-<id>.<preview domain>/ (from ExposePort)")
 		return
 	}
-	e := h.s.previews.get(id)
+	e := h.s.lookupExposure(r.Context(), id)
 	if e == nil || e.Port != port {
 		previewError(w, http.StatusNotFound, "no such preview: it was never exposed, was unexposed, or its sandbox was suspended or deleted")
 		return
@@ -124,6 +124,7 @@ func (h *previewHandler) alive(w http.ResponseWriter, r *http.Request, e *exposu
 		return false
 	case sb.GetPhase() != sandpodv1.Phase_PHASE_RUNNING:
 		h.s.previews.closeSandbox(e.Namespace, e.Sandbox)
+		h.s.previews.forgetStored(r.Context(), e.Namespace, e.Sandbox)
 		previewError(w, http.StatusGone, fmt.Sprintf("sandbox %q is %s; its previews were closed (resume it and expose the port again)", e.Sandbox, phaseWord(sb.GetPhase())))
 		return false
 	}

@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
 func TestParsePreviewHost(t *testing.T) {
@@ -124,18 +126,48 @@ func TestPortCheckRetry(t *testing.T) {
 // while the backend still reports the sandbox running (Kubernetes).
 func TestSuspendingRefusesExposures(t *testing.T) {
 	p := newPreviews()
-	if err := p.checkNew("default", "sb", "u1", 8080); err != nil {
+	if err := p.checkNew(context.Background(), "default", "sb", "u1", 8080); err != nil {
 		t.Fatal(err)
 	}
 	p.suspending("", "sb", true)
-	if err := p.checkNew("default", "sb", "u1", 8080); status.Code(err) != codes.FailedPrecondition {
+	if err := p.checkNew(context.Background(), "default", "sb", "u1", 8080); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("while suspending: %v, want FAILED_PRECONDITION", err)
 	}
-	if err := p.checkNew("default", "other", "u2", 8080); err != nil {
+	if err := p.checkNew(context.Background(), "default", "other", "u2", 8080); err != nil {
 		t.Fatalf("another sandbox: %v", err)
 	}
 	p.suspending("default", "sb", false)
-	if err := p.checkNew("default", "sb", "u1", 8080); err != nil {
+	if err := p.checkNew(context.Background(), "default", "sb", "u1", 8080); err != nil {
 		t.Fatalf("after resume: %v", err)
+	}
+}
+
+// checkNewList answers as checkNewLocked does, on a list kept by the
+// backend (Kubernetes).
+func TestCheckNewStoredList(t *testing.T) {
+	p := newPreviews()
+	p.opts.URLTemplate = "http://*.preview.localhost:1"
+	one := []v1alpha1.ExposedPort{{ID: "aaaa", Port: 8000, Protocol: "http"}}
+	full := make([]v1alpha1.ExposedPort, MaxExposedPorts)
+	for i := range full {
+		full[i] = v1alpha1.ExposedPort{ID: "x", Port: int32(100 + i), Protocol: "http"}
+	}
+	for _, tc := range []struct {
+		name     string
+		curUID   string
+		list     []v1alpha1.ExposedPort
+		port     int32
+		want     codes.Code
+		inResult string
+	}{
+		{"new port", "u1", one, 8001, codes.OK, ""},
+		{"taken port names its URL", "u1", one, 8000, codes.AlreadyExists, "http://p8000-aaaa.preview.localhost:1/"},
+		{"at the limit", "u1", full, 8000, codes.ResourceExhausted, "32 ports"},
+		{"replaced sandbox", "u2", nil, 8000, codes.FailedPrecondition, "created again"},
+	} {
+		err := p.checkNewList("default", "sb", "u1", tc.curUID, tc.list, tc.port)
+		if status.Code(err) != tc.want || !strings.Contains(status.Convert(err).Message(), tc.inResult) {
+			t.Errorf("%s: %v, want %s containing %q", tc.name, err, tc.want, tc.inResult)
+		}
 	}
 }

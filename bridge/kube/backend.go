@@ -100,6 +100,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexExposureID, exposureIDs); err != nil {
+		return nil, err
+	}
 	cl, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{
 		Reader: c, DisableFor: []client.Object{&corev1.Secret{}},
 	}})

@@ -118,7 +118,8 @@ func (b *Backend) SuspendSandbox(ctx context.Context, ns, name string) (*sandpod
 	if phaseOf(sb) == v1alpha1.SandboxExpired {
 		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired; it is already stopped", name)
 	}
-	if err := b.patchSpec(ctx, sb, map[string]any{"operatingMode": v1alpha1.OperatingModeSuspended}); err != nil {
+	// The port previews close in the same write (exposedports.go).
+	if err := b.patchSpec(ctx, sb, map[string]any{"operatingMode": v1alpha1.OperatingModeSuspended}, v1alpha1.AnnotationExposedPorts); err != nil {
 		return nil, sandboxError(err, ns, name, "suspend sandbox %q", name)
 	}
 	return sandboxToProto(sb), nil
@@ -208,9 +209,18 @@ func (b *Backend) DeleteSandbox(ctx context.Context, ns, name string) error {
 // patchSpec merge-patches fields of sb's spec and leaves the result in sb.
 // The fields it sets (mode, shutdown time) are the caller's intent whatever
 // else changed meanwhile, so the patch carries no resourceVersion: a status
-// write by the controller must not make a suspend fail.
-func (b *Backend) patchSpec(ctx context.Context, sb *v1alpha1.Sandbox, spec map[string]any) error {
-	body, err := json.Marshal(map[string]any{"spec": spec})
+// write by the controller must not make a suspend fail. The annotations
+// named in drop are removed in the same patch.
+func (b *Backend) patchSpec(ctx context.Context, sb *v1alpha1.Sandbox, spec map[string]any, drop ...string) error {
+	patch := map[string]any{"spec": spec}
+	gone := map[string]any{}
+	for _, k := range drop {
+		gone[k] = nil // even when the cached sb lacks it: another replica may have just set it
+	}
+	if len(gone) > 0 {
+		patch["metadata"] = map[string]any{"annotations": gone}
+	}
+	body, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}

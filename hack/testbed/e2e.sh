@@ -89,6 +89,12 @@ if kc -n sandpod-system get deployment sandpod-bridge >/dev/null 2>&1 &&
   ! kc -n sandpod-system get secret sandpod-bridge-tokens >/dev/null 2>&1; then
   kc -n sandpod-system create secret generic sandpod-bridge-tokens --from-literal=tokens="$(openssl rand -hex 32)" >/dev/null
 fi
+# And the preview signing key (a required Secret: signed preview URLs
+# outlive a bridge restart).
+if kc -n sandpod-system get deployment sandpod-bridge >/dev/null 2>&1 &&
+  ! kc -n sandpod-system get secret sandpod-bridge-preview-key >/dev/null 2>&1; then
+  kc -n sandpod-system create secret generic sandpod-bridge-preview-key --from-literal=key="$(openssl rand -hex 32)" >/dev/null
+fi
 DEPLOYS=$(kc -n sandpod-system get deployments -o name)
 if [ $STARTED = 0 ]; then
   # The images were re-imported under the same tags: new pods pick them up.

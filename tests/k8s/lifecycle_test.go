@@ -17,10 +17,15 @@ func TestSandboxIdleAutoSuspend(t *testing.T) {
 	ns := setup(t, harness.ManagerOptions{})
 	sb := makeSandbox(ns, "idle")
 	sb.Spec.Lifecycle.IdleTimeout = &metav1.Duration{Duration: 2 * time.Second}
+	// A port preview of the bridge's: the idle suspend closes it.
+	sb.Annotations = map[string]string{v1alpha1.AnnotationExposedPorts: `[{"id":"abcd","port":8000,"protocol":"http"}]`}
 	create(t, sb)
 	got := waitSandbox(t, ns, "idle", "idle-suspended", phaseIs(v1alpha1.SandboxSuspended))
 	if got.Spec.OperatingMode != v1alpha1.OperatingModeSuspended {
 		t.Errorf("operatingMode = %q, want Suspended", got.Spec.OperatingMode)
+	}
+	if v, ok := got.Annotations[v1alpha1.AnnotationExposedPorts]; ok {
+		t.Errorf("exposed ports still recorded after the idle suspend: %q", v)
 	}
 	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSuspended); c == nil || c.Reason != v1alpha1.ReasonIdle {
 		t.Errorf("Suspended condition = %+v, want reason Idle", c)

@@ -175,7 +175,8 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 	if !due {
 		return false, wait, nil
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationIdleSuspended + `":"true"}},"spec":{"operatingMode":"Suspended"}}`)
+	// The bridge's port previews of the sandbox close in the same write.
+	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationIdleSuspended + `":"true","` + v1alpha1.AnnotationExposedPorts + `":null}},"spec":{"operatingMode":"Suspended"}}`)
 	if err := r.Client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return false, 0, fmt.Errorf("idle suspend: %w", err)
 	}
