@@ -131,12 +131,13 @@ def test_errors(http, http_server, name):
         "NOT_FOUND",
         "FILE_NOT_FOUND",
     )
-    err = error_of(http.get("/v1/sandboxes/Not_A_Name"), 400, "INVALID_ARGUMENT")
+    err = error_of(http.get("/v1/sandboxes/Not_A_Name"), 400, "INVALID_ARGUMENT", "INVALID_NAME")
     assert err["code"] == 3
     error_of(
         http.post("/v1/sandboxes:claim", json={"template": "python", "ttl": "-5s"}),
         400,
         "INVALID_ARGUMENT",
+        "INVALID_LIFETIME",
     )
     error_of(
         http.put(
@@ -150,9 +151,9 @@ def test_errors(http, http_server, name):
     )
     # Auth: no token, a wrong one.
     url = http_server.http_url  # type: ignore[attr-defined]
-    error_of(httpx.get(f"{url}/v1/templates"), 401, "UNAUTHENTICATED")
+    error_of(httpx.get(f"{url}/v1/templates"), 401, "UNAUTHENTICATED", "INVALID_TOKEN")
     bad = httpx.get(f"{url}/v1/templates", headers={"Authorization": "Bearer nope"})
-    error_of(bad, 401, "UNAUTHENTICATED")
+    error_of(bad, 401, "UNAUTHENTICATED", "INVALID_TOKEN")
 
 
 def test_openapi_lists_every_rpc(http):
