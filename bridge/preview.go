@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
@@ -271,7 +270,8 @@ func (s *Server) runningSandbox(ctx context.Context, ns, name string) (*sandpodv
 		if sb.GetPhase() == sandpodv1.Phase_PHASE_SUSPENDED {
 			s.previews.suspending(ns, name, false) // the suspend is seen: no gap left
 		}
-		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q is %s, not running: its ports cannot be reached (resume it first)", name, phaseWord(sb.GetPhase()))
+		reason := phaseRefusal(sb.GetPhase())
+		return nil, errinfo.Newf(codes.FailedPrecondition, reason, "sandbox %q is %s, not running: its ports cannot be reached (resume it first)", name, phaseWord(sb.GetPhase()))
 	}
 	return sb, nil
 }
@@ -282,7 +282,7 @@ func (s *Server) ExposePort(ctx context.Context, req *sandpodv1.ExposePortReques
 		return nil, err
 	}
 	if !s.previews.enabled() {
-		return nil, status.Error(codes.Unimplemented, "port previews are off on this server: start it with --preview-listen ADDR")
+		return nil, errinfo.Newf(codes.Unimplemented, errinfo.ReasonPreviewsDisabled, "port previews are off on this server: start it with --preview-listen ADDR")
 	}
 	ns, name, port := req.GetNamespace(), req.GetSandbox(), req.GetPort()
 	if ns == "" {
@@ -374,22 +374,22 @@ func (p *previews) add(ctx context.Context, e *exposure, now time.Time) error {
 // a sandbox replaced (another UID) while its port was awaited is refused.
 func (p *previews) checkNewList(ns, name, uid, curUID string, list []v1alpha1.ExposedPort, port int32) error {
 	if curUID != uid {
-		return status.Errorf(codes.FailedPrecondition, "sandbox %q was deleted and created again while its port was awaited; expose the port again", name)
+		return errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxReplaced, "sandbox %q was deleted and created again while its port was awaited; expose the port again", name)
 	}
 	for _, x := range list {
 		if x.Port == port {
-			return status.Errorf(codes.AlreadyExists, "sandbox %q: port %d is already exposed at %s; UnexposePort it first for a new link", name, port, p.toProto(exposureOf(ns, name, uid, x)).GetUrl())
+			return errinfo.Newf(codes.AlreadyExists, errinfo.ReasonPortAlreadyExposed, "sandbox %q: port %d is already exposed at %s; UnexposePort it first for a new link", name, port, p.toProto(exposureOf(ns, name, uid, x)).GetUrl())
 		}
 	}
 	if len(list) >= MaxExposedPorts {
-		return status.Errorf(codes.ResourceExhausted, "sandbox %q already exposes %d ports (the limit); unexpose one first", name, len(list))
+		return errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonExposedPortLimit, "sandbox %q already exposes %d ports (the limit); unexpose one first", name, len(list))
 	}
 	return nil
 }
 
 func (p *previews) checkNotSuspendingLocked(ns, name string) error {
 	if t, ok := p.suspended[nsKey(ns, name)]; ok && time.Since(t) < suspendGap {
-		return status.Errorf(codes.FailedPrecondition, "sandbox %q is being suspended: its ports cannot be exposed (resume it first)", name)
+		return errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxSuspended, "sandbox %q is being suspended: its ports cannot be exposed (resume it first)", name)
 	}
 	return nil
 }
@@ -411,12 +411,12 @@ func (p *previews) checkNewLocked(ns, name, uid string, port int32) error {
 			continue
 		}
 		if e.Port == port {
-			return status.Errorf(codes.AlreadyExists, "sandbox %q: port %d is already exposed at %s; UnexposePort it first for a new link", name, port, p.toProto(e).GetUrl())
+			return errinfo.Newf(codes.AlreadyExists, errinfo.ReasonPortAlreadyExposed, "sandbox %q: port %d is already exposed at %s; UnexposePort it first for a new link", name, port, p.toProto(e).GetUrl())
 		}
 		n++
 	}
 	if n >= MaxExposedPorts {
-		return status.Errorf(codes.ResourceExhausted, "sandbox %q already exposes %d ports (the limit); unexpose one first", name, n)
+		return errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonExposedPortLimit, "sandbox %q already exposes %d ports (the limit); unexpose one first", name, n)
 	}
 	return nil
 }
@@ -441,7 +441,7 @@ func (s *Server) UnexposePort(ctx context.Context, req *sandpodv1.UnexposePortRe
 					return append(cur[:i:i], cur[i+1:]...), nil
 				}
 			}
-			return nil, status.Errorf(codes.NotFound, "sandbox %q: port %d is not exposed", req.GetSandbox(), req.GetPort())
+			return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonPortNotExposed, "sandbox %q: port %d is not exposed", req.GetSandbox(), req.GetPort())
 		})
 		if err != nil {
 			return nil, err
@@ -457,7 +457,7 @@ func (s *Server) UnexposePort(ctx context.Context, req *sandpodv1.UnexposePortRe
 			return &sandpodv1.UnexposePortResponse{}, nil
 		}
 	}
-	return nil, status.Errorf(codes.NotFound, "sandbox %q: port %d is not exposed", req.GetSandbox(), req.GetPort())
+	return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonPortNotExposed, "sandbox %q: port %d is not exposed", req.GetSandbox(), req.GetPort())
 }
 
 // ListExposedPorts lists the exposed ports of a sandbox (URLs unsigned).
@@ -510,6 +510,22 @@ func phaseWord(p sandpodv1.Phase) string {
 		return "being deleted"
 	}
 	return p.String()
+}
+
+// phaseRefusal is the reason of a port call refused in phase p: the
+// sandbox's own state where it has a reason, else SANDBOX_IN_TRANSITION.
+func phaseRefusal(p sandpodv1.Phase) errinfo.Why {
+	switch p {
+	case sandpodv1.Phase_PHASE_SUSPENDED:
+		return errinfo.ReasonSandboxSuspended
+	case sandpodv1.Phase_PHASE_PAUSED:
+		return errinfo.ReasonSandboxPaused
+	case sandpodv1.Phase_PHASE_EXPIRED:
+		return errinfo.ReasonSandboxExpired
+	case sandpodv1.Phase_PHASE_FAILED:
+		return errinfo.ReasonSandboxFailed
+	}
+	return errinfo.ReasonSandboxInTransition
 }
 
 func (p *previews) key() []byte {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -59,9 +60,9 @@ func (s *Server) waitPort(ctx context.Context, ns, name string, port int32, prot
 		return st.Err() // the agent or the sandbox: said by agentFor
 	}
 	if errors.Is(err, errPortClosed) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return status.Errorf(codes.DeadlineExceeded, "sandbox %q: nothing answered on port %d before the call's deadline; start the server first, bound to 127.0.0.1, ::1 or 0.0.0.0 (the preview reaches the sandbox's loopback), or give the call a longer deadline", name, port)
+		return errinfo.Newf(codes.DeadlineExceeded, errinfo.ReasonPortNotAnswering, "sandbox %q: nothing answered on port %d before the call's deadline; start the server first, bound to 127.0.0.1, ::1 or 0.0.0.0 (the preview reaches the sandbox's loopback), or give the call a longer deadline", name, port)
 	}
-	return status.Errorf(codes.Unavailable, "sandbox %q: port %d: %v", name, port, err)
+	return errinfo.Newf(codes.Unavailable, errinfo.ReasonPortUnreachable, "sandbox %q: port %d: %v", name, port, err)
 }
 
 func waitHTTP(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), port int32) error {

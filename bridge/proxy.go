@@ -246,7 +246,7 @@ func checkResize(st *sandpodv1.ExecStart, msg *sandpodv1.ExecRequest) error {
 	}
 	r := m.Resize
 	if st.GetPty() == nil {
-		return status.Error(codes.FailedPrecondition, agent.ErrNoTerminal+"; the command was killed")
+		return errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonNoTerminal, "%s; the command was killed", agent.ErrNoTerminal)
 	}
 	if err := agent.CheckTerminalSize(r); err != nil {
 		return invalid(errinfo.ReasonInvalidTerminal, "resize", "%v; the command was killed", err)

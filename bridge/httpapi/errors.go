@@ -21,10 +21,6 @@ import (
 	"github.com/sandpod/sandpod/core/api/errinfo"
 )
 
-// ReasonRequestTooLarge is the ErrorInfo reason of a 413: a request body
-// over the limit of its route.
-const ReasonRequestTooLarge = "REQUEST_TOO_LARGE"
-
 // errorBody is the JSON of every error, always under "error" ({"error":
 // {...}}) whether it is the whole answer or the last line of a stream:
 // google.rpc.Status as grpc-gateway writes it (code, message, details),
@@ -67,19 +63,19 @@ func newErrorBody(st *spb.Status) errorBody {
 // ALREADY_EXISTS and ABORTED 409, RESOURCE_EXHAUSTED 429, UNAVAILABLE 503,
 // DEADLINE_EXCEEDED 504, ...), except a body over its limit: 413.
 func httpStatus(st *spb.Status) int {
-	if st.GetCode() == int32(codes.ResourceExhausted) && reasonOf(st) == ReasonRequestTooLarge {
+	if st.GetCode() == int32(codes.ResourceExhausted) && reasonOf(st) == errinfo.ReasonRequestTooLarge {
 		return http.StatusRequestEntityTooLarge
 	}
 	return runtime.HTTPStatusFromCode(codes.Code(st.GetCode()))
 }
 
-func reasonOf(st *spb.Status) string {
-	return string(errinfo.Reason(status.FromProto(st).Err()))
+func reasonOf(st *spb.Status) errinfo.Why {
+	return errinfo.Reason(status.FromProto(st).Err())
 }
 
 // tooLarge is the status of a body over limit bytes.
 func tooLarge(limit int64) *spb.Status {
-	err := errinfo.New(codes.ResourceExhausted, ReasonRequestTooLarge, map[string]string{"limit": fmt.Sprint(limit)},
+	err := errinfo.New(codes.ResourceExhausted, errinfo.ReasonRequestTooLarge, map[string]string{"limit": fmt.Sprint(limit)},
 		fmt.Sprintf("the request body is larger than this route's limit of %d bytes", limit))
 	return status.Convert(err).Proto()
 }
@@ -134,7 +130,7 @@ func routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marsh
 		c = codes.Unimplemented
 	}
 	msg := fmt.Sprintf("no route %s %s: the routes are listed in /openapi.json", r.Method, r.URL.Path)
-	writeStatus(w, status.New(c, msg).Proto(), httpCode)
+	writeStatus(w, status.Convert(errinfo.New(c, errinfo.ReasonRouteNotFound, nil, msg)).Proto(), httpCode)
 }
 
 // streamError is the last line of a streamed answer that ends in an error

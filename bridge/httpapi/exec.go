@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -101,7 +102,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, params map[string]
 func resultLine(m proto.Message) []byte {
 	body, err := jsonOut.Marshal(m)
 	if err != nil {
-		return streamError(status.Errorf(codes.Internal, "encode %T: %v", m, err))
+		return streamError(errinfo.Newf(codes.Internal, errinfo.ReasonResponseEncodeFailed, "encode %T: %v", m, err))
 	}
 	out := make([]byte, 0, len(body)+12)
 	out = append(out, `{"result":`...)
@@ -122,17 +123,17 @@ func (s *Server) execStart(r *http.Request) (*sandpodv1.ExecStart, bool, error) 
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxBodyBytes+1))
 	if err != nil {
-		return nil, false, status.Errorf(codes.InvalidArgument, "read the request body: %v", err)
+		return nil, false, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidBody, "read the request body: %v", err)
 	}
 	if int64(len(body)) > s.opts.MaxBodyBytes {
 		return nil, false, status.FromProto(tooLarge(s.opts.MaxBodyBytes)).Err()
 	}
 	if len(body) == 0 {
-		return nil, false, status.Error(codes.InvalidArgument,
+		return nil, false, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidCommand,
 			"give the command: a JSON body such as {\"shell\": \"echo hi\"} or {\"argv\": [\"ls\", \"-l\"]}, or argv=/shell= in the query with standard input as the body")
 	}
 	if err := (protojson.UnmarshalOptions{}).Unmarshal(body, start); err != nil {
-		return nil, false, status.Errorf(codes.InvalidArgument, "the body is not a JSON ExecStart: %v", err)
+		return nil, false, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidBody, "the body is not a JSON ExecStart: %v", err)
 	}
 	// Query fields (namespace, timeout...) may complete a JSON body.
 	if err := queryInto(start, q); err != nil {
@@ -146,7 +147,7 @@ func (s *Server) execStart(r *http.Request) (*sandpodv1.ExecStart, bool, error) 
 // env[KEY]=VALUE).
 func queryInto(m proto.Message, q url.Values) error {
 	if err := runtime.PopulateQueryParameters(m, q, utilities.NewDoubleArray(nil)); err != nil {
-		return status.Errorf(codes.InvalidArgument, "query: %v", err)
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidQuery, "query: %v", err)
 	}
 	return nil
 }

@@ -9,9 +9,9 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -123,7 +123,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, params map[strin
 			// Over the limit, or the caller went away: abort the write (the
 			// old file stays) and say why.
 			cancel()
-			writeError(w, r, status.Errorf(codes.Canceled, "the upload was cut short: %v", rerr))
+			writeError(w, r, errinfo.Newf(codes.Canceled, errinfo.ReasonUploadInterrupted, "the upload was cut short: %v", rerr))
 			return
 		}
 	}
@@ -137,12 +137,12 @@ func uploadHeader(r *http.Request, params map[string]string) (*sandpodv1.WriteFi
 		h.Namespace = ns
 	}
 	if h.Path == "" {
-		return nil, status.Error(codes.InvalidArgument, "path: give the file's path in the query, e.g. ?path=notes/a.txt")
+		return nil, errinfo.Invalid(errinfo.ReasonInvalidPath, "path", "give the file's path in the query, e.g. ?path=notes/a.txt")
 	}
 	if v := q.Get("mode"); v != "" {
 		mode, err := strconv.ParseUint(v, 8, 32)
 		if err != nil || mode > 0o7777 {
-			return nil, status.Errorf(codes.InvalidArgument, "mode: want octal permission bits such as 0644, got %q", v)
+			return nil, errinfo.Invalid(errinfo.ReasonInvalidValue, "mode", "want octal permission bits such as 0644, got %q", v)
 		}
 		h.Mode = uint32(mode)
 	}
@@ -150,7 +150,7 @@ func uploadHeader(r *http.Request, params map[string]string) (*sandpodv1.WriteFi
 		if v := q.Get(key); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "%s: want true or false, got %q", key, v)
+				return nil, errinfo.Invalid(errinfo.ReasonInvalidValue, key, "want true or false, got %q", v)
 			}
 			h.MakeParents = b
 		}
@@ -161,7 +161,7 @@ func uploadHeader(r *http.Request, params map[string]string) (*sandpodv1.WriteFi
 func mustJSON(m interface{ ProtoReflect() protoreflect.Message }) []byte {
 	b, err := jsonOut.Marshal(m)
 	if err != nil {
-		return streamError(status.Errorf(codes.Internal, "encode the answer: %v", err))
+		return streamError(errinfo.Newf(codes.Internal, errinfo.ReasonResponseEncodeFailed, "encode the answer: %v", err))
 	}
 	return b
 }

@@ -33,7 +33,7 @@ func TestWriteErrorStatusAndBody(t *testing.T) {
 		{"exists", status.Error(codes.AlreadyExists, "taken"), 409, "ALREADY_EXISTS", ""},
 		{"unavailable", status.Error(codes.Unavailable, "retry"), 503, "UNAVAILABLE", ""},
 		{"deadline", status.Error(codes.DeadlineExceeded, "slow"), 504, "DEADLINE_EXCEEDED", ""},
-		{"too large", status.FromProto(tooLarge(10)).Err(), 413, "RESOURCE_EXHAUSTED", ReasonRequestTooLarge},
+		{"too large", status.FromProto(tooLarge(10)).Err(), 413, "RESOURCE_EXHAUSTED", errinfo.ReasonRequestTooLarge},
 		{"not a status", errors.New("boom"), 500, "UNKNOWN", ""},
 		{"gateway status", &runtime.HTTPStatusError{HTTPStatus: 405, Err: status.Error(codes.Unimplemented, "x")}, 405, "UNIMPLEMENTED", ""},
 	} {
@@ -186,6 +186,15 @@ func TestCheckBrowser(t *testing.T) {
 			}
 			if !tc.pass && w.Code != tc.code {
 				t.Fatalf("HTTP %d, want %d", w.Code, tc.code)
+			}
+			if w.Code == http.StatusForbidden {
+				want := errinfo.ReasonOriginNotAllowed
+				if tc.origin == "" {
+					want = errinfo.ReasonHostNotAllowed
+				}
+				if !strings.Contains(w.Body.String(), `"reason":"`+string(want)+`"`) {
+					t.Errorf("403 body %s, want reason %s", w.Body, want)
+				}
 			}
 			if tc.pass && tc.origin != "" && w.Header().Get("Access-Control-Allow-Origin") != tc.origin {
 				t.Errorf("no CORS header for an allowed origin: %v", w.Header())

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"slices"
@@ -9,6 +8,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/sandpod/sandpod/core/api/errinfo"
 )
 
 // Browsers are callers too, and not always the user's own: any web page
@@ -34,7 +35,7 @@ import (
 // and returns false then.
 func (s *Server) checkBrowser(w http.ResponseWriter, r *http.Request) bool {
 	if s.opts.Open && !localHost(r.Host) {
-		writeStatus(w, status.New(codes.PermissionDenied, fmt.Sprintf(
+		writeStatus(w, status.Convert(errinfo.Newf(codes.PermissionDenied, errinfo.ReasonHostNotAllowed,
 			"Host %q: a server without tokens answers only requests to an IP address or localhost (a guard against DNS rebinding); give it --token-file to be reached by name", r.Host)).Proto(), http.StatusForbidden)
 		return false
 	}
@@ -43,7 +44,7 @@ func (s *Server) checkBrowser(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	if !slices.Contains(s.opts.AllowedOrigins, origin) && !slices.Contains(s.opts.AllowedOrigins, "*") {
-		writeStatus(w, status.New(codes.PermissionDenied, fmt.Sprintf(
+		writeStatus(w, status.Convert(errinfo.Newf(codes.PermissionDenied, errinfo.ReasonOriginNotAllowed,
 			"a request from a web page (Origin %q) is refused: the server allows none but those of --http-allow-origin", origin)).Proto(), http.StatusForbidden)
 		return false
 	}

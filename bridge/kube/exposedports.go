@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,7 +101,7 @@ func (b *Backend) UpdateExposures(ctx context.Context, ns, name string, change f
 			return nil // nothing to write
 		}
 		if len(next) > len(cur) && sb.Spec.OperatingMode == v1alpha1.OperatingModeSuspended {
-			return status.Errorf(codes.FailedPrecondition, "sandbox %q is being suspended: its ports cannot be exposed (resume it first)", name)
+			return errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxSuspended, "sandbox %q is being suspended: its ports cannot be exposed (resume it first)", name)
 		}
 		var v any // null removes the annotation
 		if val != "" {

@@ -42,7 +42,8 @@ func (b *Backend) PauseSandbox(ctx context.Context, ns, name string) (*sandpodv1
 	}
 	switch dec, why := lifecycle.Pause(name, phase); dec {
 	case lifecycle.PauseRefuse:
-		return nil, status.Error(codes.FailedPrecondition, why)
+		reason := lifecycle.PauseRefusalReason(phase)
+		return nil, errinfo.Newf(codes.FailedPrecondition, reason, "%s", why)
 	case lifecycle.PauseNothing:
 		return withPhase(sandboxToProto(sb), sandpodv1.Phase_PHASE_PAUSED), nil
 	}
@@ -75,7 +76,7 @@ func (b *Backend) resumePaused(ctx context.Context, sb *v1alpha1.Sandbox) (*sand
 // (pause and resume are rare; exec and files use the bridge's pool).
 func (b *Backend) setPaused(ctx context.Context, sb *v1alpha1.Sandbox, paused bool) error {
 	if len(sb.Status.PodIPs) == 0 {
-		return status.Errorf(codes.Unavailable, "sandbox %q has no pod IP yet; retry", sb.Name)
+		return errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q has no pod IP yet; retry", sb.Name)
 	}
 	ep, err := b.endpoint(ctx, sb)
 	if err != nil {
@@ -87,7 +88,7 @@ func (b *Backend) setPaused(ctx context.Context, sb *v1alpha1.Sandbox, paused bo
 	}
 	conn, err := grpc.NewClient(ep.Target, grpc.WithTransportCredentials(creds))
 	if err != nil {
-		return status.Errorf(codes.Unavailable, "sandbox %q: connect to agent: %v", sb.Name, err)
+		return errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentUnreachable, "sandbox %q: connect to agent: %v", sb.Name, err)
 	}
 	defer conn.Close()
 	actx := metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, ep.Secret)
@@ -99,7 +100,7 @@ func (b *Backend) setPaused(ctx context.Context, sb *v1alpha1.Sandbox, paused bo
 		if st, ok := status.FromError(err); ok && st.Code() != codes.Unavailable && st.Code() != codes.DeadlineExceeded {
 			return err
 		}
-		return status.Errorf(codes.Unavailable, "sandbox %q: %s: its agent is unreachable (%v); retry", sb.Name, verb, err)
+		return errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentUnreachable, "sandbox %q: %s: its agent is unreachable (%v); retry", sb.Name, verb, err)
 	}
 	return nil
 }

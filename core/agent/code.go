@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
@@ -125,16 +124,16 @@ func contextPB(c *codeContext) *sandpodv1.CodeContext {
 
 func checkCodeArgs(lang, id string) error {
 	if err := CheckLanguage(lang); err != nil {
-		return statusInvalid("language", err)
+		return statusInvalid(errinfo.ReasonInvalidCode, "language", err)
 	}
 	if err := CheckContextID(id); err != nil {
-		return statusInvalid("context_id", err)
+		return statusInvalid(errinfo.ReasonInvalidContextID, "context_id", err)
 	}
 	return nil
 }
 
-func statusInvalid(field string, err error) error {
-	return status.Error(codes.InvalidArgument, "code: "+field+": "+err.Error())
+func statusInvalid(reason errinfo.Why, field string, err error) error {
+	return errinfo.New(codes.InvalidArgument, reason, map[string]string{"field": field}, "code: "+field+": "+err.Error())
 }
 
 // CreateCodeContext starts an interpreter.
@@ -169,10 +168,10 @@ func (s *Server) ListCodeContexts(context.Context, *sandpodv1.ListCodeContextsRe
 func (s *Server) DeleteCodeContext(_ context.Context, req *sandpodv1.DeleteCodeContextRequest) (*sandpodv1.DeleteCodeContextResponse, error) {
 	id := req.GetContextId()
 	if id == "" {
-		return nil, statusInvalid("context_id", errRequired)
+		return nil, statusInvalid(errinfo.ReasonInvalidContextID, "context_id", errRequired)
 	}
 	if err := CheckContextID(id); err != nil {
-		return nil, statusInvalid("context_id", err)
+		return nil, statusInvalid(errinfo.ReasonInvalidContextID, "context_id", err)
 	}
 	c, _ := s.code.get(id)
 	if c == nil || !s.code.remove(id, c) {
@@ -189,10 +188,10 @@ func (s *Server) RunCode(req *sandpodv1.RunCodeRequest, stream sandpodv1.AgentSe
 		return err
 	}
 	if len(req.GetCode()) > MaxCodeBytes {
-		return statusInvalid("code", errTooLarge(len(req.GetCode())))
+		return statusInvalid(errinfo.ReasonInvalidCode, "code", errTooLarge(len(req.GetCode())))
 	}
 	if !utf8.ValidString(req.GetCode()) {
-		return statusInvalid("code", errNotUTF8)
+		return statusInvalid(errinfo.ReasonInvalidCode, "code", errNotUTF8)
 	}
 	id := req.GetContextId()
 	c, starting := s.code.get(orDefault(id))

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -42,7 +43,7 @@ func (s *Server) awaitDefault(ctx context.Context) (*codeContext, error) {
 			return c, nil
 		}
 		if !starting {
-			return nil, status.Error(codes.Unavailable, "code: the default context failed to start in a concurrent call; retry")
+			return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonCodeContextNotReady, "code: the default context failed to start in a concurrent call; retry")
 		}
 		select {
 		case <-ctx.Done():
@@ -74,7 +75,7 @@ func (s *Server) runCell(ctx context.Context, c *codeContext, req *sandpodv1.Run
 	began := time.Now()
 	if err := writeFrame(c.req, map[string]string{"code": req.GetCode(), "marker": c.marker}); err != nil {
 		c.kill()
-		return status.Errorf(codes.Unavailable, "code: context %q stopped taking code (%v); it was killed: create a new one", c.id, err)
+		return errinfo.Newf(codes.Unavailable, errinfo.ReasonCodeContextBroken, "code: context %q stopped taking code (%v); it was killed: create a new one", c.id, err)
 	}
 
 	// Sends go on after the caller left only to drain the context; their

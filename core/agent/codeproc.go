@@ -18,6 +18,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/sandpod/sandpod/core/api/errinfo"
 )
 
 // executorSource is the Python side of a code context (see executor.py):
@@ -89,26 +91,26 @@ func (s *Server) startContext(ctx context.Context, id, cwd string, env map[strin
 	}
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "code context: no python3 in the sandbox's PATH (%v); run_code needs a python3 interpreter in the image", err)
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonInterpreterNotFound, "code context: no python3 in the sandbox's PATH (%v); run_code needs a python3 interpreter in the image", err)
 	}
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "code context: pipe: %v", err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonExecPipeFailed, "code context: pipe: %v", err)
 	}
 	repR, repW, err := os.Pipe()
 	if err != nil {
 		closeAll(reqR, reqW)
-		return nil, status.Errorf(codes.Internal, "code context: pipe: %v", err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonExecPipeFailed, "code context: pipe: %v", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		closeAll(reqR, reqW, repR, repW)
-		return nil, status.Errorf(codes.Internal, "code context: pipe: %v", err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonExecPipeFailed, "code context: pipe: %v", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(reqR, reqW, repR, repW, outR, outW)
-		return nil, status.Errorf(codes.Internal, "code context: pipe: %v", err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonExecPipeFailed, "code context: pipe: %v", err)
 	}
 	base := mergeEnv(s.cfg.Env, env)
 	if _, ok := env["MPLBACKEND"]; !ok {
@@ -125,9 +127,9 @@ func (s *Server) startContext(ctx context.Context, id, cwd string, env map[strin
 	if err := cmd.Start(); err != nil {
 		closeAll(reqR, reqW, repR, repW, outR, outW, errR, errW)
 		if errors.Is(err, syscall.EAGAIN) {
-			return nil, status.Errorf(codes.ResourceExhausted, "code context: sandbox process limit reached: %v", err)
+			return nil, errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonSandboxProcessLimit, "code context: sandbox process limit reached: %v", err)
 		}
-		return nil, status.Errorf(codes.FailedPrecondition, "code context: start python3: %v", err)
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonCodeContextStartFailed, "code context: start python3: %v", err)
 	}
 	closeAll(reqR, repW, outW, errW)
 	c := &codeContext{
@@ -155,12 +157,12 @@ func (s *Server) startContext(ctx context.Context, id, cwd string, env map[strin
 			return c, nil
 		}
 		c.kill()
-		return nil, status.Errorf(codes.FailedPrecondition, "code context: python3 did not start the executor%s", c.earlyOutput())
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonCodeContextStartFailed, "code context: python3 did not start the executor%s", c.earlyOutput())
 	case <-c.dead:
-		return nil, status.Errorf(codes.FailedPrecondition, "code context: python3 %s before it was ready%s", c.exitMsg, c.earlyOutput())
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonCodeContextStartFailed, "code context: python3 %s before it was ready%s", c.exitMsg, c.earlyOutput())
 	case <-timer.C:
 		c.kill()
-		return nil, status.Errorf(codes.Unavailable, "code context: python3 was not ready within %s; the sandbox may be overloaded", readyTimeout)
+		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonCodeContextNotReady, "code context: python3 was not ready within %s; the sandbox may be overloaded", readyTimeout)
 	case <-ctx.Done():
 		c.kill()
 		return nil, status.FromContextError(ctx.Err()).Err()

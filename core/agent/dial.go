@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -53,20 +54,20 @@ func (s *Server) Dial(stream sandpodv1.AgentService_DialServer) error {
 	}
 	port := int(first.GetPort())
 	if port < 1 || port > 65535 {
-		return status.Errorf(codes.InvalidArgument, "port must be 1..65535, got %d", port)
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidPort, "port must be 1..65535, got %d", port)
 	}
 	if n := s.dials.Add(1); n > MaxDials {
 		s.dials.Add(-1)
-		return status.Errorf(codes.ResourceExhausted, "this sandbox already carries %d preview connections (the limit)", MaxDials)
+		return errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonPreviewConnectionLimit, "this sandbox already carries %d preview connections (the limit)", MaxDials)
 	}
 	defer s.dials.Add(-1)
 	ctx := stream.Context()
 	conn, err := dialLoopback(ctx, port)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return status.Errorf(codes.FailedPrecondition, "%s %d in the sandbox (connection refused)", portClosedMsg, port)
+			return errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonPortClosed, "%s %d in the sandbox (connection refused)", portClosedMsg, port)
 		}
-		return status.Errorf(codes.Unavailable, "connect to port %d in the sandbox: %v", port, err)
+		return errinfo.Newf(codes.Unavailable, errinfo.ReasonPortUnreachable, "connect to port %d in the sandbox: %v", port, err)
 	}
 	defer conn.Close()
 	go func() { <-ctx.Done(); _ = conn.Close() }() // the bridge went away: unblock both copies

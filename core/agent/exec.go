@@ -160,7 +160,7 @@ func (s *Server) Exec(stream sandpodv1.AgentService_ExecServer) error {
 					return
 				}
 			case *sandpodv1.ExecRequest_Start:
-				refused <- status.Error(codes.InvalidArgument, "exec: only the first message may be start")
+				refused <- errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidStream, "exec: only the first message may be start")
 				return
 			}
 		}
@@ -228,7 +228,7 @@ func (s *Server) command(start *sandpodv1.ExecStart) (*exec.Cmd, error) {
 		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidDuration, "exec: timeout must not be negative")
 	}
 	if err := CheckPty(start.GetPty()); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "exec: pty: %v", err)
+		return nil, errinfo.New(codes.InvalidArgument, errinfo.ReasonInvalidTerminal, map[string]string{"field": "pty"}, "exec: pty: "+err.Error())
 	}
 	if len(argv) == 0 {
 		argv = []string{"/bin/sh", "-c", start.GetShell()}

@@ -7,8 +7,8 @@ import (
 	"syscall"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -26,17 +26,17 @@ type execIO struct {
 func pipeIO(cmd *exec.Cmd) (execIO, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return execIO{}, status.Errorf(codes.Internal, "exec: stdin pipe: %v", err)
+		return execIO{}, errinfo.Newf(codes.Internal, errinfo.ReasonExecPipeFailed, "exec: stdin pipe: %v", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return execIO{}, status.Errorf(codes.Internal, "exec: stdout pipe: %v", err)
+		return execIO{}, errinfo.Newf(codes.Internal, errinfo.ReasonExecPipeFailed, "exec: stdout pipe: %v", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return execIO{}, status.Errorf(codes.Internal, "exec: stderr pipe: %v", err)
+		return execIO{}, errinfo.Newf(codes.Internal, errinfo.ReasonExecPipeFailed, "exec: stderr pipe: %v", err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	return execIO{stdin: stdin, stdout: outR, stderr: errR, child: []*os.File{outW, errW}}, nil
@@ -48,7 +48,7 @@ func pipeIO(cmd *exec.Cmd) (execIO, error) {
 func (s *Server) ptyIO(cmd *exec.Cmd, size *sandpodv1.TerminalSize) (execIO, error) {
 	master, slave, err := openPTY(uint16(size.GetRows()), uint16(size.GetCols()), s.cfg.RunAs)
 	if err != nil {
-		return execIO{}, status.Errorf(codes.FailedPrecondition, "exec: pty: the sandbox gives no terminal: %v", err)
+		return execIO{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonTerminalUnavailable, "exec: pty: the sandbox gives no terminal: %v", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	// The stdin feed closes its writer at the end of input: that must not
@@ -96,13 +96,13 @@ func (x execIO) signal(pgid int, sig syscall.Signal) {
 
 func (x execIO) resize(sz *sandpodv1.TerminalSize) error {
 	if x.master == nil {
-		return status.Error(codes.FailedPrecondition, "exec: "+ErrNoTerminal)
+		return errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonNoTerminal, "exec: %s", ErrNoTerminal)
 	}
 	if err := CheckTerminalSize(sz); err != nil {
-		return status.Errorf(codes.InvalidArgument, "exec: resize: %v", err)
+		return errinfo.New(codes.InvalidArgument, errinfo.ReasonInvalidTerminal, map[string]string{"field": "resize"}, "exec: resize: "+err.Error())
 	}
 	if err := resizePTY(x.master, uint16(sz.GetRows()), uint16(sz.GetCols())); err != nil {
-		return status.Errorf(codes.Internal, "exec: resize: %v", err)
+		return errinfo.Newf(codes.Internal, errinfo.ReasonTerminalResizeFailed, "exec: resize: %v", err)
 	}
 	return nil
 }

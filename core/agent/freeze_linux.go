@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -47,7 +47,7 @@ func (s *Server) SetPaused(ctx context.Context, req *sandpodv1.SetPausedRequest)
 	if err != nil {
 		signalAll(syscall.SIGCONT)
 		s.paused.Store(false)
-		return nil, status.Errorf(codes.Internal, "pause: %v (the sandbox's processes were continued)", err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonFreezeFailed, "pause: %v (the sandbox's processes were continued)", err)
 	}
 	return &sandpodv1.SetPausedResponse{Paused: true, Processes: int32(n)}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -58,17 +59,17 @@ func (s *Server) WatchFiles(req *sandpodv1.WatchFilesRequest, stream sandpodv1.A
 		return fileError("watch_files", req.GetPath(), err)
 	}
 	if !fi.IsDir() {
-		return status.Errorf(codes.InvalidArgument, "watch_files: %q is not a directory; watch the directory it is in", req.GetPath())
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonNotADirectory, "watch_files: %q is not a directory; watch the directory it is in", req.GetPath())
 	}
 	if n := s.watchStreams.Add(1); n > MaxWatchStreams {
 		s.watchStreams.Add(-1)
-		return status.Errorf(codes.ResourceExhausted, "watch_files: the sandbox already has %d watches open, the limit; close one first", MaxWatchStreams)
+		return errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonWatchLimit, "watch_files: the sandbox already has %d watches open, the limit; close one first", MaxWatchStreams)
 	}
 	defer s.watchStreams.Add(-1)
 
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
-		return status.Errorf(codes.ResourceExhausted, "watch_files: no inotify instance left (%v)", err)
+		return errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonWatchLimit, "watch_files: no inotify instance left (%v)", err)
 	}
 	// Through the runtime's poller, so that a read waits without a thread
 	// and a close (the call ending) wakes it.
@@ -117,11 +118,11 @@ func (w *watcher) close() {
 // add watches one directory. A limit is an error the caller reports.
 func (w *watcher) add(dir string, isRoot bool) error {
 	if len(w.wds) >= MaxWatchDirs {
-		return status.Errorf(codes.ResourceExhausted, "watch_files: %q holds more than %d directories, the limit of one watch; watch a smaller tree or without recursive", w.req.GetPath(), MaxWatchDirs)
+		return errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonWatchLimit, "watch_files: %q holds more than %d directories, the limit of one watch; watch a smaller tree or without recursive", w.req.GetPath(), MaxWatchDirs)
 	}
 	if w.s.watchDirs.Add(1) > MaxSandboxWatchDirs {
 		w.s.watchDirs.Add(-1)
-		return status.Errorf(codes.ResourceExhausted, "watch_files: the sandbox's watches hold %d directories, the limit; close a watch first", MaxSandboxWatchDirs)
+		return errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonWatchLimit, "watch_files: the sandbox's watches hold %d directories, the limit; close a watch first", MaxSandboxWatchDirs)
 	}
 	mask := uint32(watchMask)
 	if !isRoot {
@@ -131,7 +132,7 @@ func (w *watcher) add(dir string, isRoot bool) error {
 	if err != nil {
 		w.s.watchDirs.Add(-1)
 		if errors.Is(err, unix.ENOSPC) {
-			return status.Errorf(codes.ResourceExhausted, "watch_files: the kernel's inotify watch limit is reached (fs.inotify.max_user_watches)")
+			return errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonWatchLimit, "watch_files: the kernel's inotify watch limit is reached (fs.inotify.max_user_watches)")
 		}
 		return fileError("watch_files", w.s.shown(dir), err)
 	}
@@ -216,7 +217,7 @@ func (w *watcher) loop(stream sandpodv1.AgentService_WatchFilesServer) error {
 			if stream.Context().Err() != nil {
 				return status.FromContextError(stream.Context().Err()).Err()
 			}
-			return status.Errorf(codes.Internal, "watch_files: read events: %v", err)
+			return errinfo.Newf(codes.Internal, errinfo.ReasonWatchFailed, "watch_files: read events: %v", err)
 		default:
 			w.synth = 0 // the cap is per batch: what one message sequence may hold
 			for _, ev := range parseInotify(buf[:n]) {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -23,14 +22,17 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 		return nil, err
 	}
 	e.mu.Lock()
-	dec, why := lifecycle.Pause(name, sb.phase())
+	phase := sb.phase()
+	dec, why := lifecycle.Pause(name, phase)
+	reason := lifecycle.PauseRefusalReason(phase)
 	if dec == lifecycle.PauseFreeze && (sb.busy || sb.proc == nil) {
 		dec, why = lifecycle.PauseRefuse, "sandbox \""+name+"\" is being started or stopped; retry"
+		reason = errinfo.ReasonSandboxInTransition
 	}
 	switch dec {
 	case lifecycle.PauseRefuse:
 		e.mu.Unlock()
-		return nil, status.Error(codes.FailedPrecondition, why)
+		return nil, errinfo.Newf(codes.FailedPrecondition, reason, "%s", why)
 	case lifecycle.PauseNothing:
 		e.mu.Unlock()
 		return e.snapshot(sb), nil
@@ -42,7 +44,7 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 	next.Message = "paused: processes frozen with their memory; resume thaws them"
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
-		return nil, status.Errorf(codes.Unavailable, "save: %v", err)
+		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	e.mu.Unlock()
@@ -58,10 +60,10 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 		e.mu.Unlock()
 		e.publish(sb)
 		if err == errGone {
-			return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q was stopped while it was being paused", name)
+			return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxInTransition, "sandbox %q was stopped while it was being paused", name)
 		}
 		e.log.Error("pause", "sandbox", sb.rec.key(), "err", err)
-		return nil, status.Errorf(codes.Internal, "pause %q: %v", name, err)
+		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonFreezeFailed, "pause %q: %v", name, err)
 	}
 	e.publish(sb)
 	return e.snapshot(sb), nil
@@ -83,7 +85,7 @@ func (e *Engine) resumePaused(sb *sandbox) (out *sandpodv1.Sandbox, ok bool, err
 	next.LastActivity = time.Now()
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
-		return nil, true, status.Errorf(codes.Unavailable, "save: %v", err)
+		return nil, true, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	// Its agent was silent while frozen: its health checks start afresh.
@@ -99,7 +101,7 @@ func (e *Engine) resumePaused(sb *sandbox) (out *sandpodv1.Sandbox, ok bool, err
 		// Kill what cannot be thawed: the restart policy brings up a new
 		// agent, rather than leaving a sandbox that says Running and is not.
 		go func() { _ = p.kill(10 * time.Second) }()
-		return nil, true, status.Errorf(codes.Internal, "resume %q: %v (its processes are being restarted)", next.Name, err)
+		return nil, true, errinfo.Newf(codes.Internal, errinfo.ReasonFreezeFailed, "resume %q: %v (its processes are being restarted)", next.Name, err)
 	}
 	e.publish(sb)
 	return e.snapshot(sb), true, nil
@@ -108,7 +110,7 @@ func (e *Engine) resumePaused(sb *sandbox) (out *sandpodv1.Sandbox, ok bool, err
 // pausedRefusal is the answer to an exec or file call on a paused sandbox
 // whose template does not auto-resume.
 func pausedRefusal(ns, name string) error {
-	return errinfo.New(codes.FailedPrecondition, lifecycle.ReasonSandboxPaused,
+	return errinfo.New(codes.FailedPrecondition, errinfo.ReasonSandboxPaused,
 		map[string]string{"sandbox": name, "namespace": ns}, lifecycle.PausedMessage(name))
 }
 

@@ -8,11 +8,6 @@ import (
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
-// ReasonSandboxPaused is the ErrorInfo reason of an exec or file call
-// refused because its sandbox is paused (and its template does not
-// auto-resume): resume it, then retry.
-const ReasonSandboxPaused = errinfo.ReasonSandboxPaused
-
 // PauseDecision is what PauseSandbox does with a sandbox in a phase.
 type PauseDecision int
 
@@ -45,6 +40,21 @@ func Pause(name string, phase v1alpha1.SandboxPhase) (PauseDecision, string) {
 		return PauseRefuse, fmt.Sprintf("sandbox %q has failed: it has no processes to pause (resume restarts it)", name)
 	}
 	return PauseRefuse, fmt.Sprintf("sandbox %q is %s; it cannot be paused", name, phase)
+}
+
+// PauseRefusalReason is the ErrorInfo reason of a pause Pause refuses in
+// phase: the sandbox's own state where it has a reason (suspended, expired,
+// failed), else SANDBOX_IN_TRANSITION (starting, stopping, being deleted).
+func PauseRefusalReason(phase v1alpha1.SandboxPhase) errinfo.Why {
+	switch phase {
+	case v1alpha1.SandboxSuspended:
+		return errinfo.ReasonSandboxSuspended
+	case v1alpha1.SandboxExpired:
+		return errinfo.ReasonSandboxExpired
+	case v1alpha1.SandboxFailed:
+		return errinfo.ReasonSandboxFailed
+	}
+	return errinfo.ReasonSandboxInTransition
 }
 
 // PausedMessage is the message of an exec or file call refused because its

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -13,14 +14,15 @@ func TestPause(t *testing.T) {
 		phase  v1alpha1.SandboxPhase
 		want   PauseDecision
 		whyHas string
+		reason errinfo.Why // of a refusal
 	}{
-		{v1alpha1.SandboxRunning, PauseFreeze, ""},
-		{v1alpha1.SandboxPaused, PauseNothing, ""},
-		{v1alpha1.SandboxPending, PauseRefuse, "still starting"},
-		{v1alpha1.SandboxSuspended, PauseRefuse, "resume it first"},
-		{v1alpha1.SandboxExpired, PauseRefuse, "expired"},
-		{v1alpha1.SandboxFailed, PauseRefuse, "failed"},
-		{v1alpha1.SandboxTerminating, PauseRefuse, "Terminating"},
+		{v1alpha1.SandboxRunning, PauseFreeze, "", ""},
+		{v1alpha1.SandboxPaused, PauseNothing, "", ""},
+		{v1alpha1.SandboxPending, PauseRefuse, "still starting", errinfo.ReasonSandboxInTransition},
+		{v1alpha1.SandboxSuspended, PauseRefuse, "resume it first", errinfo.ReasonSandboxSuspended},
+		{v1alpha1.SandboxExpired, PauseRefuse, "expired", errinfo.ReasonSandboxExpired},
+		{v1alpha1.SandboxFailed, PauseRefuse, "failed", errinfo.ReasonSandboxFailed},
+		{v1alpha1.SandboxTerminating, PauseRefuse, "Terminating", errinfo.ReasonSandboxInTransition},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.phase), func(t *testing.T) {
@@ -30,6 +32,11 @@ func TestPause(t *testing.T) {
 			}
 			if (why == "") != (tc.whyHas == "") || !strings.Contains(why, tc.whyHas) {
 				t.Errorf("Pause(%s) message %q, want one containing %q", tc.phase, why, tc.whyHas)
+			}
+			if got == PauseRefuse {
+				if r := PauseRefusalReason(tc.phase); r != tc.reason {
+					t.Errorf("PauseRefusalReason(%s) = %s, want %s", tc.phase, r, tc.reason)
+				}
 			}
 		})
 	}

@@ -111,14 +111,18 @@ func TestRunCodeBadInput(t *testing.T) {
 	}
 	_, err = runCode(t, c, &sandpodv1.RunCodeRequest{Sandbox: name, Code: strings.Repeat("#", 1<<20+1)})
 	wantCode(t, err, codes.InvalidArgument, "code: is 1048577 bytes, the limit is 1048576")
+	wantWhy(t, err, errinfo.ReasonInvalidCode)
 	_, err = runCode(t, c, &sandpodv1.RunCodeRequest{Sandbox: name, Code: "1", Language: "r"})
 	wantCode(t, err, codes.InvalidArgument, `language: "r" is not supported`)
+	wantWhy(t, err, errinfo.ReasonInvalidCode)
 	_, err = runCode(t, c, &sandpodv1.RunCodeRequest{Sandbox: name, Code: "1", ContextId: "Bad_ID"})
 	wantCode(t, err, codes.InvalidArgument, "context_id")
+	wantWhy(t, err, errinfo.ReasonInvalidContextID)
 	_, err = runCode(t, c, &sandpodv1.RunCodeRequest{Sandbox: name, Code: "1", Timeout: dur(-time.Second)})
 	wantCode(t, err, codes.InvalidArgument, "timeout")
 	_, err = c.DeleteCodeContext(ctx(t), &sandpodv1.DeleteCodeContextRequest{Sandbox: name, ContextId: "nope"})
 	wantCode(t, err, codes.NotFound, "not found")
+	wantWhy(t, err, errinfo.ReasonCodeContextNotFound)
 }
 
 // TestCodeContextsAreIsolatedAndLimited: contexts do not share state, are
@@ -133,9 +137,9 @@ func TestCodeContextsAreIsolatedAndLimited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateCodeContext(ctx(t), &sandpodv1.CreateCodeContextRequest{Sandbox: name, ContextId: "a"}); err == nil {
-		t.Fatal("a second context named a was created")
-	}
+	_, err = c.CreateCodeContext(ctx(t), &sandpodv1.CreateCodeContextRequest{Sandbox: name, ContextId: "a"})
+	wantCode(t, err, codes.AlreadyExists, "")
+	wantWhy(t, err, errinfo.ReasonCodeContextExists)
 	mustRun(t, c, name, a.GetContext().GetId(), "v = 'a'")
 	if r := mustRun(t, c, name, "", "v"); r.err.GetName() != "NameError" {
 		t.Fatalf("the default context sees a's variable: %+v", r)
@@ -145,6 +149,7 @@ func TestCodeContextsAreIsolatedAndLimited(t *testing.T) {
 			t.Fatalf("context %d: %v", i+3, err)
 		} else if i == 6 {
 			wantCode(t, err, codes.ResourceExhausted, "the limit")
+			wantWhy(t, err, errinfo.ReasonCodeContextLimit)
 		}
 	}
 	list, err := c.ListCodeContexts(ctx(t), &sandpodv1.ListCodeContextsRequest{Sandbox: name})
@@ -156,6 +161,7 @@ func TestCodeContextsAreIsolatedAndLimited(t *testing.T) {
 	}
 	_, err = runCode(t, c, &sandpodv1.RunCodeRequest{Sandbox: name, Code: "v", ContextId: "a"})
 	wantCode(t, err, codes.NotFound, "not found")
+	wantWhy(t, err, errinfo.ReasonCodeContextNotFound)
 }
 
 // TestRunCodeTimeoutAndDeath: a timeout interrupts the cell and keeps the

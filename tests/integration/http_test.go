@@ -303,7 +303,7 @@ func TestHTTPClaimGetListExecFiles(t *testing.T) {
 	})
 
 	t.Run("bad input", func(t *testing.T) {
-		e := call(t, "GET", base+"/v1/sandboxes/Bad_Name", nil).wantError(t, 400, "INVALID_ARGUMENT", "")
+		e := call(t, "GET", base+"/v1/sandboxes/Bad_Name", nil).wantError(t, 400, "INVALID_ARGUMENT", "INVALID_NAME")
 		if e.Code != 3 || !strings.Contains(e.Message, "name") {
 			t.Errorf("bad name: %+v", e)
 		}
@@ -311,14 +311,19 @@ func TestHTTPClaimGetListExecFiles(t *testing.T) {
 			wantError(t, 400, "INVALID_ARGUMENT", "")
 		call(t, "POST", base+"/v1/sandboxes:claim", io.MultiReader(strings.NewReader(`{"template": "`), bytes.NewReader(bytes.Repeat([]byte("a"), 9<<20)))).
 			wantError(t, 413, "RESOURCE_EXHAUSTED", "REQUEST_TOO_LARGE")
-		call(t, "POST", base+"/v1/sandboxes/"+name+":exec", nil).wantError(t, 400, "INVALID_ARGUMENT", "")
-		call(t, "GET", base+"/v1/no/such/route", nil).wantError(t, 404, "NOT_FOUND", "")
+		call(t, "POST", base+"/v1/sandboxes/"+name+":exec", nil).wantError(t, 400, "INVALID_ARGUMENT", "INVALID_COMMAND")
+		call(t, "POST", base+"/v1/sandboxes/"+name+":exec", "{not json").wantError(t, 400, "INVALID_ARGUMENT", "INVALID_BODY")
+		call(t, "POST", base+"/v1/sandboxes/"+name+":exec?argv=true&timeout=soon", nil).wantError(t, 400, "INVALID_ARGUMENT", "INVALID_QUERY")
+		call(t, "PUT", base+"/v1/sandboxes/"+name+"/files/content", nil).wantError(t, 400, "INVALID_ARGUMENT", "INVALID_PATH")
+		call(t, "PUT", base+"/v1/sandboxes/"+name+"/files/content?path=a&mode=9", nil).wantError(t, 400, "INVALID_ARGUMENT", "INVALID_VALUE")
+		call(t, "PUT", base+"/v1/sandboxes/"+name+"/files/content?path=a&makeParents=maybe", nil).wantError(t, 400, "INVALID_ARGUMENT", "INVALID_VALUE")
+		call(t, "GET", base+"/v1/no/such/route", nil).wantError(t, 404, "NOT_FOUND", "ROUTE_NOT_FOUND")
 		// A web page (Origin) is refused unless allowed: no cross-site
 		// request may claim or run commands on a server without tokens.
 		call(t, "POST", base+"/v1/sandboxes:claim", `{"template": "python"}`, "Origin", "https://evil.example", "Content-Type", "text/plain").
-			wantError(t, 403, "PERMISSION_DENIED", "")
+			wantError(t, 403, "PERMISSION_DENIED", "ORIGIN_NOT_ALLOWED")
 		// A stream refused before it starts keeps its status too.
-		call(t, "GET", base+"/v1/sandboxes:watch?labelSelector=a%3D%3D%3Db", nil).wantError(t, 400, "INVALID_ARGUMENT", "")
+		call(t, "GET", base+"/v1/sandboxes:watch?labelSelector=a%3D%3D%3Db", nil).wantError(t, 400, "INVALID_ARGUMENT", "INVALID_SELECTOR")
 	})
 
 	t.Run("watch", func(t *testing.T) {
@@ -420,14 +425,14 @@ func TestHTTPOpenAPIListsEveryRPC(t *testing.T) {
 func TestHTTPAuth(t *testing.T) {
 	const token = "s3cret-http-token"
 	base := httpServer(t, token)
-	call(t, "GET", base+"/v1/templates", nil).wantError(t, 401, "UNAUTHENTICATED", "")
+	call(t, "GET", base+"/v1/templates", nil).wantError(t, 401, "UNAUTHENTICATED", "INVALID_TOKEN")
 	a := call(t, "GET", base+"/v1/templates", nil, "Authorization", "Bearer wrong")
-	a.wantError(t, 401, "UNAUTHENTICATED", "")
+	a.wantError(t, 401, "UNAUTHENTICATED", "INVALID_TOKEN")
 	if !strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer") {
 		t.Errorf("WWW-Authenticate %q", a.header.Get("WWW-Authenticate"))
 	}
-	call(t, "POST", base+"/v1/sandboxes/x:exec", map[string]any{"shell": "true"}).wantError(t, 401, "UNAUTHENTICATED", "")
-	call(t, "PUT", base+"/v1/sandboxes/x/files/content?path=a", "data").wantError(t, 401, "UNAUTHENTICATED", "")
+	call(t, "POST", base+"/v1/sandboxes/x:exec", map[string]any{"shell": "true"}).wantError(t, 401, "UNAUTHENTICATED", "INVALID_TOKEN")
+	call(t, "PUT", base+"/v1/sandboxes/x/files/content?path=a", "data").wantError(t, 401, "UNAUTHENTICATED", "INVALID_TOKEN")
 	var templates struct{ Templates []struct{ Name string } }
 	call(t, "GET", base+"/v1/templates", nil, "Authorization", "Bearer "+token).ok(t, &templates)
 	if len(templates.Templates) == 0 {

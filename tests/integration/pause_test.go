@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/testserver"
 )
@@ -141,6 +142,7 @@ func TestPauseKeepsMemory(t *testing.T) {
 	}
 	_, err = readFile(t, c, name, "count")
 	wantCode(t, err, codes.FailedPrecondition, "paused")
+	wantWhy(t, err, errinfo.ReasonSandboxPaused)
 	// Pausing again changes nothing.
 	pause(t, c, name)
 	// The frozen agent's silence is no failure: outlast several health
@@ -238,6 +240,7 @@ func TestPauseThenSuspendAndDelete(t *testing.T) {
 	}
 	_, err = c.PauseSandbox(ctx(t), &sandpodv1.PauseSandboxRequest{Name: a})
 	wantCode(t, err, codes.FailedPrecondition, "suspended")
+	wantWhy(t, err, errinfo.ReasonSandboxSuspended)
 	if _, err := c.ResumeSandbox(ctx(t), &sandpodv1.ResumeSandboxRequest{Name: a}); err != nil {
 		t.Fatal(err)
 	}
@@ -265,8 +268,10 @@ func TestPauseThenSuspendAndDelete(t *testing.T) {
 
 	_, err = c.PauseSandbox(ctx(t), &sandpodv1.PauseSandboxRequest{Name: "nope"})
 	wantCode(t, err, codes.NotFound, "")
+	wantWhy(t, err, errinfo.ReasonSandboxNotFound)
 	_, err = c.PauseSandbox(ctx(t), &sandpodv1.PauseSandboxRequest{Name: "Bad_Name"})
 	wantCode(t, err, codes.InvalidArgument, "")
+	wantWhy(t, err, errinfo.ReasonInvalidName)
 }
 
 func TestPausePoolMemberRefused(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/websocket"
 	"google.golang.org/grpc/codes"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -149,6 +150,7 @@ func TestPreviewHTTPServer(t *testing.T) {
 	t.Run("already exposed, list, unexpose", func(t *testing.T) {
 		_, err := c.ExposePort(ctx(t), &sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 8080})
 		wantCode(t, err, codes.AlreadyExists, ex.GetUrl())
+		wantWhy(t, err, errinfo.ReasonPortAlreadyExposed)
 		lr, err := c.ListExposedPorts(ctx(t), &sandpodv1.ListExposedPortsRequest{Sandbox: sb.Name})
 		if err != nil || len(lr.GetPorts()) != 1 || lr.GetPorts()[0].GetUrl() != ex.GetUrl() {
 			t.Fatalf("list = %v, %v; want the one exposed port", lr, err)
@@ -161,6 +163,7 @@ func TestPreviewHTTPServer(t *testing.T) {
 		}
 		_, err = c.UnexposePort(ctx(t), &sandpodv1.UnexposePortRequest{Sandbox: sb.Name, Port: 8080})
 		wantCode(t, err, codes.NotFound, "not exposed")
+		wantWhy(t, err, errinfo.ReasonPortNotExposed)
 	})
 }
 
@@ -170,21 +173,23 @@ func TestPreviewBadInput(t *testing.T) {
 	c := srv.Client()
 	sb, _ := claim(t, c, "python")
 	for _, tc := range []struct {
-		req  *sandpodv1.ExposePortRequest
-		code codes.Code
-		msg  string
+		req    *sandpodv1.ExposePortRequest
+		code   codes.Code
+		msg    string
+		reason errinfo.Why
 	}{
-		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 0}, codes.InvalidArgument, "port: must be 1..65535, got 0"},
-		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 65536}, codes.InvalidArgument, "port: must be 1..65535"},
-		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: -1}, codes.InvalidArgument, "port: must be 1..65535"},
-		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 7070}, codes.InvalidArgument, "agent's own port"},
-		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 80, Protocol: 9}, codes.InvalidArgument, "protocol"},
-		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 80, SignedUrlTtl: dur(30 * 24 * time.Hour)}, codes.InvalidArgument, "signed_url_ttl"},
-		{&sandpodv1.ExposePortRequest{Port: 80}, codes.InvalidArgument, "sandbox"},
-		{&sandpodv1.ExposePortRequest{Sandbox: "gone-away", Port: 80}, codes.NotFound, "gone-away"},
+		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 0}, codes.InvalidArgument, "port: must be 1..65535, got 0", errinfo.ReasonInvalidPort},
+		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 65536}, codes.InvalidArgument, "port: must be 1..65535", errinfo.ReasonInvalidPort},
+		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: -1}, codes.InvalidArgument, "port: must be 1..65535", errinfo.ReasonInvalidPort},
+		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 7070}, codes.InvalidArgument, "agent's own port", errinfo.ReasonInvalidPort},
+		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 80, Protocol: 9}, codes.InvalidArgument, "protocol", errinfo.ReasonInvalidPort},
+		{&sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 80, SignedUrlTtl: dur(30 * 24 * time.Hour)}, codes.InvalidArgument, "signed_url_ttl", errinfo.ReasonInvalidDuration},
+		{&sandpodv1.ExposePortRequest{Port: 80}, codes.InvalidArgument, "sandbox", errinfo.ReasonInvalidName},
+		{&sandpodv1.ExposePortRequest{Sandbox: "gone-away", Port: 80}, codes.NotFound, "gone-away", errinfo.ReasonSandboxNotFound},
 	} {
 		_, err := c.ExposePort(ctx(t), tc.req)
 		wantCode(t, err, tc.code, tc.msg)
+		wantWhy(t, err, tc.reason)
 	}
 
 	// Nothing ever listens: the wait ends at the caller's deadline.
@@ -192,6 +197,7 @@ func TestPreviewBadInput(t *testing.T) {
 	defer cancel()
 	_, err := c.ExposePort(dctx, &sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 9999})
 	wantCode(t, err, codes.DeadlineExceeded, "nothing answered on port 9999")
+	wantWhy(t, err, errinfo.ReasonPortNotAnswering)
 
 	// Signed URLs: tampered, expired; hosts that name no preview.
 	startPreviewApp(t, c, sb.Name, "http", 8080, 0)
@@ -301,6 +307,7 @@ func TestPreviewClosedOnSuspendAndDelete(t *testing.T) {
 	}
 	_, err = c.ExposePort(ctx(t), &sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 8080})
 	wantCode(t, err, codes.FailedPrecondition, "suspended")
+	wantWhy(t, err, errinfo.ReasonSandboxSuspended)
 
 	if _, err := c.ResumeSandbox(ctx(t), &sandpodv1.ResumeSandboxRequest{Name: sb.Name}); err != nil {
 		t.Fatal(err)
@@ -318,6 +325,7 @@ func TestPreviewClosedOnSuspendAndDelete(t *testing.T) {
 	}
 	_, err = c.ExposePort(ctx(t), &sandpodv1.ExposePortRequest{Sandbox: sb.Name, Port: 8080})
 	wantCode(t, err, codes.NotFound, sb.Name)
+	wantWhy(t, err, errinfo.ReasonSandboxNotFound)
 }
 
 // A raw TCP port: the preview host takes an HTTP upgrade and then carries

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -193,12 +194,14 @@ func TestTerminal(t *testing.T) {
 			t.Fatal("the call did not end")
 		}
 		wantCode(t, err, codes.FailedPrecondition, "has no terminal")
+		wantWhy(t, err, errinfo.ReasonNoTerminal)
 	})
 
 	t.Run("bad sizes", func(t *testing.T) {
 		for _, sz := range [][2]uint32{{0, 80}, {24, 0}, {1001, 80}, {24, 5000}} {
 			_, err := execIn(t, c, ptyStart(sb.Name, sz[0], sz[1], "true"), "")
 			wantCode(t, err, codes.InvalidArgument, "pty: rows and cols must each be between 1 and 1000")
+			wantWhy(t, err, errinfo.ReasonInvalidTerminal)
 		}
 		tm := openTerm(t, c, ptyStart(sb.Name, 24, 80, "sleep", "100"))
 		tm.resize(0, 0)
@@ -209,6 +212,7 @@ func TestTerminal(t *testing.T) {
 			t.Fatal("the call did not end")
 		}
 		wantCode(t, err, codes.InvalidArgument, "resize: rows and cols")
+		wantWhy(t, err, errinfo.ReasonInvalidTerminal)
 	})
 
 	t.Run("a sandbox cannot take the host's pseudo-terminals", func(t *testing.T) {

@@ -138,7 +138,9 @@ func TestWatchFilesErrors(t *testing.T) {
 	if r := errinfo.Reason(err); r != errinfo.ReasonFileNotFound {
 		t.Errorf("reason %q, want %s", r, errinfo.ReasonFileNotFound)
 	}
-	wantCode(t, firstErr(&sandpodv1.WatchFilesRequest{Sandbox: sb.Name, Path: "plain"}), codes.InvalidArgument, "is not a directory")
+	err = firstErr(&sandpodv1.WatchFilesRequest{Sandbox: sb.Name, Path: "plain"})
+	wantCode(t, err, codes.InvalidArgument, "is not a directory")
+	wantWhy(t, err, errinfo.ReasonNotADirectory)
 	wantCode(t, firstErr(&sandpodv1.WatchFilesRequest{Sandbox: sb.Name, Path: "a/../b"}), codes.InvalidArgument, "path:")
 	err = firstErr(&sandpodv1.WatchFilesRequest{Sandbox: "no-such-sandbox", Path: "."})
 	wantCode(t, err, codes.NotFound, "")
@@ -158,7 +160,9 @@ func TestWatchFilesErrors(t *testing.T) {
 			t.Fatalf("watch %d: %v", i, err)
 		}
 	}
-	wantCode(t, firstErr(&sandpodv1.WatchFilesRequest{Sandbox: sb.Name, Path: "."}), codes.ResourceExhausted, "16 watches open")
+	err = firstErr(&sandpodv1.WatchFilesRequest{Sandbox: sb.Name, Path: "."})
+	wantCode(t, err, codes.ResourceExhausted, "16 watches open")
+	wantWhy(t, err, errinfo.ReasonWatchLimit)
 	cancel()
 	eventually(t, "a watch possible again once the others closed", func() bool {
 		return firstErr(&sandpodv1.WatchFilesRequest{Sandbox: sb.Name, Path: "."}) == nil

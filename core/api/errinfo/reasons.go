@@ -58,12 +58,18 @@ const (
 	// ReasonInvalidPort: a port outside 1..65535, one of the agent's own,
 	// or an unknown protocol (ExposePort).
 	ReasonInvalidPort Why = "INVALID_PORT"
-	// ReasonInvalidTerminal: a terminal size outside 1..1000 or a bad TERM,
-	// or a resize of an exec without a terminal.
+	// ReasonInvalidTerminal: a terminal size outside 1..1000 or a bad TERM
+	// (a resize of an exec without a terminal is NO_TERMINAL).
 	ReasonInvalidTerminal Why = "INVALID_TERMINAL"
 	// ReasonInvalidForkSource: ForkSandbox names neither a snapshot nor a
 	// sandbox to fork from, or both.
 	ReasonInvalidForkSource Why = "INVALID_FORK_SOURCE"
+	// ReasonInvalidBody: HTTP: a request body that cannot be read or is not
+	// the JSON its route takes.
+	ReasonInvalidBody Why = "INVALID_BODY"
+	// ReasonInvalidQuery: HTTP: a query parameter that is not a field of
+	// the request or does not parse as its type.
+	ReasonInvalidQuery Why = "INVALID_QUERY"
 	// ReasonRequestIDReused: a request_id first used by the other method
 	// (create vs claim).
 	ReasonRequestIDReused Why = "REQUEST_ID_REUSED"
@@ -116,6 +122,10 @@ const (
 	// ReasonSandboxDeletedWhileWaiting: the sandbox a call waited for was
 	// deleted meanwhile (ABORTED, on Kubernetes).
 	ReasonSandboxDeletedWhileWaiting Why = "SANDBOX_DELETED_WHILE_WAITING"
+	// ReasonSandboxReplaced: the sandbox was deleted and made again under
+	// its name while the call waited (ExposePort's wait for its port)
+	// (FAILED_PRECONDITION): call again for the new one.
+	ReasonSandboxReplaced Why = "SANDBOX_REPLACED"
 	// ReasonWorkingDirNotFound: an exec's working_dir does not exist in the
 	// sandbox (FAILED_PRECONDITION).
 	ReasonWorkingDirNotFound Why = "WORKING_DIR_NOT_FOUND"
@@ -204,7 +214,8 @@ const (
 	// ReasonFileOperationFailed: a file operation failed with an error the
 	// agent has no better answer for (INTERNAL; the message has it).
 	ReasonFileOperationFailed Why = "FILE_OPERATION_FAILED"
-	// ReasonExecPipeFailed: the agent could not make an exec's pipes (INTERNAL).
+	// ReasonExecPipeFailed: the agent could not make the pipes of an exec
+	// or a code context (INTERNAL).
 	ReasonExecPipeFailed Why = "EXEC_PIPE_FAILED"
 )
 
@@ -219,15 +230,105 @@ const (
 	// (whose template does not auto-resume): resume it, then retry
 	// (FAILED_PRECONDITION).
 	ReasonSandboxPaused Why = "SANDBOX_PAUSED"
-	// errinfo.ReasonCodeContextNotFound: the code context a call names does not
+	// ReasonSandboxInTransition: a pause (or a port exposure) of a sandbox
+	// that is starting, stopping or being deleted (FAILED_PRECONDITION):
+	// retry once it runs.
+	ReasonSandboxInTransition Why = "SANDBOX_IN_TRANSITION"
+	// ReasonFreezeFailed: the sandbox's processes could not be frozen
+	// (pause; they were continued) or thawed (resume; they are restarted)
+	// (INTERNAL).
+	ReasonFreezeFailed Why = "FREEZE_FAILED"
+	// ReasonCodeContextNotFound: the code context a call names does not
 	// exist (never did, was deleted, or died) (NOT_FOUND).
 	ReasonCodeContextNotFound Why = "CODE_CONTEXT_NOT_FOUND"
-	// errinfo.ReasonCodeContextLimit: the sandbox already has its most code
+	// ReasonCodeContextLimit: the sandbox already has its most code
 	// contexts (RESOURCE_EXHAUSTED).
 	ReasonCodeContextLimit Why = "CODE_CONTEXT_LIMIT"
-	// errinfo.ReasonCodeContextExists: CreateCodeContext with an id in use
+	// ReasonCodeContextExists: CreateCodeContext with an id in use
 	// (ALREADY_EXISTS).
 	ReasonCodeContextExists Why = "CODE_CONTEXT_EXISTS"
+	// ReasonInterpreterNotFound: the sandbox's image has no python3 on its
+	// PATH, which code contexts need (FAILED_PRECONDITION).
+	ReasonInterpreterNotFound Why = "INTERPRETER_NOT_FOUND"
+	// ReasonCodeContextStartFailed: the interpreter of a code context could
+	// not be started, or exited before it was ready; the message has its
+	// output (FAILED_PRECONDITION).
+	ReasonCodeContextStartFailed Why = "CODE_CONTEXT_START_FAILED"
+	// ReasonCodeContextNotReady: the code context was not ready in time, or
+	// a concurrent call starting the default context failed (UNAVAILABLE:
+	// retry).
+	ReasonCodeContextNotReady Why = "CODE_CONTEXT_NOT_READY"
+	// ReasonCodeContextBroken: the code context stopped taking code and was
+	// killed (UNAVAILABLE): create a new one.
+	ReasonCodeContextBroken Why = "CODE_CONTEXT_BROKEN"
+)
+
+// Reasons of terminals and file watches.
+const (
+	// ReasonNoTerminal: a resize of an exec started without a terminal
+	// (FAILED_PRECONDITION; the command is killed).
+	ReasonNoTerminal Why = "NO_TERMINAL"
+	// ReasonTerminalUnavailable: the sandbox could not give the exec a
+	// terminal (FAILED_PRECONDITION).
+	ReasonTerminalUnavailable Why = "TERMINAL_UNAVAILABLE"
+	// ReasonTerminalResizeFailed: the kernel refused a terminal's new size
+	// (INTERNAL).
+	ReasonTerminalResizeFailed Why = "TERMINAL_RESIZE_FAILED"
+	// ReasonWatchLimit: a file watch over a limit: of watches open in the
+	// sandbox, of directories in one watch or in all, or the kernel's
+	// inotify limits (RESOURCE_EXHAUSTED; the message says which).
+	ReasonWatchLimit Why = "WATCH_LIMIT"
+	// ReasonWatchFailed: the agent could not read a watch's events (INTERNAL).
+	ReasonWatchFailed Why = "WATCH_FAILED"
+)
+
+// Reasons of port previews.
+const (
+	// ReasonPreviewsDisabled: the server was started without
+	// --preview-listen (UNIMPLEMENTED).
+	ReasonPreviewsDisabled Why = "PREVIEWS_DISABLED"
+	// ReasonPortAlreadyExposed: ExposePort of a port exposed already; the
+	// message has its URL (ALREADY_EXISTS).
+	ReasonPortAlreadyExposed Why = "PORT_ALREADY_EXPOSED"
+	// ReasonPortNotExposed: UnexposePort of a port that is not exposed (NOT_FOUND).
+	ReasonPortNotExposed Why = "PORT_NOT_EXPOSED"
+	// ReasonExposedPortLimit: the sandbox already exposes its most ports
+	// (RESOURCE_EXHAUSTED).
+	ReasonExposedPortLimit Why = "EXPOSED_PORT_LIMIT"
+	// ReasonPreviewConnectionLimit: the sandbox already carries its most
+	// preview connections (RESOURCE_EXHAUSTED).
+	ReasonPreviewConnectionLimit Why = "PREVIEW_CONNECTION_LIMIT"
+	// ReasonPortClosed: nothing listens on the port in the sandbox
+	// (connection refused) (FAILED_PRECONDITION).
+	ReasonPortClosed Why = "PORT_CLOSED"
+	// ReasonPortNotAnswering: nothing answered on the port before the
+	// call's deadline (DEADLINE_EXCEEDED): start the server first.
+	ReasonPortNotAnswering Why = "PORT_NOT_ANSWERING"
+	// ReasonPortUnreachable: the port could not be reached for another
+	// reason than nothing listening (UNAVAILABLE).
+	ReasonPortUnreachable Why = "PORT_UNREACHABLE"
+)
+
+// Reasons of the HTTP/JSON API's own refusals (bridge/httpapi).
+const (
+	// ReasonRequestTooLarge: a request body over the limit of its route
+	// (RESOURCE_EXHAUSTED, HTTP 413).
+	ReasonRequestTooLarge Why = "REQUEST_TOO_LARGE"
+	// ReasonRouteNotFound: no route has that path (NOT_FOUND, 404) or
+	// method (UNIMPLEMENTED, 405).
+	ReasonRouteNotFound Why = "ROUTE_NOT_FOUND"
+	// ReasonHostNotAllowed: a server without tokens answers only requests
+	// whose Host is an IP address or localhost (PERMISSION_DENIED, 403).
+	ReasonHostNotAllowed Why = "HOST_NOT_ALLOWED"
+	// ReasonOriginNotAllowed: a browser request from an origin not in
+	// --http-allow-origin (PERMISSION_DENIED, 403).
+	ReasonOriginNotAllowed Why = "ORIGIN_NOT_ALLOWED"
+	// ReasonUploadInterrupted: an upload's body could not be read to its
+	// end (the caller went away); the old file stays (CANCELLED).
+	ReasonUploadInterrupted Why = "UPLOAD_INTERRUPTED"
+	// ReasonResponseEncodeFailed: an answer could not be encoded as JSON
+	// (INTERNAL).
+	ReasonResponseEncodeFailed Why = "RESPONSE_ENCODE_FAILED"
 )
 
 // Reasons of snapshots.

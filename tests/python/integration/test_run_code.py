@@ -122,8 +122,9 @@ def test_context_killed_by_its_code_is_reported_and_replaced(sandbox):
     )
     with pytest.raises(sandpod.CodeContextLost):
         ex.raise_for_error()
-    with pytest.raises(sandpod.CodeContextNotFound):
+    with pytest.raises(sandpod.CodeContextNotFound) as info:
         ctx.run_code("z")
+    assert info.value.reason == "CODE_CONTEXT_NOT_FOUND"
     # A segfault too; and a new context works.
     ex = sandbox.run_code("import ctypes; ctypes.string_at(0)")
     assert ex.context_lost and "signal 11" in ex.error.value
@@ -140,8 +141,9 @@ def test_contexts_are_isolated_listed_and_deleted(sandbox):
         assert right.run_code("v").text == "'right'"
         ids = {c.id for c in sandbox.code_contexts()}
         assert {"left", right.id} <= ids
-        with pytest.raises(sandpod.AlreadyExists):
+        with pytest.raises(sandpod.AlreadyExists) as info:
             sandbox.code_context("left")
+        assert info.value.reason == "CODE_CONTEXT_EXISTS"
         assert sandbox.code_context("left", create=False).run_code("v").text == "'left'"
     assert not {"left", right.id} & {c.id for c in sandbox.code_contexts()}
 
@@ -150,12 +152,15 @@ def test_bad_input_gets_clear_codes(sandbox):
     with pytest.raises(sandpod.CodeContextNotFound, match='"nope" not found') as info:
         sandbox.run_code("1", context="nope")
     assert info.value.reason == "CODE_CONTEXT_NOT_FOUND"
-    with pytest.raises(sandpod.InvalidArgument, match="limit is 1048576"):
+    with pytest.raises(sandpod.InvalidArgument, match="limit is 1048576") as info:
         sandbox.run_code("#" * (1 << 20 + 1))
-    with pytest.raises(sandpod.InvalidArgument, match='language: "ruby" is not supported'):
+    assert info.value.reason == "INVALID_CODE"
+    with pytest.raises(sandpod.InvalidArgument, match='language: "ruby" is not supported') as info:
         sandbox.run_code("1", language="ruby")
-    with pytest.raises(sandpod.InvalidArgument, match="context_id"):
+    assert info.value.reason == "INVALID_CODE"
+    with pytest.raises(sandpod.InvalidArgument, match="context_id") as info:
         sandbox.run_code("1", context="Not An Id")
+    assert info.value.reason == "INVALID_CONTEXT_ID"
 
 
 def test_unclaimed_pool_member_refuses_run_code(client):
