@@ -237,9 +237,9 @@ class AsyncForkList(list):  # type: ignore[type-arg]
 
     async def delete_all(self) -> None:
         """Deletes every sandbox in the list (in parallel); already gone ones are fine."""
-        from ._async_client import _delete_all
+        from ._async_io import delete_all
 
-        await _delete_all(self)
+        await delete_all(self)
 
     async def __aenter__(self) -> AsyncForkList:
         return self
@@ -263,9 +263,9 @@ class ForkList(list):  # type: ignore[type-arg]
 
     def delete_all(self) -> None:
         """Deletes every sandbox in the list (in parallel); already gone ones are fine."""
-        from ._client import _delete_all
+        from ._sync_io import delete_all
 
-        _delete_all(self)
+        delete_all(self)
 
     def __enter__(self) -> ForkList:
         return self
