@@ -116,6 +116,15 @@ async def delete_all(sandboxes: Iterable[AsyncSandbox]) -> None:
     await asyncio.gather(*(sb._release() for sb in sandboxes), return_exceptions=True)
 
 
+async def responses(call: Any) -> AsyncIterator[Any]:
+    """The messages of a server stream until its end (an error status raises)."""
+    while True:
+        resp = await call.read()
+        if resp is grpc.aio.EOF:
+            return
+        yield resp
+
+
 # --- watches ------------------------------------------------------------------------
 
 

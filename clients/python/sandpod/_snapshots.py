@@ -145,49 +145,11 @@ def fork_request(
 # --- handles ------------------------------------------------------------------------
 
 
-class Snapshot:
-    """A handle to one snapshot: ``info`` is its state as last reported."""
-
-    def __init__(self, client: Client, info: SnapshotInfo) -> None:
-        self._client = client
-        self.info = info
-
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    @property
-    def namespace(self) -> str:
-        return self.info.namespace
-
-    def __repr__(self) -> str:
-        return (
-            f"Snapshot(name={self.name!r}, source={self.info.source_sandbox!r}, "
-            f"size_bytes={self.info.size_bytes}, storage={self.info.storage!r})"
-        )
-
-    def refresh(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> Snapshot:
-        """Fetches the current state into ``info`` and returns self."""
-        req = snapshot_pb2.GetSnapshotRequest(name=self.name, namespace=self.namespace)
-        self.info = SnapshotInfo.from_pb(
-            self._client._unary("GetSnapshot", req, timeout=timeout).snapshot
-        )
-        return self
-
-    def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
-        """Deletes the snapshot and its files. Raises SnapshotInUse while sandboxes or
-        warm pools use it (the message names them)."""
-        req = snapshot_pb2.DeleteSnapshotRequest(name=self.name, namespace=self.namespace)
-        self._client._unary(
-            "DeleteSnapshot",
-            req,
-            timeout=timeout,
-            done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
-        )
+# unasync: begin source: the asyncio handles; their sync twins below are generated
 
 
 class AsyncSnapshot:
-    """The asyncio twin of :class:`Snapshot`."""
+    """A handle to one snapshot: ``info`` is its state as last reported."""
 
     def __init__(self, client: AsyncClient, info: SnapshotInfo) -> None:
         self._client = client
@@ -210,14 +172,15 @@ class AsyncSnapshot:
     async def refresh(
         self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> AsyncSnapshot:
-        """See :meth:`Snapshot.refresh`."""
+        """Fetches the current state into ``info`` and returns self."""
         req = snapshot_pb2.GetSnapshotRequest(name=self.name, namespace=self.namespace)
         resp = await self._client._unary("GetSnapshot", req, timeout=timeout)
         self.info = SnapshotInfo.from_pb(resp.snapshot)
         return self
 
     async def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
-        """See :meth:`Snapshot.delete`."""
+        """Deletes the snapshot and its files. Raises SnapshotInUse while sandboxes or
+        warm pools use it (the message names them)."""
         req = snapshot_pb2.DeleteSnapshotRequest(name=self.name, namespace=self.namespace)
         await self._client._unary(
             "DeleteSnapshot",
@@ -253,9 +216,55 @@ class AsyncForkList(list):  # type: ignore[type-arg]
         await self.delete_all()
 
 
+# unasync: end source
+
+
+# unasync: begin generated from the source above by hack/unasync.py; do not edit
+
+
+class Snapshot:
+    """A handle to one snapshot: ``info`` is its state as last reported."""
+
+    def __init__(self, client: Client, info: SnapshotInfo) -> None:
+        self._client = client
+        self.info = info
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def namespace(self) -> str:
+        return self.info.namespace
+
+    def __repr__(self) -> str:
+        return (
+            f"Snapshot(name={self.name!r}, source={self.info.source_sandbox!r}, "
+            f"size_bytes={self.info.size_bytes}, storage={self.info.storage!r})"
+        )
+
+    def refresh(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> Snapshot:
+        """Fetches the current state into ``info`` and returns self."""
+        req = snapshot_pb2.GetSnapshotRequest(name=self.name, namespace=self.namespace)
+        resp = self._client._unary("GetSnapshot", req, timeout=timeout)
+        self.info = SnapshotInfo.from_pb(resp.snapshot)
+        return self
+
+    def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
+        """Deletes the snapshot and its files. Raises SnapshotInUse while sandboxes or
+        warm pools use it (the message names them)."""
+        req = snapshot_pb2.DeleteSnapshotRequest(name=self.name, namespace=self.namespace)
+        self._client._unary(
+            "DeleteSnapshot",
+            req,
+            timeout=timeout,
+            done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
+        )
+
+
 class ForkList(list):  # type: ignore[type-arg]
-    """The sandboxes of one ``Client.fork``; ``with`` deletes them all at exit.
-    ``snapshot`` is the snapshot they were made from."""
+    """The sandboxes of one ``Client.fork``; ``with`` deletes them all at
+    exit. ``snapshot`` is the snapshot they were made from."""
 
     def __init__(self, sandboxes: list[Sandbox], snapshot: Snapshot) -> None:
         super().__init__(sandboxes)
@@ -277,3 +286,6 @@ class ForkList(list):  # type: ignore[type-arg]
         tb: TracebackType | None,
     ) -> None:
         self.delete_all()
+
+
+# unasync: end generated

@@ -112,6 +112,11 @@ def delete_all(sandboxes: Iterable[Sandbox]) -> None:
             fut.exception()
 
 
+def responses(call: Any) -> Iterator[Any]:
+    """The messages of a server stream until its end (an error status raises)."""
+    return iter(call)
+
+
 # --- watches ------------------------------------------------------------------------
 
 

@@ -97,6 +97,8 @@ def test_check_fails_on_drift(tmp_path):
     for source, target, _ in unasync.FILES:
         shutil.copy(PKG / source, tmp_path / source)
         shutil.copy(PKG / target, tmp_path / target)
+    for name in unasync.REGION_FILES:
+        shutil.copy(PKG / name, tmp_path / name)
     assert unasync.main(["--check", "--package", str(tmp_path)]) == 0
     src = tmp_path / unasync.FILES[0][0]
     src.write_text(src.read_text() + "\n\ndef added() -> int:\n    return 1\n")
@@ -104,3 +106,27 @@ def test_check_fails_on_drift(tmp_path):
     assert unasync.main(["--package", str(tmp_path)]) == 0  # rewrites it
     assert "def added() -> int:" in (tmp_path / unasync.FILES[0][1]).read_text()
     assert unasync.main(["--check", "--package", str(tmp_path)]) == 0
+
+
+def test_regions_regenerate_the_sync_twins_in_place():
+    text = (
+        '"""M."""\n\nx = 1\n\n\n# unasync: begin source: the asyncio ones\n\n\n'
+        "class AsyncSnapshot:\n    async def delete(self) -> None:\n"
+        "        await self._client._unary()\n\n\n# unasync: end source\n\n\n"
+        "# unasync: begin generated\nclass Stale:\n    pass\n# unasync: end generated\n"
+        "\n\ny = 2\n"
+    )
+    out = unasync.rewrite_regions(text, "m.py")
+    head, generated = out.split(unasync.REGION_GENERATED_LINE)
+    assert "class AsyncSnapshot:" in head and "await self._client._unary()" in head
+    assert "class Stale" not in out
+    assert "class Snapshot:\n    def delete(self) -> None:\n        self._client._unary()" in (
+        generated
+    )
+    assert generated.rstrip().endswith("y = 2")
+    assert unasync.rewrite_regions(out, "m.py") == out  # idempotent
+
+
+def test_regions_must_be_present_once_and_in_order():
+    with pytest.raises(SystemExit, match="expected one line"):
+        unasync.rewrite_regions('"""M."""\n', "m.py")
