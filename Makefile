@@ -54,6 +54,7 @@ venv: $(VENV)/.installed
 
 generate: venv
 	PYTHON=$(PY) hack/generate-proto.sh
+	$(PY) hack/unasync.py
 	hack/kube/generate.sh
 
 # Generated code in sync with its sources, and buf lint + buf breaking on

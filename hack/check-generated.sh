@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails when generated code differs from what its sources generate: the
 # protobuf stubs here (regenerated in place, a no-op when in sync, and
-# compared with a snapshot), the Kubernetes artifacts (deepcopy, CRDs, RBAC,
+# compared with a snapshot), the sync Python client written from the async one
+# (hack/unasync.py --check), the Kubernetes artifacts (deepcopy, CRDs, RBAC,
 # Helm copies, install.yaml) by hack/kube/check-generated.sh. Then buf lint
 # and buf breaking on the contract (hack/proto/lint.sh: what it compares with).
 set -euo pipefail
@@ -14,6 +15,7 @@ for p in "${paths[@]}"; do
 done
 hack/generate-proto.sh
 status=0
+"${PYTHON:-.venv/bin/python}" hack/unasync.py --check || status=1
 hack/kube/check-generated.sh || status=1
 hack/proto/lint.sh || status=1
 for p in "${paths[@]}"; do

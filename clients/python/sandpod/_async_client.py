@@ -1,8 +1,11 @@
-"""The asyncio client: :class:`AsyncClient`, :class:`AsyncSandbox`, :class:`AsyncFiles`,
-:class:`AsyncProcess` and :class:`ClaimBatch`.
+"""The client: :class:`AsyncClient`, :class:`AsyncSandbox` and :class:`AsyncFiles`.
 
-The twin of :mod:`sandpod._client` (same names and parameters; a test checks it).
-Everything that does no I/O is shared in :mod:`sandpod._base`.
+Written once for both flavours: this asyncio file is the source, and
+``hack/unasync.py`` generates the synchronous :mod:`sandpod._client` from it (it drops
+``async`` and ``await`` and maps the names; ``make generate``). What the two flavours do
+differently (the channel, reading streams, exec senders, ``claim_many``, watches, tasks
+against threads) is hand-written twice, in :mod:`sandpod._async_io` and its sync
+twin, with the same names. Everything that does no I/O is in :mod:`sandpod._base`.
 """
 
 from __future__ import annotations
@@ -11,17 +14,19 @@ import asyncio
 import dataclasses
 import datetime as _dt
 import os
+import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any
 
 import grpc
 import grpc.aio
 
+from . import _async_io as _io
 from . import _base, _code_client
-from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Timeout, UseClientDefault
-from ._client import Source, _iter_source, _watch_ended
+from ._async_io import AsyncProcess, AsyncWatch, ClaimBatch
+from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Source, Timeout, UseClientDefault
 from ._code import CodeContextInfo, Execution, Result
 from ._code_client import AsyncCodeContext
 from ._errors import (
@@ -31,7 +36,6 @@ from ._errors import (
     SandboxTimeout,
     SandpodError,
     ServerError,
-    Unavailable,
     from_rpc_error,
 )
 from ._filewatch import AsyncFileWatch
@@ -40,22 +44,19 @@ from ._models import (
     ExposedPort,
     FileInfo,
     Output,
-    OutputDecoder,
     Phase,
     SandboxInfo,
     Template,
     WarmPool,
-    WatchEvent,
     label_selector,
     sandbox_html,
 )
-from ._progress import CountBar, WaitBar
+from ._progress import WaitBar
 from ._retry import RetryPolicy, RetryState
 from ._snapshots import AsyncForkList, AsyncSnapshot, SnapshotInfo, fork_request, snapshot_name
 from ._terminal import AsyncTerminal, terminal_start
 from .v1 import (
     code_pb2,
-    exec_pb2,
     files_pb2,
     preview_pb2,
     sandbox_service_pb2,
@@ -63,24 +64,34 @@ from .v1 import (
     snapshot_pb2,
 )
 
-__all__ = [
-    "AsyncClient",
-    "AsyncFiles",
-    "AsyncProcess",
-    "AsyncSandbox",
-    "AsyncWatch",
-    "ClaimBatch",
-]
+__all__ = ["AsyncClient", "AsyncFiles", "AsyncProcess", "AsyncSandbox", "AsyncWatch", "ClaimBatch"]
 
 _pb = sandbox_service_pb2
 Data = bytes | bytearray | memoryview | str
-_UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 
 
 class AsyncClient:
-    """The asyncio twin of :class:`sandpod.Client` (same arguments).
+    """A connection to a sandpod server.
 
-    The channel is opened on first use, inside the running event loop.
+    Args:
+        address: ``host:port`` of the server; ``SANDPOD_ADDRESS`` or ``127.0.0.1:50051``.
+        token: bearer token; ``SANDPOD_TOKEN`` when not given.
+        tls: ``True`` for TLS with the system roots, or ``grpc.ChannelCredentials``.
+        namespace: default namespace of every call (``SANDPOD_NAMESPACE`` or ``default``).
+        timeout: default deadline in seconds of every call, retries included, and the
+            default timeout of ``Sandbox.run``. ``None`` means no deadline.
+        retry: how transient failures are retried (see :class:`RetryPolicy`).
+        progress: tqdm progress bars on long waits; ``None`` means on in a notebook or a
+            terminal only.
+        keepalive: seconds of silence on an open call before a keepalive ping (0: off).
+            The default, 5 minutes, is what a gRPC server accepts by default; ping more
+            often only if the server's keepalive enforcement policy allows it.
+        channel_options: extra gRPC channel options, applied last.
+        connect_timeout: until the client has reached its server once, how long a call
+            waits for a connection before it raises :class:`Unavailable` naming the
+            address (a server that is not running, a wrong address). Once connected,
+            calls ride out a server restart with retries until their own deadline.
+            ``None``: wait like any call, until its deadline.
     """
 
     def __init__(
@@ -110,26 +121,26 @@ class AsyncClient:
             connect_timeout,
         )
         self._metadata = self._settings.metadata()
-        self._channel: grpc.aio.Channel | None = None
-        self._stub_: sandbox_service_pb2_grpc.SandboxServiceStub | None = None
+        # The async flavour opens its channel on first use (_stub), inside the event loop.
+        self._channel: grpc.aio.Channel | None
+        self._stub_: sandbox_service_pb2_grpc.SandboxServiceStub | None
+        self._channel, self._stub_ = _io.initial_channel(self._settings)
         self._closed = False
         #: Whether the channel has been connected once (see _await_server).
         self._reached = False
 
     # --- plumbing -------------------------------------------------------------------
 
+    # unasync: async-only
     @property
     def _stub(self) -> sandbox_service_pb2_grpc.SandboxServiceStub:
         if self._stub_ is None:
             if self._closed:
                 raise RuntimeError("the client is closed")
-            s = self._settings
-            if s.credentials is not None:
-                self._channel = grpc.aio.secure_channel(s.address, s.credentials, options=s.options)
-            else:
-                self._channel = grpc.aio.insecure_channel(s.address, options=s.options)
-            self._stub_ = sandbox_service_pb2_grpc.SandboxServiceStub(self._channel)
+            self._channel, self._stub_ = _io.open_channel(self._settings)
         return self._stub_
+
+    # unasync: end
 
     @property
     def address(self) -> str:
@@ -141,10 +152,9 @@ class AsyncClient:
 
     async def close(self) -> None:
         """Closes the channel. Sandboxes live on: reconnect with ``get(name)``."""
-        self._closed = True
-        if self._channel is not None:
-            channel, self._channel, self._stub_ = self._channel, None, None
-            await channel.close()
+        if not self._closed:
+            self._closed = True
+            await _io.close_channel(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -161,25 +171,13 @@ class AsyncClient:
         return f"AsyncClient(address={self.address!r}, namespace={self.namespace!r})"
 
     async def _await_server(self, budget: float | None) -> None:
-        """See :meth:`sandpod.Client._await_server`."""
-        limit = self._settings.connect_timeout
-        if self._reached or limit is None:
-            return
-        self._stub  # noqa: B018 - opens the channel
-        channel = self._channel
-        if channel is None:  # a stub given without a channel (tests)
-            return
-        wait = limit if budget is None else min(limit, budget)
-        try:
-            await asyncio.wait_for(channel.channel_ready(), wait)
-        except asyncio.TimeoutError:
-            cause = await _why_unreachable(channel)
-            if cause is not None:
-                raise Unavailable(
-                    _base.no_server_message(self.address, wait, cause),
-                    code=grpc.StatusCode.UNAVAILABLE,
-                ) from None
-        self._reached = True
+        """Until the client has reached its server once, waits at most
+        ``connect_timeout`` (and the call's ``budget``) for a connection, then raises
+        Unavailable naming the address: a server that is not running, or a wrong
+        address, fails in seconds instead of after a whole deadline of retries. Once
+        the channel has been connected, this does nothing: a lost connection is then a
+        server restart, which the calls' retries ride out."""
+        await _io.await_server(self, budget)
 
     async def _unary(
         self,
@@ -193,6 +191,8 @@ class AsyncClient:
         done_on_retry: frozenset[grpc.StatusCode] = frozenset(),
         wait_desc: str = "",
     ) -> Any:
+        """One unary call with retries. ``done_on_retry``: codes that mean "an earlier
+        attempt already did it" when they answer a retry (NOT_FOUND for a delete)."""
         state = RetryState(
             self._settings.retry,
             self._settings.timeout_for(timeout),
@@ -204,10 +204,11 @@ class AsyncClient:
         while True:
             attempt_timeout = state.attempt_timeout()
             try:
-                call = callable_(request, timeout=attempt_timeout, metadata=self._metadata)
                 if wait_desc and self._settings.progress:
-                    return await _with_wait_bar(call, wait_desc)
-                return await call
+                    return await _io.with_wait_bar(
+                        callable_, request, attempt_timeout, self._metadata, wait_desc
+                    )
+                return await callable_(request, timeout=attempt_timeout, metadata=self._metadata)
             except grpc.RpcError as err:
                 code = err.code()
                 if state.attempts > 1 and code in done_on_retry:
@@ -237,7 +238,12 @@ class AsyncClient:
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncSandbox:
-        """See :meth:`sandpod.Client.claim`."""
+        """Claims a ready sandbox from the template's warm pool (or starts one cold).
+
+        Retries reuse one ``request_id`` (a fresh uuid4 unless given), so a retried claim
+        never hands out a second sandbox. ``on_exit`` says what leaving a ``with`` block
+        does: ``"delete"``, ``"suspend"`` or ``"keep"``.
+        """
         on_exit = _base.check_on_exit(on_exit)
         req = _base.claim_request(
             template,
@@ -289,7 +295,8 @@ class AsyncClient:
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncSandbox:
-        """See :meth:`sandpod.Client.create`."""
+        """Creates a sandbox cold (not from a pool) and, unless ``wait=False``, waits
+        until it runs. Retries reuse one ``request_id``."""
         on_exit = _base.check_on_exit(on_exit)
         rid = request_id or _base.new_request_id()
         req = _base.create_request(
@@ -323,7 +330,7 @@ class AsyncClient:
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncSandbox:
-        """See :meth:`sandpod.Client.get`."""
+        """A handle to an existing sandbox, e.g. after a kernel restart."""
         if not name:
             raise ValueError("name is required")
         on_exit = _base.check_on_exit(on_exit)
@@ -339,7 +346,8 @@ class AsyncClient:
         include_pool_members: bool = False,
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> list[AsyncSandbox]:
-        """See :meth:`sandpod.Client.list`."""
+        """All sandboxes (every page) whose labels match ``labels`` (a dict, all of which
+        must match, or a Kubernetes selector string such as ``"team=rl,run!=3"``)."""
         out: list[AsyncSandbox] = []
         token = ""
         while True:
@@ -361,13 +369,17 @@ class AsyncClient:
         send_initial_events: bool = True,
         timeout: Timeout = None,
     ) -> AsyncWatch:
-        """See :meth:`sandpod.Client.watch` (``async for`` over the result)."""
+        """Streams changes to sandboxes as they happen: an ADDED event for each existing
+        one first (unless ``send_initial_events=False``), then ADDED, MODIFIED and
+        DELETED. Iterate the result, and ``close()`` it (or use it as a context
+        manager) to stop; it ends by itself after ``timeout`` seconds. The sync flavour
+        returns once the watch is live, so a change made after it returns is in the
+        stream; the asyncio one returns at once."""
         req = _base.watch_request(
             self._settings.ns(namespace), labels, include_pool_members, send_initial_events
         )
         deadline = None if timeout is None else _base.seconds_of(timeout)
-        call = self._stub.WatchSandboxes(req, timeout=deadline, metadata=self._metadata)
-        return AsyncWatch(call, bounded=deadline is not None, client=self)
+        return _io.open_watch(self, req, deadline)
 
     def claim_many(
         self,
@@ -384,18 +396,9 @@ class AsyncClient:
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> ClaimBatch:
-        """Claims ``n`` sandboxes, at most ``concurrency`` at a time, and yields each as
-        soon as it is ready::
-
-            async with client.claim_many("python", 64) as batch:
-                async for sandbox in batch:
-                    ...
-
-        If the caller gives up (an exception or a cancellation leaves the ``async with``)
-        every sandbox the batch claimed is deleted, also those already yielded; after a
-        normal exit (including ``break``) only the ones never handed out are. A claim
-        that fails (after its retries) ends the iteration with its error.
-        """
+        """Claims ``n`` sandboxes, at most ``concurrency`` at a time, and returns a
+        :class:`ClaimBatch` of them (see there which are deleted when: a claim that
+        fails, or a caller that gives up, releases what the batch claimed)."""
         if n < 0:
             raise ValueError("n must not be negative")
         if concurrency < 1:
@@ -415,8 +418,7 @@ class AsyncClient:
                 request_id=_base.new_request_id(),
             )
 
-        make_request()  # validate the arguments now, not in n tasks
-        return ClaimBatch(self, n, concurrency, make_request, on_exit, timeout)
+        return _io.claim_many(self, template, n, concurrency, make_request, on_exit, timeout)
 
     # --- snapshots ------------------------------------------------------------------
 
@@ -436,7 +438,11 @@ class AsyncClient:
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncForkList:
-        """See :meth:`sandpod.Client.fork`; ``async with`` the result deletes them."""
+        """Makes ``n`` sandboxes (1..256) with the files of ``source``: a snapshot (handle
+        or name), or a running sandbox (then a snapshot of it is taken first; it is
+        ``result.snapshot`` and stays until deleted). Unless ``wait=False`` it returns
+        when all run. Retries reuse one ``request_id``, so a retry makes no extra forks.
+        The result, used as a context manager, deletes them all at exit."""
         on_exit = _base.check_on_exit(on_exit)
         rid = request_id or _base.new_request_id()
         req = fork_request(
@@ -470,7 +476,7 @@ class AsyncClient:
         namespace: str | None = None,
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> list[AsyncSnapshot]:
-        """See :meth:`sandpod.Client.snapshots`."""
+        """All snapshots (every page) whose labels match ``labels``."""
         out: list[AsyncSnapshot] = []
         token = ""
         while True:
@@ -493,7 +499,7 @@ class AsyncClient:
         namespace: str | None = None,
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncSnapshot:
-        """See :meth:`sandpod.Client.get_snapshot`."""
+        """A handle to an existing snapshot."""
         if not name:
             raise ValueError("name is required")
         req = snapshot_pb2.GetSnapshotRequest(name=name, namespace=self._settings.ns(namespace))
@@ -568,195 +574,12 @@ class AsyncClient:
         return WarmPool.from_pb(resp.warm_pool)
 
 
-async def _with_wait_bar(call: Any, desc: str) -> Any:
-    task = asyncio.ensure_future(call)
-    try:
-        with WaitBar(True, desc) as bar:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=0.2)
-                if done:
-                    return task.result()
-                bar.tick()
-    except BaseException:
-        task.cancel()
-        raise
-
-
-async def _delete_all(sandboxes: Iterable[AsyncSandbox]) -> None:
-    """Best-effort delete of many sandboxes, concurrently; never raises."""
-    await asyncio.gather(*(sb._release() for sb in sandboxes), return_exceptions=True)
-
-
-class AsyncWatch:
-    """The async iterator of :class:`WatchEvent` returned by ``AsyncClient.watch``."""
-
-    def __init__(self, call: Any, *, bounded: bool, client: AsyncClient | None = None) -> None:
-        self._call = call
-        self._bounded = bounded
-        self._closed = False
-        self._client = client
-
-    def __aiter__(self) -> AsyncWatch:
-        return self
-
-    async def __anext__(self) -> WatchEvent:
-        try:
-            resp = await self._call.read()
-        except grpc.RpcError as err:
-            if _watch_ended(err, self._closed, self._bounded):
-                raise StopAsyncIteration from None
-            client = self._client
-            if client is not None and not client._reached and err.code() == _UNAVAILABLE:
-                # watch() cannot wait for the connection (it returns at once): say here
-                # what the other calls say when there was never a server to talk to.
-                raise Unavailable(
-                    _base.no_server_message(client.address, 0, err.details() or "unavailable"),
-                    code=_UNAVAILABLE,
-                ) from None
-            raise from_rpc_error(err) from None
-        except asyncio.CancelledError:
-            if self._closed:
-                raise StopAsyncIteration from None
-            raise
-        if resp is grpc.aio.EOF:
-            raise StopAsyncIteration
-        return WatchEvent.from_pb(resp)
-
-    def close(self) -> None:
-        """Stops the stream."""
-        self._closed = True
-        self._call.cancel()
-
-    async def __aenter__(self) -> AsyncWatch:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class ClaimBatch:
-    """The sandboxes of one ``AsyncClient.claim_many`` call, yielded as they get ready.
-
-    An async iterator and an async context manager. See :meth:`AsyncClient.claim_many`
-    for what is released when.
-    """
-
-    def __init__(
-        self,
-        client: AsyncClient,
-        n: int,
-        concurrency: int,
-        make_request: Callable[[], sandbox_service_pb2.ClaimSandboxRequest],
-        on_exit: OnExit,
-        timeout: Timeout | UseClientDefault,
-    ) -> None:
-        self._client = client
-        self._n = n
-        self._concurrency = concurrency
-        self._make_request = make_request
-        self._on_exit = on_exit
-        self._timeout = timeout
-        self._queue: asyncio.Queue[AsyncSandbox | BaseException] | None = None
-        self._tasks: list[asyncio.Task[None]] = []
-        self._claimed: list[AsyncSandbox] = []
-        self._yielded: list[AsyncSandbox] = []
-        self._closing = False
-        self._bar: CountBar | None = None
-
-    @property
-    def claimed(self) -> list[AsyncSandbox]:
-        """Every sandbox claimed so far (yielded or not)."""
-        return list(self._claimed)
-
-    def _start(self) -> None:
-        self._queue = asyncio.Queue()
-        self._bar = CountBar(self._client._settings.progress, self._n, "sandpod: claiming")
-        sem = asyncio.Semaphore(self._concurrency)
-        for _ in range(self._n):
-            self._tasks.append(asyncio.create_task(self._one(sem)))
-
-    async def _one(self, sem: asyncio.Semaphore) -> None:
-        assert self._queue is not None
-        async with sem:
-            if self._closing:
-                return
-            # Once sent, a claim is never cancelled half-way: it finishes (or fails) so
-            # that what it got can be handed out or released, never leaked.
-            claim = asyncio.ensure_future(
-                self._client._claim(
-                    self._make_request(), self._on_exit, self._timeout, wait_bar=False
-                )
-            )
-            try:
-                sb = await asyncio.shield(claim)
-            except asyncio.CancelledError:
-                try:
-                    sb = await claim
-                except Exception:
-                    return
-            except Exception as err:
-                self._queue.put_nowait(err)
-                return
-        self._claimed.append(sb)
-        if self._bar is not None:
-            self._bar.update()
-        self._queue.put_nowait(sb)
-
-    def __aiter__(self) -> ClaimBatch:
-        return self
-
-    async def __anext__(self) -> AsyncSandbox:
-        if self._queue is None:
-            self._start()
-        assert self._queue is not None
-        if len(self._yielded) >= self._n or self._closing:
-            self._finish_bar()
-            raise StopAsyncIteration
-        item = await self._queue.get()
-        if isinstance(item, BaseException):
-            await self._release(keep_yielded=True)
-            raise item
-        self._yielded.append(item)
-        return item
-
-    def _finish_bar(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-    async def _release(self, *, keep_yielded: bool) -> None:
-        """Stops claiming, lets in-flight claims land, and deletes what they got."""
-        self._closing = True
-        for task in self._tasks:
-            task.cancel()  # claims in flight are shielded and still land
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._finish_bar()
-        keep = {id(sb) for sb in self._yielded} if keep_yielded else set()
-        await _delete_all(sb for sb in self._claimed if id(sb) not in keep)
-
-    async def aclose(self) -> None:
-        """Releases the sandboxes that were never handed out."""
-        await asyncio.shield(self._release(keep_yielded=True))
-
-    async def __aenter__(self) -> ClaimBatch:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        # Shielded: a second cancellation cannot stop the cleanup half-way.
-        await asyncio.shield(self._release(keep_yielded=exc is None))
-
-
 class AsyncSandbox:
-    """The asyncio twin of :class:`sandpod.Sandbox`."""
+    """A handle to one sandbox. Cheap: it holds a name and the last known state.
+
+    Use it as a context manager to delete it at the end (or suspend it, or keep it: see
+    ``on_exit``). ``info`` is the state as last reported; ``refresh()`` asks again.
+    """
 
     def __init__(
         self,
@@ -769,6 +592,8 @@ class AsyncSandbox:
         self._client = client
         self.info = info
         self.on_exit: OnExit = on_exit
+        #: True when a claim adopted a ready pool member, False for a cold start,
+        #: None when unknown (a handle from get() or list()).
         self.warm = warm
         self.files = AsyncFiles(self)
         self._deleted = False
@@ -785,13 +610,14 @@ class AsyncSandbox:
 
     @property
     def status(self) -> Phase:
-        """The phase as last reported (no call); ``await refresh()`` to update it.
+        """The phase as last reported (no call); ``refresh()`` to update it.
         ``Phase.DELETED`` once the sandbox is known to be gone (see ``deleted``)."""
         return self.info.phase
 
     @property
     def deleted(self) -> bool:
-        """See :attr:`sandpod.Sandbox.deleted`."""
+        """Whether the sandbox is known to be gone: deleted through this handle, or a call
+        through it raised :class:`SandboxNotFound`. No call is made."""
         return self._deleted
 
     @property
@@ -859,7 +685,7 @@ class AsyncSandbox:
         return err
 
     async def _unary(self, method: str, request: Any, **kwargs: Any) -> Any:
-        """A unary call about this sandbox (see ``AsyncClient._unary``)."""
+        """A unary call about this sandbox (see ``Client._unary``)."""
         try:
             return await self._client._unary(method, request, **kwargs)
         except SandboxNotFound as err:
@@ -969,7 +795,9 @@ class AsyncSandbox:
         return self._update(resp.sandbox)
 
     async def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
-        """See :meth:`sandpod.Sandbox.delete`."""
+        """Deletes the sandbox and its files. Raises SandboxNotFound if it was gone
+        before the call (a retry that finds it gone counts as success). Either way the
+        handle then shows it as deleted (``status`` is ``Phase.DELETED``)."""
         await self._unary(
             "DeleteSandbox",
             _pb.DeleteSandboxRequest(**self._ref()),
@@ -988,7 +816,14 @@ class AsyncSandbox:
         signed_url_ttl: Timeout = None,
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> ExposedPort:
-        """See :meth:`sandpod.Sandbox.expose`."""
+        """Serves ``port`` of the sandbox at a preview URL, once something answers on it
+        (the call waits up to ``timeout`` for a server that is still starting).
+
+        ``protocol``: ``"http"`` (streaming and WebSockets) or ``"tcp"`` (raw bytes
+        after an HTTP upgrade). The result's ``signed_url`` works in a browser until
+        ``expires_at`` (``signed_url_ttl``, default one hour). Raises AlreadyExists when
+        the port is exposed already; ports close when the sandbox is suspended or
+        deleted."""
         req = _base.expose_request(self.name, self.namespace, port, protocol, signed_url_ttl)
         resp = await self._unary(
             "ExposePort",
@@ -1029,10 +864,10 @@ class AsyncSandbox:
     async def wait_until_running(
         self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> AsyncSandbox:
-        """See :meth:`sandpod.Sandbox.wait_until_running`."""
-        loop = asyncio.get_running_loop()
+        """Polls until the sandbox runs (after ``create(wait=False)`` or ``resume(wait=False)``).
+        Raises SandboxTimeout when the deadline passes and ServerError if it failed."""
         limit = self._client._settings.timeout_for(timeout)
-        end = None if limit is None else loop.time() + limit
+        end = None if limit is None else time.monotonic() + limit
         delay = 0.05
         with WaitBar(self._client._settings.progress, f"sandpod: waiting for {self.name}") as bar:
             while True:
@@ -1041,7 +876,7 @@ class AsyncSandbox:
                     return self
                 if self.status in (Phase.FAILED, Phase.TERMINATING):
                     raise ServerError(f"sandbox {self.name} is {self.status}: {self.info.message}")
-                if end is not None and loop.time() + delay > end:
+                if end is not None and time.monotonic() + delay > end:
                     raise SandboxTimeout(f"sandbox {self.name} still {self.status} after {limit}s")
                 await asyncio.sleep(delay)
                 bar.tick()
@@ -1061,7 +896,19 @@ class AsyncSandbox:
         on_output: Callable[[Output], object] | None = None,
         max_output_bytes: int | None = None,
     ) -> CommandResult:
-        """See :meth:`sandpod.Sandbox.run`. Never re-run behind your back."""
+        """Runs a command and returns its result once it has exited.
+
+        ``cmd`` is a shell command line (run by ``/bin/sh -c``) or an argv list (no
+        shell). ``timeout`` (client default: 60 s; ``None`` for none) kills the command's
+        whole process group when it runs out: the result then has ``timed_out=True``.
+        ``stdin`` (bytes, text, a file object or an iterable of bytes) is fed to the
+        command and then closed. ``on_output`` is called with each :class:`Output` chunk
+        as it arrives. ``check=True`` raises :class:`CommandFailed` (or
+        :class:`CommandTimeout`) unless the command exited with 0.
+
+        A command is never re-run behind your back: if the connection fails while it
+        runs, you get :class:`Unavailable` and decide yourself.
+        """
         limit = self._client._settings.timeout_for(timeout)
         first, text = _base.exec_start(
             self.name,
@@ -1072,31 +919,7 @@ class AsyncSandbox:
             timeout=limit,
             max_output_bytes=max_output_bytes,
         )
-        await self._client._await_server(_base.exec_deadline(limit))
-        call = self._open_exec(limit)
-        sender = _ExecSender(call, first)
-        decoder = OutputDecoder()
-        try:
-            if stdin is not None:
-                for chunk in _iter_source(stdin):
-                    sender.put_stdin(chunk)
-            sender.close_stdin()
-            while True:
-                resp = await call.read()
-                if resp is grpc.aio.EOF:
-                    raise ServerError(f"exec of {text!r} ended without an exit status")
-                sender.on_response(resp)
-                if resp.WhichOneof("msg") == "exit":
-                    result = decoder.result(resp.exit, text)
-                    return result.check() if check else result
-                out = decoder.feed_response(resp)
-                if out is not None and on_output is not None:
-                    on_output(out)
-        except grpc.RpcError as err:
-            raise self._noted(_exec_error(err, text, limit)) from None
-        finally:
-            await sender.aclose()
-            call.cancel()
+        return await _io.run_exec(self, first, text, limit, stdin, check, on_output)
 
     async def start(
         self,
@@ -1108,7 +931,14 @@ class AsyncSandbox:
         stdin: Source | None = None,
         max_output_bytes: int | None = None,
     ) -> AsyncProcess:
-        """See :meth:`sandpod.Sandbox.start`."""
+        """Starts a command in the background and returns a :class:`Process` handle.
+
+        Iterate over the process to get its :class:`Output` as it comes (the streaming
+        form of ``run``); ``wait()`` for its result; ``write_stdin()``, ``close_stdin()``,
+        ``kill()``. ``timeout`` defaults to none: the process runs until it exits, is
+        killed, or the sandbox ends. ``stdin``, when given, is sent and then closed;
+        otherwise stdin stays open for ``write_stdin``.
+        """
         limit = None if timeout is None else _base.seconds_of(timeout)
         first, text = _base.exec_start(
             self.name,
@@ -1119,23 +949,9 @@ class AsyncSandbox:
             timeout=limit,
             max_output_bytes=max_output_bytes,
         )
-        await self._client._await_server(_base.exec_deadline(limit))
-        call = self._open_exec(limit)
-        sender = _ExecSender(call, first)
-        try:
-            resp = await call.read()
-        except grpc.RpcError as err:
-            await sender.aclose()
-            call.cancel()
-            raise self._noted(_exec_error(err, text, limit)) from None
-        if resp is grpc.aio.EOF:
-            await sender.aclose()
-            call.cancel()
-            raise ServerError(f"exec of {text!r} ended before it started")
-        sender.on_response(resp)
-        proc = AsyncProcess(self, call, sender, text, limit, resp)
+        proc = await _io.start_process(self, first, text, limit)
         if stdin is not None:
-            for chunk in _iter_source(stdin):
+            for chunk in _base.iter_source(stdin):
                 await proc.write_stdin(chunk)
             await proc.close_stdin()
         return proc
@@ -1152,7 +968,12 @@ class AsyncSandbox:
         timeout: Timeout = None,
         max_output_bytes: int | None = None,
     ) -> AsyncTerminal:
-        """See :meth:`sandpod.Sandbox.terminal`."""
+        """Starts a command on a terminal of the sandbox (``cmd`` None: an interactive
+        shell, bash if the image has it) and returns a :class:`Terminal` handle: ``send``
+        keystrokes, ``resize``, read what it shows (iterate, ``read``, ``expect``),
+        ``wait`` for the exit code, ``close``. ``rows`` and ``cols`` are each 1 to 1000;
+        ``term`` is TERM (default ``xterm-256color``). ``timeout`` (default none) kills
+        the command and everything it started on the terminal when it runs out."""
         limit = None if timeout is None else _base.seconds_of(timeout)
         first, text = terminal_start(
             self.name,
@@ -1166,21 +987,7 @@ class AsyncSandbox:
             timeout=limit,
             max_output_bytes=max_output_bytes,
         )
-        await self._client._await_server(_base.exec_deadline(limit))
-        call = self._open_exec(limit)
-        sender = _ExecSender(call, first)
-        try:
-            resp = await call.read()
-        except grpc.RpcError as err:
-            await sender.aclose()
-            call.cancel()
-            raise self._noted(_exec_error(err, text, limit)) from None
-        if resp is grpc.aio.EOF:
-            await sender.aclose()
-            call.cancel()
-            raise ServerError(f"terminal {text!r} ended before it started")
-        sender.on_response(resp)
-        return AsyncTerminal(self, call, sender, text, resp)
+        return await _io.start_terminal(self, first, text, limit)
 
     # --- code -----------------------------------------------------------------------
 
@@ -1196,7 +1003,17 @@ class AsyncSandbox:
         on_stderr: Callable[[str], object] | None = None,
         on_result: Callable[[Result], object] | None = None,
     ) -> Execution:
-        """See :meth:`sandpod.Sandbox.run_code`. Never re-run behind your back."""
+        """Runs a cell of Python in a code context that keeps its state between calls.
+
+        Without ``context`` it runs in the sandbox's default context (made on first use).
+        Returns an :class:`Execution`: ``stdout``, ``stderr``, ``results`` (MIME bundles:
+        the last expression's value, ``display()`` calls, matplotlib figures as PNG),
+        ``error`` and ``text``. A cell that raises is not an exception here: call
+        ``raise_for_error()``. ``timeout`` (client default: 60 s) interrupts the cell
+        (``KeyboardInterrupt``; the state is kept). ``on_stdout`` / ``on_stderr`` get
+        output as it comes, ``on_result`` each result. ``env`` applies only when the call
+        creates the default context. Never re-run behind your back.
+        """
         return await _code_client.run_code_async(
             self, code, context, language, timeout, env, on_stdout, on_stderr, on_result
         )
@@ -1211,7 +1028,9 @@ class AsyncSandbox:
         language: str = "python",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncCodeContext:
-        """See :meth:`sandpod.Sandbox.code_context`."""
+        """Starts a new code context (an id is generated unless ``context_id`` is given)
+        and returns its handle; ``create=False`` returns a handle to an existing one
+        without a call. At most 8 per sandbox (:class:`ResourceExhausted`)."""
         if not create:
             if not context_id:
                 raise ValueError("context_id is required with create=False")
@@ -1231,270 +1050,9 @@ class AsyncSandbox:
             await self._unary("ListCodeContexts", req, timeout=timeout)
         )
 
-    def _open_exec(self, limit: float | None) -> Any:
-        client = self._client
-        return client._stub.Exec(
-            timeout=_base.exec_deadline(limit),
-            metadata=client._metadata,
-            wait_for_ready=True,
-        )
-
-
-async def _send(call: Any, req: exec_pb2.ExecRequest) -> bool:
-    """Writes one message after the first; False if the RPC already ended.
-
-    A command can end (and the server close the RPC) before it read its stdin, so a
-    write may race with the end. grpc.aio's ``write`` then replaces the RPC's real
-    status with a local INTERNAL error and drops the output not read yet; sending
-    through the call's core object instead leaves the status and the output to the
-    reads, as the sync client does.
-    """
-    if call.done():
-        return False
-    core = getattr(call, "_cython_call", None)
-    if core is None or not hasattr(core, "send_serialized_message"):
-        try:
-            await call.write(req)
-        except (grpc.RpcError, asyncio.InvalidStateError):
-            return False
-        return True
-    try:
-        await core.send_serialized_message(req.SerializeToString())
-    except asyncio.CancelledError:
-        raise
-    except Exception:  # cygrpc.InternalError: the RPC ended under us
-        return False
-    return True
-
-
-class _ExecSender:
-    """Writes the requests of one exec from a task of its own: the start message, then
-    signals at once and stdin within the server's stdin window (see ExecInput), as the
-    reader passes on the server's messages (``on_response``). Queueing never blocks."""
-
-    def __init__(self, call: Any, first: exec_pb2.ExecRequest) -> None:
-        self._call = call
-        self._input = _base.ExecInput(first)
-        self._changed = asyncio.Event()
-        self._task = asyncio.create_task(self._run())
-
-    def _wake(self) -> None:
-        self._changed.set()
-
-    def put_stdin(self, data: bytes) -> None:
-        self._input.put_stdin(data)
-        self._wake()
-
-    def close_stdin(self) -> None:
-        self._input.close_stdin()
-        self._wake()
-
-    def signal(self, signal: int) -> None:
-        self._input.signal(signal)
-        self._wake()
-
-    def resize(self, size: exec_pb2.TerminalSize) -> None:
-        self._input.resize(size)
-        self._wake()
-
-    def on_response(self, resp: exec_pb2.ExecResponse) -> None:
-        if self._input.on_response(resp):
-            self._wake()
-
-    def end(self) -> None:
-        self._input.end()
-        self._wake()
-
-    async def aclose(self) -> None:
-        """Ends sending: the call is over. A write still waiting for the server is
-        abandoned (the call is cancelled or done)."""
-        self.end()
-        if not self._task.done():
-            self._task.cancel()
-        await asyncio.wait([self._task])
-
-    async def _run(self) -> None:
-        first = True
-        while True:
-            msg = self._input.pop()
-            if msg is None:
-                if self._input.ended:
-                    return
-                self._changed.clear()
-                await self._changed.wait()
-                continue
-            if first:
-                # The first write goes through grpc.aio itself, which also starts the
-                # call; a failure shows in the reads.
-                first = False
-                try:
-                    await self._call.write(msg)
-                except (grpc.RpcError, asyncio.InvalidStateError):
-                    return
-            elif not await _send(self._call, msg):
-                return
-
-
-def _exec_error(err: grpc.RpcError, text: str, limit: float | None) -> SandpodError:
-    if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and limit is not None:
-        return SandboxTimeout(
-            f"command {text!r} did not report an exit within {limit + _base.EXEC_GRACE:.3g}s",
-            code=err.code(),
-        )
-    return from_rpc_error(err)
-
-
-class AsyncProcess:
-    """The asyncio twin of :class:`sandpod.Process` (``async for``, ``await wait()``)."""
-
-    def __init__(
-        self,
-        sandbox: AsyncSandbox,
-        call: Any,
-        sender: _ExecSender,
-        command: str,
-        limit: float | None,
-        first: exec_pb2.ExecResponse,
-    ) -> None:
-        self.sandbox = sandbox
-        self.command = command
-        self._call = call
-        self._sender = sender
-        self._limit = limit
-        self._decoder = OutputDecoder()
-        self._events: list[Output] = []
-        self._changed = asyncio.Event()
-        self._result: CommandResult | None = None
-        self._error: SandpodError | None = None
-        self._done = False
-        self._stdin_closed = False
-        self.pid = 0
-        if first.WhichOneof("msg") == "started":
-            self.pid = first.started.pid
-        else:
-            self._consume(first)
-        self._task = asyncio.create_task(self._read())
-
-    def _consume(self, resp: exec_pb2.ExecResponse) -> None:
-        if resp.WhichOneof("msg") == "exit":
-            self._result = self._decoder.result(resp.exit, self.command)
-            self._done = True
-        else:
-            out = self._decoder.feed_response(resp)
-            if out is not None:
-                self._events.append(out)
-        self._changed.set()
-
-    async def _read(self) -> None:
-        try:
-            while not self._done:
-                resp = await self._call.read()
-                if resp is grpc.aio.EOF:
-                    self._error = ServerError(f"exec of {self.command!r} ended without an exit")
-                    break
-                self._sender.on_response(resp)
-                self._consume(resp)
-        except grpc.RpcError as err:
-            self._error = self.sandbox._noted(_exec_error(err, self.command, self._limit))
-        finally:
-            self._done = True
-            self._changed.set()
-            await self._sender.aclose()
-            self._call.cancel()
-
-    def __repr__(self) -> str:
-        state = "running" if self.running else "exited"
-        return f"AsyncProcess(pid={self.pid}, command={self.command!r}, {state})"
-
-    @property
-    def running(self) -> bool:
-        return not self._done
-
-    @property
-    def result(self) -> CommandResult | None:
-        """The result once the process exited, else None."""
-        return self._result
-
-    @property
-    def stdout(self) -> str:
-        """Standard output so far."""
-        return bytes(self._decoder.buffers["stdout"]).decode("utf-8", "replace")
-
-    @property
-    def stderr(self) -> str:
-        """Standard error so far."""
-        return bytes(self._decoder.buffers["stderr"]).decode("utf-8", "replace")
-
-    async def __aiter__(self) -> AsyncIterator[Output]:
-        i = 0
-        while True:
-            while i < len(self._events):
-                i += 1
-                yield self._events[i - 1]
-            if self._done:
-                if self._error is not None:
-                    raise self._error
-                return
-            self._changed.clear()
-            await self._changed.wait()
-
-    async def write_stdin(self, data: Data) -> None:
-        """See :meth:`sandpod.Process.write_stdin` (never waits for the command)."""
-        if self._stdin_closed:
-            raise ValueError("stdin is closed")
-        if self.running:
-            self._sender.put_stdin(_base.as_bytes(data))
-
-    async def close_stdin(self) -> None:
-        """Closes the command's standard input (it sees end-of-file)."""
-        if not self._stdin_closed:
-            self._stdin_closed = True
-            self._sender.close_stdin()
-
-    async def send_signal(self, signal: int) -> None:
-        """See :meth:`sandpod.Process.send_signal`."""
-        if self.running:
-            self._sender.signal(signal)
-
-    async def terminate(self) -> None:
-        """Sends SIGTERM."""
-        await self.send_signal(15)
-
-    async def kill(self) -> None:
-        """Sends SIGKILL."""
-        await self.send_signal(9)
-
-    async def wait(self, timeout: Timeout = None, *, check: bool = False) -> CommandResult:
-        """See :meth:`sandpod.Process.wait`."""
-        limit = None if timeout is None else _base.seconds_of(timeout)
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), limit)
-        except asyncio.TimeoutError:
-            raise SandboxTimeout(f"process {self.pid} ({self.command!r}) still running") from None
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result.check() if check else self._result
-
-    async def __aenter__(self) -> AsyncProcess:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self.running:
-            try:
-                await self.kill()
-                await asyncio.wait_for(asyncio.shield(self._task), 10)
-            except (SandpodError, asyncio.TimeoutError):
-                self._call.cancel()
-
 
 class AsyncFiles:
-    """The asyncio twin of :class:`sandpod.Files`."""
+    """The files of a sandbox; paths are relative to its root (``/`` means the root)."""
 
     def __init__(self, sandbox: AsyncSandbox) -> None:
         self._sandbox = sandbox
@@ -1541,7 +1099,8 @@ class AsyncFiles:
         length: int = 0,
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncIterator[bytes]:
-        """See :meth:`sandpod.Files.read_chunks`."""
+        """Yields the file in chunks of up to 1 MiB, without holding it all in memory.
+        A transient failure resumes where the stream broke off."""
         client = self._client
         state = RetryState(client._settings.retry, client._settings.timeout_for(timeout), True)
         await client._await_server(state.remaining())
@@ -1589,7 +1148,9 @@ class AsyncFiles:
         make_parents: bool = True,
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> FileInfo:
-        """See :meth:`sandpod.Files.write`. Never retried."""
+        """Writes a file atomically from bytes, text (UTF-8), a file object (binary or
+        text) or an iterable of bytes, streamed in 1 MiB chunks. Never retried (the
+        source may not be replayable): on a failure the old file is left as it was."""
         client = self._client
         header = _base.write_header(
             self._sandbox.name, self._sandbox.namespace, path, mode, make_parents
@@ -1597,7 +1158,7 @@ class AsyncFiles:
 
         async def requests() -> AsyncIterator[files_pb2.WriteFileRequest]:
             yield header
-            for chunk in _iter_source(data):
+            for chunk in _base.iter_source(data):
                 yield files_pb2.WriteFileRequest(data=chunk)
 
         budget = client._settings.timeout_for(timeout)
@@ -1629,7 +1190,8 @@ class AsyncFiles:
     async def list(
         self, path: str = "/", *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> list[FileInfo]:
-        """See :meth:`sandpod.Files.list`."""
+        """The entries of a directory, sorted by name: all of them, fetched page by page
+        (``timeout`` applies to each page)."""
         out: list[FileInfo] = []
         token = ""
         while True:
@@ -1652,7 +1214,7 @@ class AsyncFiles:
     async def exists(
         self, path: str, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
     ) -> bool:
-        """Whether the path exists."""
+        """Whether the path exists (a missing sandbox raises SandboxNotFound)."""
         try:
             await self.stat(path, timeout=timeout)
         except FileNotFound:
@@ -1682,7 +1244,8 @@ class AsyncFiles:
         mode: int | None = None,
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> FileInfo:
-        """See :meth:`sandpod.Files.mkdir`."""
+        """Creates a directory (and, by default, its missing parents; then an existing
+        directory is fine)."""
         resp = await self._sandbox._unary(
             "MakeDir",
             self._req(files_pb2.MakeDirRequest, path, parents=parents, mode=mode or 0),
@@ -1696,25 +1259,13 @@ class AsyncFiles:
     def watch(
         self, path: str = ".", *, recursive: bool = False, timeout: Timeout = None
     ) -> AsyncFileWatch:
-        """See :meth:`sandpod.Files.watch`: ``async for ev in sb.files.watch(...)``, or
-        ``w = await sb.files.watch(...)`` (or ``async with``) to wait until it is ready."""
-        client = self._client
+        """Watches a directory (``recursive``: its whole tree, directories made later
+        included) and returns a :class:`FileWatch` of :class:`FileEvent` (``.type``,
+        ``.path``, ``.old_path``). Every change made once the watch is in place is
+        reported: the sync flavour returns then; in asyncio, awaiting the result or
+        entering it as a context manager waits for that. Iterate it; ``close()`` it (or
+        use it as a context manager) to stop; it ends by itself after ``timeout``
+        seconds. A missing directory raises FileNotFound, a file InvalidArgument."""
         deadline = None if timeout is None else _base.seconds_of(timeout)
         req = self._req(files_pb2.WatchFilesRequest, path, recursive=recursive)
-
-        async def opener() -> Any:
-            await client._await_server(deadline)
-            return client._stub.WatchFiles(req, timeout=deadline, metadata=client._metadata)
-
-        return AsyncFileWatch(self._sandbox, opener, bounded=deadline is not None)
-
-
-async def _why_unreachable(channel: grpc.aio.Channel) -> str | None:
-    """See :meth:`sandpod.Client._why_unreachable`."""
-    check = channel.unary_unary(_base.HEALTH_CHECK)
-    try:
-        await check(b"", timeout=1.0)
-    except grpc.RpcError as err:
-        if err.code() in (_UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            return err.details() or err.code().name.lower()
-    return None
+        return _io.open_file_watch(self._sandbox, req, deadline)

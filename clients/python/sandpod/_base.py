@@ -9,12 +9,13 @@ import shlex
 import sys
 import uuid
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import IO, Any, Final, Literal
 
 import grpc
 
+from ._errors import SandboxTimeout, SandpodError, from_rpc_error
 from ._models import (
     datetime_to_ts,
     label_selector,
@@ -473,3 +474,47 @@ def write_header(
 
 def chunks_of(data: bytes, size: int = CHUNK_SIZE) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)] or []
+
+
+#: What ``stdin=`` and ``Files.write`` take: bytes, text, a file object or an iterable.
+Source = bytes | bytearray | memoryview | str | IO[bytes] | IO[str] | Iterable[bytes]
+
+
+def iter_source(source: Source, size: int = CHUNK_SIZE) -> Iterator[bytes]:
+    """Chunks of bytes from bytes, text, a (binary or text) file object or an iterable."""
+    if isinstance(source, (bytes, bytearray, memoryview, str)):
+        data = as_bytes(source)
+        for i in range(0, len(data), size):
+            yield data[i : i + size]
+        return
+    read = getattr(source, "read", None)
+    if callable(read):
+        while True:
+            chunk = read(size)
+            if not chunk:
+                return
+            yield as_bytes(chunk)
+    else:
+        for chunk in source:  # type: ignore[union-attr]
+            if chunk:
+                yield as_bytes(chunk)
+
+
+def watch_ended(err: grpc.RpcError, closed: bool, bounded: bool) -> bool:
+    """Whether an error that ends a watch stream is its normal end: closed by the
+    caller, or its own timeout."""
+    code = err.code()
+    return (closed and code == grpc.StatusCode.CANCELLED) or (
+        bounded and code == grpc.StatusCode.DEADLINE_EXCEEDED
+    )
+
+
+def exec_error(err: grpc.RpcError, text: str, limit: float | None) -> SandpodError:
+    """The error for an exec stream that failed: a deadline past the command's own
+    timeout (plus grace) says so."""
+    if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and limit is not None:
+        return SandboxTimeout(
+            f"command {text!r} did not report an exit within {limit + EXEC_GRACE:.3g}s",
+            code=err.code(),
+        )
+    return from_rpc_error(err)

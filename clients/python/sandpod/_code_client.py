@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from . import _base
+from . import _async_io, _base, _sync_io
 from ._base import USE_CLIENT_DEFAULT, Timeout, UseClientDefault
 from ._code import CodeContextInfo, Execution, ExecutionDecoder, Result
 from ._errors import NotFound, SandboxTimeout, SandpodError, ServerError, from_rpc_error
@@ -71,6 +71,127 @@ def _code_error(err: grpc.RpcError, limit: float | None) -> SandpodError:
     return from_rpc_error(err)
 
 
+def create_request(
+    sb: Sandbox | AsyncSandbox,
+    context_id: str | None,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    language: str,
+) -> code_pb2.CreateCodeContextRequest:
+    return code_pb2.CreateCodeContextRequest(
+        sandbox=sb.name,
+        namespace=sb.namespace,
+        context_id=context_id or "",
+        cwd=cwd or "",
+        env=dict(env or {}),
+        language=language,
+    )
+
+
+# unasync: begin source: the asyncio twins; the sync ones below are generated
+
+
+async def run_code_async(
+    sb: AsyncSandbox,
+    code: str,
+    context: str | AsyncCodeContext | None,
+    language: str,
+    timeout: Timeout | UseClientDefault,
+    env: Mapping[str, str] | None,
+    on_stdout: OnText,
+    on_stderr: OnText,
+    on_result: OnResult,
+) -> Execution:
+    client = sb._client
+    limit = client._settings.timeout_for(timeout)
+    req = run_code_request(sb, code, context, language, limit, env)
+    deadline = _base.exec_deadline(limit)
+    await client._await_server(deadline)
+    # wait_for_ready: a call made while the server restarts waits for it; the cell is
+    # still sent exactly once.
+    call = client._stub.RunCode(
+        req, timeout=deadline, metadata=client._metadata, wait_for_ready=True
+    )
+    dec = ExecutionDecoder(on_stdout, on_stderr, on_result)
+    try:
+        async for resp in _async_io.responses(call):
+            if dec.feed(resp):
+                return dec.execution
+        raise ServerError("run_code ended without its done message")
+    except grpc.RpcError as err:
+        raise sb._noted(_code_error(err, limit)) from None
+    finally:
+        call.cancel()  # a callback that raised: the cell is interrupted
+
+
+class AsyncCodeContext:
+    """A code context in a sandbox (from ``Sandbox.code_context``): a python3 that keeps
+    its variables and imports between ``run_code`` calls, apart from every other context.
+    As a context manager it deletes the context at exit."""
+
+    def __init__(
+        self, sandbox: AsyncSandbox, context_id: str, info: CodeContextInfo | None
+    ) -> None:
+        self.sandbox = sandbox
+        self.id = context_id
+        #: What the server said when the context was created (None for a handle to an
+        #: existing context).
+        self.info = info
+
+    def __repr__(self) -> str:
+        return f"AsyncCodeContext({self.id!r}, sandbox={self.sandbox.name!r})"
+
+    async def run_code(
+        self,
+        code: str,
+        *,
+        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+        on_stdout: OnText = None,
+        on_stderr: OnText = None,
+        on_result: OnResult = None,
+    ) -> Execution:
+        """Runs ``code`` in this context; see :meth:`sandpod.Sandbox.run_code`."""
+        return await self.sandbox.run_code(
+            code,
+            context=self,
+            timeout=timeout,
+            on_stdout=on_stdout,
+            on_stderr=on_stderr,
+            on_result=on_result,
+        )
+
+    async def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
+        """Kills the context's interpreter; its state is gone. Raises
+        :class:`CodeContextNotFound` if it was already gone."""
+        req = code_pb2.DeleteCodeContextRequest(
+            sandbox=self.sandbox.name, namespace=self.sandbox.namespace, context_id=self.id
+        )
+        await self.sandbox._unary(
+            "DeleteCodeContext",
+            req,
+            timeout=timeout,
+            done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
+        )
+
+    async def __aenter__(self) -> AsyncCodeContext:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with contextlib.suppress(NotFound):
+            await self.delete()
+
+
+# unasync: end source
+
+
+# unasync: begin generated from the source above by hack/unasync.py; do not edit
+
+
 def run_code(
     sb: Sandbox,
     code: str,
@@ -94,7 +215,7 @@ def run_code(
     )
     dec = ExecutionDecoder(on_stdout, on_stderr, on_result)
     try:
-        for resp in call:
+        for resp in _sync_io.responses(call):
             if dec.feed(resp):
                 return dec.execution
         raise ServerError("run_code ended without its done message")
@@ -102,56 +223,6 @@ def run_code(
         raise sb._noted(_code_error(err, limit)) from None
     finally:
         call.cancel()  # a callback that raised: the cell is interrupted
-
-
-async def run_code_async(
-    sb: AsyncSandbox,
-    code: str,
-    context: str | AsyncCodeContext | None,
-    language: str,
-    timeout: Timeout | UseClientDefault,
-    env: Mapping[str, str] | None,
-    on_stdout: OnText,
-    on_stderr: OnText,
-    on_result: OnResult,
-) -> Execution:
-    client = sb._client
-    limit = client._settings.timeout_for(timeout)
-    req = run_code_request(sb, code, context, language, limit, env)
-    deadline = _base.exec_deadline(limit)
-    await client._await_server(deadline)
-    call = client._stub.RunCode(
-        req, timeout=deadline, metadata=client._metadata, wait_for_ready=True
-    )
-    dec = ExecutionDecoder(on_stdout, on_stderr, on_result)
-    try:
-        while True:
-            resp = await call.read()
-            if resp is grpc.aio.EOF:
-                raise ServerError("run_code ended without its done message")
-            if dec.feed(resp):
-                return dec.execution
-    except grpc.RpcError as err:
-        raise sb._noted(_code_error(err, limit)) from None
-    finally:
-        call.cancel()
-
-
-def create_request(
-    sb: Sandbox | AsyncSandbox,
-    context_id: str | None,
-    cwd: str | None,
-    env: Mapping[str, str] | None,
-    language: str,
-) -> code_pb2.CreateCodeContextRequest:
-    return code_pb2.CreateCodeContextRequest(
-        sandbox=sb.name,
-        namespace=sb.namespace,
-        context_id=context_id or "",
-        cwd=cwd or "",
-        env=dict(env or {}),
-        language=language,
-    )
 
 
 class CodeContext:
@@ -214,61 +285,7 @@ class CodeContext:
             self.delete()
 
 
-class AsyncCodeContext:
-    """The asyncio twin of :class:`CodeContext` (``async with`` deletes it at exit)."""
-
-    def __init__(
-        self, sandbox: AsyncSandbox, context_id: str, info: CodeContextInfo | None
-    ) -> None:
-        self.sandbox = sandbox
-        self.id = context_id
-        self.info = info
-
-    def __repr__(self) -> str:
-        return f"AsyncCodeContext({self.id!r}, sandbox={self.sandbox.name!r})"
-
-    async def run_code(
-        self,
-        code: str,
-        *,
-        timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
-        on_stdout: OnText = None,
-        on_stderr: OnText = None,
-        on_result: OnResult = None,
-    ) -> Execution:
-        """See :meth:`sandpod.CodeContext.run_code`."""
-        return await self.sandbox.run_code(
-            code,
-            context=self,
-            timeout=timeout,
-            on_stdout=on_stdout,
-            on_stderr=on_stderr,
-            on_result=on_result,
-        )
-
-    async def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
-        """See :meth:`sandpod.CodeContext.delete`."""
-        req = code_pb2.DeleteCodeContextRequest(
-            sandbox=self.sandbox.name, namespace=self.sandbox.namespace, context_id=self.id
-        )
-        await self.sandbox._unary(
-            "DeleteCodeContext",
-            req,
-            timeout=timeout,
-            done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
-        )
-
-    async def __aenter__(self) -> AsyncCodeContext:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        with contextlib.suppress(NotFound):
-            await self.delete()
+# unasync: end generated
 
 
 def contexts_from(resp: Any) -> list[CodeContextInfo]:

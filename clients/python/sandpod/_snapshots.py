@@ -145,6 +145,83 @@ def fork_request(
 # --- handles ------------------------------------------------------------------------
 
 
+# unasync: begin source: the asyncio handles; their sync twins below are generated
+
+
+class AsyncSnapshot:
+    """A handle to one snapshot: ``info`` is its state as last reported."""
+
+    def __init__(self, client: AsyncClient, info: SnapshotInfo) -> None:
+        self._client = client
+        self.info = info
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def namespace(self) -> str:
+        return self.info.namespace
+
+    def __repr__(self) -> str:
+        return (
+            f"AsyncSnapshot(name={self.name!r}, source={self.info.source_sandbox!r}, "
+            f"size_bytes={self.info.size_bytes}, storage={self.info.storage!r})"
+        )
+
+    async def refresh(
+        self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> AsyncSnapshot:
+        """Fetches the current state into ``info`` and returns self."""
+        req = snapshot_pb2.GetSnapshotRequest(name=self.name, namespace=self.namespace)
+        resp = await self._client._unary("GetSnapshot", req, timeout=timeout)
+        self.info = SnapshotInfo.from_pb(resp.snapshot)
+        return self
+
+    async def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
+        """Deletes the snapshot and its files. Raises SnapshotInUse while sandboxes or
+        warm pools use it (the message names them)."""
+        req = snapshot_pb2.DeleteSnapshotRequest(name=self.name, namespace=self.namespace)
+        await self._client._unary(
+            "DeleteSnapshot",
+            req,
+            timeout=timeout,
+            done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
+        )
+
+
+class AsyncForkList(list):  # type: ignore[type-arg]
+    """The sandboxes of one ``AsyncClient.fork``; ``async with`` deletes them all at
+    exit. ``snapshot`` is the snapshot they were made from."""
+
+    def __init__(self, sandboxes: list[AsyncSandbox], snapshot: AsyncSnapshot) -> None:
+        super().__init__(sandboxes)
+        self.snapshot = snapshot
+
+    async def delete_all(self) -> None:
+        """Deletes every sandbox in the list (in parallel); already gone ones are fine."""
+        from ._async_io import delete_all
+
+        await delete_all(self)
+
+    async def __aenter__(self) -> AsyncForkList:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.delete_all()
+
+
+# unasync: end source
+
+
+# unasync: begin generated from the source above by hack/unasync.py; do not edit
+
+
 class Snapshot:
     """A handle to one snapshot: ``info`` is its state as last reported."""
 
@@ -169,9 +246,8 @@ class Snapshot:
     def refresh(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> Snapshot:
         """Fetches the current state into ``info`` and returns self."""
         req = snapshot_pb2.GetSnapshotRequest(name=self.name, namespace=self.namespace)
-        self.info = SnapshotInfo.from_pb(
-            self._client._unary("GetSnapshot", req, timeout=timeout).snapshot
-        )
+        resp = self._client._unary("GetSnapshot", req, timeout=timeout)
+        self.info = SnapshotInfo.from_pb(resp.snapshot)
         return self
 
     def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
@@ -186,76 +262,9 @@ class Snapshot:
         )
 
 
-class AsyncSnapshot:
-    """The asyncio twin of :class:`Snapshot`."""
-
-    def __init__(self, client: AsyncClient, info: SnapshotInfo) -> None:
-        self._client = client
-        self.info = info
-
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    @property
-    def namespace(self) -> str:
-        return self.info.namespace
-
-    def __repr__(self) -> str:
-        return (
-            f"AsyncSnapshot(name={self.name!r}, source={self.info.source_sandbox!r}, "
-            f"size_bytes={self.info.size_bytes}, storage={self.info.storage!r})"
-        )
-
-    async def refresh(
-        self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
-    ) -> AsyncSnapshot:
-        """See :meth:`Snapshot.refresh`."""
-        req = snapshot_pb2.GetSnapshotRequest(name=self.name, namespace=self.namespace)
-        resp = await self._client._unary("GetSnapshot", req, timeout=timeout)
-        self.info = SnapshotInfo.from_pb(resp.snapshot)
-        return self
-
-    async def delete(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> None:
-        """See :meth:`Snapshot.delete`."""
-        req = snapshot_pb2.DeleteSnapshotRequest(name=self.name, namespace=self.namespace)
-        await self._client._unary(
-            "DeleteSnapshot",
-            req,
-            timeout=timeout,
-            done_on_retry=frozenset({grpc.StatusCode.NOT_FOUND}),
-        )
-
-
-class AsyncForkList(list):  # type: ignore[type-arg]
-    """The sandboxes of one ``AsyncClient.fork``; ``async with`` deletes them all at
-    exit. ``snapshot`` is the snapshot they were made from."""
-
-    def __init__(self, sandboxes: list[AsyncSandbox], snapshot: AsyncSnapshot) -> None:
-        super().__init__(sandboxes)
-        self.snapshot = snapshot
-
-    async def delete_all(self) -> None:
-        """Deletes every sandbox in the list (in parallel); already gone ones are fine."""
-        from ._async_client import _delete_all
-
-        await _delete_all(self)
-
-    async def __aenter__(self) -> AsyncForkList:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.delete_all()
-
-
 class ForkList(list):  # type: ignore[type-arg]
-    """The sandboxes of one ``Client.fork``; ``with`` deletes them all at exit.
-    ``snapshot`` is the snapshot they were made from."""
+    """The sandboxes of one ``Client.fork``; ``with`` deletes them all at
+    exit. ``snapshot`` is the snapshot they were made from."""
 
     def __init__(self, sandboxes: list[Sandbox], snapshot: Snapshot) -> None:
         super().__init__(sandboxes)
@@ -263,9 +272,9 @@ class ForkList(list):  # type: ignore[type-arg]
 
     def delete_all(self) -> None:
         """Deletes every sandbox in the list (in parallel); already gone ones are fine."""
-        from ._client import _delete_all
+        from ._sync_io import delete_all
 
-        _delete_all(self)
+        delete_all(self)
 
     def __enter__(self) -> ForkList:
         return self
@@ -277,3 +286,6 @@ class ForkList(list):  # type: ignore[type-arg]
         tb: TracebackType | None,
     ) -> None:
         self.delete_all()
+
+
+# unasync: end generated

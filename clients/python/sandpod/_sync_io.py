@@ -1,0 +1,541 @@
+"""What the synchronous client does differently from the asyncio one: threads and
+blocking gRPC calls where :mod:`sandpod._async_io` has tasks and ``grpc.aio``.
+
+:mod:`sandpod._client` is generated from :mod:`sandpod._async_client` by
+``hack/unasync.py``, which only drops ``async``/``await`` and renames; whatever cannot be
+written once for both (the channel, stream reading, exec senders, claim_many, watches)
+lives here, with the same names as in :mod:`sandpod._async_io`. Hand-written.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from . import _base
+from ._base import OnExit, Timeout, UseClientDefault
+from ._errors import SandboxTimeout, SandpodError, ServerError, Unavailable, from_rpc_error
+from ._filewatch import FileWatch
+from ._models import CommandResult, Output, OutputDecoder, WatchEvent
+from ._progress import CountBar, WaitBar
+from ._terminal import Terminal
+from .v1 import exec_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
+
+if TYPE_CHECKING:
+    from ._client import Client, Sandbox
+
+__all__ = ["Process", "SandboxList", "Watch"]
+
+Data = bytes | bytearray | memoryview | str
+
+
+def initial_channel(
+    settings: _base.ClientSettings,
+) -> tuple[grpc.Channel, sandbox_service_pb2_grpc.SandboxServiceStub]:
+    """The channel and stub of a new client: opened at once (a sync channel needs no
+    event loop)."""
+    if settings.credentials is not None:
+        channel = grpc.secure_channel(
+            settings.address, settings.credentials, options=settings.options
+        )
+    else:
+        channel = grpc.insecure_channel(settings.address, options=settings.options)
+    return channel, sandbox_service_pb2_grpc.SandboxServiceStub(channel)
+
+
+def close_channel(client: Client) -> None:
+    client._channel.close()
+
+
+def await_server(client: Client, budget: float | None) -> None:
+    """See :meth:`sandpod.Client._await_server`."""
+    limit = client._settings.connect_timeout
+    if client._reached or limit is None:
+        return
+    wait = limit if budget is None else min(limit, budget)
+    ready = grpc.channel_ready_future(client._channel)
+    try:
+        ready.result(timeout=wait)
+    except grpc.FutureTimeoutError:
+        ready.cancel()
+        cause = _why_unreachable(client._channel)
+        if cause is not None:
+            raise Unavailable(
+                _base.no_server_message(client.address, wait, cause),
+                code=grpc.StatusCode.UNAVAILABLE,
+            ) from None
+    client._reached = True
+
+
+def _why_unreachable(channel: grpc.Channel) -> str | None:
+    """gRPC's reason why the server cannot be reached (refused, no such host, a TLS
+    handshake that failed), from one health check that does not wait for a
+    connection; None if the server answered it after all."""
+    check = channel.unary_unary(_base.HEALTH_CHECK)
+    try:
+        check(b"", timeout=1.0)
+    except grpc.RpcError as err:
+        if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            return err.details() or err.code().name.lower()
+    return None
+
+
+def with_wait_bar(
+    callable_: Any, request: Any, timeout: float | None, metadata: Any, desc: str
+) -> Any:
+    """One unary call, with a progress bar that ticks while it waits."""
+    fut = callable_.future(request, timeout=timeout, metadata=metadata)
+    try:
+        with WaitBar(True, desc) as bar:
+            while True:
+                try:
+                    return fut.result(timeout=0.2)
+                except grpc.FutureTimeoutError:
+                    bar.tick()
+    except BaseException:
+        fut.cancel()
+        raise
+
+
+def delete_all(sandboxes: Iterable[Sandbox]) -> None:
+    """Best-effort delete of many sandboxes, in parallel; never raises."""
+    items = list(sandboxes)
+    if not items:
+        return
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
+        for fut in [pool.submit(sb._release) for sb in items]:
+            fut.exception()
+
+
+def responses(call: Any) -> Iterator[Any]:
+    """The messages of a server stream until its end (an error status raises)."""
+    return iter(call)
+
+
+# --- watches ------------------------------------------------------------------------
+
+
+def open_watch(client: Client, req: Any, deadline: float | None) -> Watch:
+    """Starts ``Client.watch``; returns once the server has the watch live."""
+    client._await_server(deadline)
+    call = client._stub.WatchSandboxes(req, timeout=deadline, metadata=client._metadata)
+    call.initial_metadata()  # the server sends its headers once the watch is live
+    return Watch(call, bounded=deadline is not None)
+
+
+def open_file_watch(sandbox: Sandbox, req: Any, deadline: float | None) -> FileWatch:
+    """Starts ``Files.watch``; FileWatch waits until the watch is in place."""
+    client = sandbox._client
+    client._await_server(deadline)
+    call = client._stub.WatchFiles(req, timeout=deadline, metadata=client._metadata)
+    return FileWatch(sandbox, call, bounded=deadline is not None)
+
+
+class Watch:
+    """The iterator of :class:`WatchEvent` returned by ``Client.watch``."""
+
+    def __init__(self, call: Any, *, bounded: bool) -> None:
+        self._call = call
+        self._bounded = bounded
+        self._closed = False
+
+    def __iter__(self) -> Watch:
+        return self
+
+    def __next__(self) -> WatchEvent:
+        try:
+            return WatchEvent.from_pb(next(self._call))
+        except grpc.RpcError as err:
+            if _base.watch_ended(err, self._closed, self._bounded):
+                raise StopIteration from None
+            raise from_rpc_error(err) from None
+
+    def close(self) -> None:
+        """Stops the stream."""
+        self._closed = True
+        self._call.cancel()
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+# --- claim_many ---------------------------------------------------------------------
+
+
+def claim_many(
+    client: Client,
+    template: str,
+    n: int,
+    concurrency: int,
+    make_request: Callable[[], sandbox_service_pb2.ClaimSandboxRequest],
+    on_exit: OnExit,
+    timeout: Timeout | UseClientDefault,
+) -> SandboxList:
+    """``Client.claim_many``: all claims on a thread pool, all or nothing."""
+    got: list[Sandbox] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def one() -> Sandbox | None:
+        if stop.is_set():
+            return None
+        sb = client._claim(make_request(), on_exit, timeout, wait_bar=False)
+        with lock:
+            got.append(sb)
+        return sb
+
+    bar = CountBar(client._settings.progress, n, f"sandpod: claiming {template}")
+    pool = concurrent.futures.ThreadPoolExecutor(
+        max_workers=min(concurrency, max(n, 1)), thread_name_prefix="sandpod-claim"
+    )
+    try:
+        futures = [pool.submit(one) for _ in range(n)]
+        for fut in concurrent.futures.as_completed(futures):
+            fut.result()
+            bar.update()
+    except BaseException:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)  # in-flight claims finish first
+        bar.close()
+        delete_all(got)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        bar.close()
+    return SandboxList(got)
+
+
+class SandboxList(list):  # type: ignore[type-arg]
+    """The sandboxes of one ``Client.claim_many`` call: a list of :class:`Sandbox`
+    handles that deletes them all when used as a context manager
+    (``with client.claim_many("python", 8) as sandboxes: ...``).
+
+    All or nothing: if any claim fails, or the caller interrupts (Ctrl-C), every
+    sandbox already claimed is deleted before the error propagates.
+    """
+
+    def delete_all(self) -> None:
+        """Deletes every sandbox in the list (in parallel); already gone ones are fine."""
+        delete_all(self)
+
+    def __enter__(self) -> SandboxList:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.delete_all()
+
+
+# --- exec ---------------------------------------------------------------------------
+
+
+def _open_exec(
+    sandbox: Sandbox, first: exec_pb2.ExecRequest, limit: float | None
+) -> tuple[Any, _ExecSender]:
+    client = sandbox._client
+    client._await_server(_base.exec_deadline(limit))
+    sender = _ExecSender(first)
+    # wait_for_ready: a call made while the server restarts waits for it instead of
+    # failing; the command is still sent exactly once.
+    call = client._stub.Exec(
+        iter(sender),
+        timeout=_base.exec_deadline(limit),
+        metadata=client._metadata,
+        wait_for_ready=True,
+    )
+    return call, sender
+
+
+def run_exec(
+    sandbox: Sandbox,
+    first: exec_pb2.ExecRequest,
+    text: str,
+    limit: float | None,
+    stdin: _base.Source | None,
+    check: bool,
+    on_output: Callable[[Output], object] | None,
+) -> CommandResult:
+    """``Sandbox.run`` once its request is built: send, read to the exit."""
+    call, sender = _open_exec(sandbox, first, limit)
+    decoder = OutputDecoder()
+    try:
+        if stdin is not None:
+            for chunk in _base.iter_source(stdin):
+                sender.put_stdin(chunk)
+        sender.close_stdin()
+        for resp in call:
+            sender.on_response(resp)
+            kind = resp.WhichOneof("msg")
+            if kind == "exit":
+                result = decoder.result(resp.exit, text)
+                return result.check() if check else result
+            out = decoder.feed_response(resp)
+            if out is not None and on_output is not None:
+                on_output(out)
+        raise ServerError(f"exec of {text!r} ended without an exit status")
+    except grpc.RpcError as err:
+        raise sandbox._noted(_base.exec_error(err, text, limit)) from None
+    finally:
+        sender.end()
+        call.cancel()
+
+
+def start_process(
+    sandbox: Sandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None
+) -> Process:
+    """``Sandbox.start``: the Process reads the first response itself."""
+    call, sender = _open_exec(sandbox, first, limit)
+    return Process(sandbox, call, sender, text, limit)
+
+
+def start_terminal(
+    sandbox: Sandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None
+) -> Terminal:
+    """``Sandbox.terminal``: the Terminal reads the first response itself."""
+    call, sender = _open_exec(sandbox, first, limit)
+    return Terminal(sandbox, call, sender, text)
+
+
+class _ExecSender:
+    """The request stream of one exec: gRPC's sending thread iterates it, the caller's
+    threads queue stdin and signals, and whoever reads the responses passes them to
+    ``on_response`` (the stdin window and its acknowledgements, see ExecInput)."""
+
+    def __init__(self, first: exec_pb2.ExecRequest) -> None:
+        self._input = _base.ExecInput(first)
+        self._cond = threading.Condition()
+
+    def put_stdin(self, data: bytes) -> None:
+        with self._cond:
+            self._input.put_stdin(data)
+            self._cond.notify_all()
+
+    def close_stdin(self) -> None:
+        with self._cond:
+            self._input.close_stdin()
+            self._cond.notify_all()
+
+    def signal(self, signal: int) -> None:
+        with self._cond:
+            self._input.signal(signal)
+            self._cond.notify_all()
+
+    def resize(self, size: exec_pb2.TerminalSize) -> None:
+        with self._cond:
+            self._input.resize(size)
+            self._cond.notify_all()
+
+    def end(self) -> None:
+        with self._cond:
+            self._input.end()
+            self._cond.notify_all()
+
+    def on_response(self, resp: exec_pb2.ExecResponse) -> None:
+        with self._cond:
+            if self._input.on_response(resp):
+                self._cond.notify_all()
+
+    def __iter__(self) -> Iterator[exec_pb2.ExecRequest]:
+        while True:
+            with self._cond:
+                msg = self._input.pop()
+                while msg is None:
+                    if self._input.ended:
+                        return
+                    self._cond.wait()
+                    msg = self._input.pop()
+            yield msg
+
+
+class Process:
+    """A command running in a sandbox (from ``Sandbox.start``).
+
+    Iterating yields its :class:`Output` chunks as they arrive (also after it exited,
+    from the beginning); ``wait()`` returns the :class:`CommandResult`. As a context
+    manager it kills the command at exit if it is still running.
+    """
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        call: Any,
+        sender: _ExecSender,
+        command: str,
+        limit: float | None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.command = command
+        self._call = call
+        self._sender = sender
+        self._limit = limit
+        self._decoder = OutputDecoder()
+        self._events: list[Output] = []
+        self._cond = threading.Condition()
+        self._result: CommandResult | None = None
+        self._error: SandpodError | None = None
+        self._done = False
+        self._stdin_closed = False
+        self.pid = 0
+        try:
+            first = next(call)
+        except grpc.RpcError as err:
+            sender.end()
+            raise sandbox._noted(_base.exec_error(err, command, limit)) from None
+        except StopIteration:
+            sender.end()
+            raise ServerError(f"exec of {command!r} ended before it started") from None
+        sender.on_response(first)
+        if first.WhichOneof("msg") == "started":
+            self.pid = first.started.pid
+        else:
+            self._consume(first)
+        self._thread = threading.Thread(
+            target=self._read, name=f"sandpod-exec-{sandbox.name}", daemon=True
+        )
+        self._thread.start()
+
+    def _consume(self, resp: exec_pb2.ExecResponse) -> None:
+        kind = resp.WhichOneof("msg")
+        with self._cond:
+            if kind == "exit":
+                self._result = self._decoder.result(resp.exit, self.command)
+                self._done = True
+            elif kind in ("stdout", "stderr"):
+                out = self._decoder.feed_response(resp)
+                if out is not None:
+                    self._events.append(out)
+            self._cond.notify_all()
+
+    def _read(self) -> None:
+        try:
+            for resp in self._call:
+                self._sender.on_response(resp)
+                self._consume(resp)
+                if self._done:
+                    break
+            else:
+                self._error = ServerError(f"exec of {self.command!r} ended without an exit")
+        except grpc.RpcError as err:
+            self._error = self.sandbox._noted(_base.exec_error(err, self.command, self._limit))
+        finally:
+            self._sender.end()
+            with self._cond:
+                self._done = True
+                self._cond.notify_all()
+
+    def __repr__(self) -> str:
+        state = (
+            "running"
+            if self.running
+            else f"exited {self._result.exit_code if self._result else '?'}"
+        )
+        return f"Process(pid={self.pid}, command={self.command!r}, {state})"
+
+    @property
+    def running(self) -> bool:
+        with self._cond:
+            return not self._done
+
+    @property
+    def result(self) -> CommandResult | None:
+        """The result once the process exited, else None."""
+        return self._result
+
+    @property
+    def stdout(self) -> str:
+        """Standard output so far."""
+        with self._cond:
+            return bytes(self._decoder.buffers["stdout"]).decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        """Standard error so far."""
+        with self._cond:
+            return bytes(self._decoder.buffers["stderr"]).decode("utf-8", "replace")
+
+    def __iter__(self) -> Iterator[Output]:
+        i = 0
+        while True:
+            with self._cond:
+                while i >= len(self._events) and not self._done:
+                    self._cond.wait()
+                batch = self._events[i:]
+                done = self._done
+            i += len(batch)
+            yield from batch
+            if done and i >= len(self._events):
+                if self._error is not None:
+                    raise self._error
+                return
+
+    def write_stdin(self, data: Data) -> None:
+        """Sends bytes (or UTF-8 text) to the command's standard input. Never blocks:
+        what the command has not read yet beyond the server's stdin window (a few MiB)
+        waits in this process's memory."""
+        if self._stdin_closed:
+            raise ValueError("stdin is closed")
+        self._sender.put_stdin(_base.as_bytes(data))
+
+    def close_stdin(self) -> None:
+        """Closes the command's standard input (it sees end-of-file)."""
+        if not self._stdin_closed:
+            self._stdin_closed = True
+            self._sender.close_stdin()
+
+    def send_signal(self, signal: int) -> None:
+        """Sends a signal to the command's whole process group, at once: ahead of any
+        stdin the command has not read."""
+        if self.running:
+            self._sender.signal(signal)
+
+    def terminate(self) -> None:
+        """Sends SIGTERM."""
+        self.send_signal(15)
+
+    def kill(self) -> None:
+        """Sends SIGKILL."""
+        self.send_signal(9)
+
+    def wait(self, timeout: Timeout = None, *, check: bool = False) -> CommandResult:
+        """Waits for the exit and returns the result; raises SandboxTimeout if ``timeout``
+        runs out first (the process keeps running)."""
+        limit = None if timeout is None else _base.seconds_of(timeout)
+        self._thread.join(limit)
+        if self._thread.is_alive():
+            raise SandboxTimeout(f"process {self.pid} ({self.command!r}) still running")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result.check() if check else self._result
+
+    def __enter__(self) -> Process:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.running:
+            self.kill()
+            self._thread.join(10)
+            if self._thread.is_alive():
+                self._call.cancel()
