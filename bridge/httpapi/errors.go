@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/code"
@@ -198,11 +199,36 @@ func limitOf(r *http.Request) *limitedBody {
 // larger when read gets 413 from writeError.
 func withLimit(w http.ResponseWriter, r *http.Request, limit int64) (*http.Request, bool) {
 	if r.ContentLength > limit {
-		writeStatus(w, tooLarge(limit), http.StatusRequestEntityTooLarge)
+		refuseAnnounced(w, r, limit)
 		return nil, false
 	}
 	lb := &limitedBody{rc: http.MaxBytesReader(w, r.Body, limit), limit: limit}
 	r = r.WithContext(context.WithValue(r.Context(), limitKey{}, lb))
 	r.Body = lb
 	return r, true
+}
+
+// Lingering after a refused body: how much of it is read and dropped, and
+// for how long, after the 413 is written.
+const (
+	lingerBytes = 8 << 20
+	lingerFor   = 2 * time.Second
+)
+
+// refuseAnnounced answers 413 to a request whose Content-Length is over
+// limit, then reads and drops what the client goes on sending (up to
+// lingerBytes, for at most lingerFor), as a web server's lingering close
+// does: a connection closed with request bytes unread is reset, and the
+// reset can reach the client before it has read the 413. A client that
+// asked first (Expect: 100-continue) is sent nothing to wait for.
+func refuseAnnounced(w http.ResponseWriter, r *http.Request, limit int64) {
+	rc := http.NewResponseController(w)
+	linger := r.Header.Get("Expect") == "" && rc.EnableFullDuplex() == nil
+	writeStatus(w, tooLarge(limit), http.StatusRequestEntityTooLarge)
+	if !linger {
+		return
+	}
+	_ = rc.Flush()
+	_ = rc.SetReadDeadline(time.Now().Add(lingerFor))
+	_, _ = io.CopyN(io.Discard, r.Body, min(r.ContentLength, lingerBytes))
 }
