@@ -67,7 +67,8 @@ func (s *Server) GRPCServer(o Options) (*grpc.Server, *health.Server) {
 }
 
 // CreateSandbox validates and creates a sandbox cold.
-func (s *Server) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandboxRequest) (*sandpodv1.CreateSandboxResponse, error) {
+func (s *Server) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandboxRequest) (resp *sandpodv1.CreateSandboxResponse, err error) {
+	defer func(start time.Time) { observeClaim("CreateSandbox", start, resp.GetSandbox(), false, err) }(time.Now())
 	if err := firstError(
 		checkName("template", req.GetTemplate(), req.GetSnapshot() == ""),
 		checkName("snapshot", req.GetSnapshot(), false),
@@ -89,7 +90,8 @@ func (s *Server) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbox
 }
 
 // ClaimSandbox validates and claims a sandbox, warm first.
-func (s *Server) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (*sandpodv1.ClaimSandboxResponse, error) {
+func (s *Server) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (resp *sandpodv1.ClaimSandboxResponse, err error) {
+	defer func(start time.Time) { observeClaim("ClaimSandbox", start, resp.GetSandbox(), resp.GetWarm(), err) }(time.Now())
 	if err := firstError(
 		checkName("template", req.GetTemplate(), req.GetSnapshot() == ""),
 		checkName("snapshot", req.GetSnapshot(), false),

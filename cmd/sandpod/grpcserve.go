@@ -23,6 +23,7 @@ import (
 type serverFlags struct {
 	listen, addrFile, tokenFile string
 	tlsCert, tlsKey, pprof      string
+	metrics                     string
 	preview                     previewFlags
 	http                        httpFlags
 	tlsConfig                   *tls.Config // from --tls-cert, for the HTTP API too
@@ -35,6 +36,7 @@ func (f *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM); reloaded when the file changes")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.StringVar(&f.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
+	fs.StringVar(&f.metrics, "metrics-listen", "", "serve Prometheus metrics at /metrics on this address (e.g. 127.0.0.1:9090; docs/metrics.md); off when empty")
 	f.preview.register(fs)
 	f.http.register(fs)
 }
@@ -88,6 +90,12 @@ func serveGRPC(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 			return err
 		}
 	}
+	stopMetrics, err := serveMetrics(log, f.metrics)
+	if err != nil {
+		_ = lis.Close()
+		return err
+	}
+	defer stopMetrics()
 	stopHTTP, err := serveHTTP(ctx, log, b, bo, f)
 	if err != nil {
 		_ = lis.Close()
@@ -110,4 +118,28 @@ func serveGRPC(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 	}()
 	log.Info("sandpod API listening", "address", lis.Addr().String(), "tls", f.tlsCert != "", "authenticators", len(bo.Authenticators))
 	return g.Serve(lis)
+}
+
+// serveMetrics serves the API's Prometheus metrics on addr, when set, in
+// plain HTTP with no token: they carry counts, durations and template and
+// pool names, nothing of a sandbox or a caller; keep addr off the public
+// network as for --pprof. It is listening when serveMetrics returns.
+func serveMetrics(log *slog.Logger, addr string) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", bridge.MetricsHandler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics", "err", err)
+		}
+	}()
+	log.Info("sandpod metrics listening", "address", lis.Addr().String(), "path", "/metrics")
+	return func() { _ = srv.Close() }, nil
 }
