@@ -36,7 +36,7 @@ func (f *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM); reloaded when the file changes")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.StringVar(&f.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
-	fs.StringVar(&f.metrics, "metrics-listen", "", "serve Prometheus metrics at /metrics on this address (e.g. 127.0.0.1:9090; docs/metrics.md); off when empty")
+	fs.StringVar(&f.metrics, "metrics-listen", "", "serve Prometheus metrics at /metrics on this address (e.g. 127.0.0.1:9090; docs/install.md#metrics); off when empty")
 	f.preview.register(fs)
 	f.http.register(fs)
 }
