@@ -66,6 +66,7 @@ func TestClaimMetrics(t *testing.T) {
 	for _, m := range families["sandpod_api_claim_duration_seconds"].GetMetric() {
 		h := m.GetHistogram()
 		hist[labelString(m)] = h.GetSampleCount()
+		t.Logf("sandpod_api_claim_duration_seconds{%s}: %d in %.4fs", labelString(m), h.GetSampleCount(), h.GetSampleSum())
 		if h.GetSampleSum() <= 0 {
 			t.Errorf("sandpod_api_claim_duration_seconds{%s} sums to %v", labelString(m), h.GetSampleSum())
 		}
