@@ -81,6 +81,13 @@ func serveGRPC(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 		lis.Close()
 		return err
 	}
+	// Before the address file: a caller that reads it can scrape.
+	stopMetrics, err := serveMetrics(log, f.metrics)
+	if err != nil {
+		_ = lis.Close()
+		return err
+	}
+	defer stopMetrics()
 	if f.addrFile != "" {
 		tmp := f.addrFile + ".tmp"
 		if err := os.WriteFile(tmp, []byte(lis.Addr().String()), 0o644); err != nil {
@@ -90,12 +97,6 @@ func serveGRPC(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 			return err
 		}
 	}
-	stopMetrics, err := serveMetrics(log, f.metrics)
-	if err != nil {
-		_ = lis.Close()
-		return err
-	}
-	defer stopMetrics()
 	stopHTTP, err := serveHTTP(ctx, log, b, bo, f)
 	if err != nil {
 		_ = lis.Close()

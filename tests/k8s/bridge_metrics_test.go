@@ -3,6 +3,9 @@ package k8s_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -10,11 +13,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sandpod/sandpod/bridge"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/tests/testserver"
 )
 
 // TestBridgeClaimMetrics: claims through the bridge's Kubernetes backend
@@ -54,6 +60,57 @@ func TestBridgeClaimMetrics(t *testing.T) {
 	} {
 		if got := after[k] - before[k]; got != want {
 			t.Errorf("%s went up by %v, want %v", k, got, want)
+		}
+	}
+}
+
+// TestBridgeBinaryServesMetrics: the real `sandpod bridge` binary serves
+// /metrics on --metrics-listen, with a cold claim (a template with no
+// pool) in it.
+func TestBridgeBinaryServesMetrics(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	tmpl := makeTemplate(ns, "metrics-bin")
+	tmpl.Spec.Lifecycle.IdleTimeout = nil
+	create(t, tmpl)
+	dir := t.TempDir()
+	addrFile, metricsAddr := filepath.Join(dir, "addr"), harness.FreeAddr(t)
+	cmd := exec.Command(testserver.Binary(t), "bridge", "--kubeconfig", env.Kubeconfig, "--namespaces", ns,
+		"--listen", "127.0.0.1:0", "--address-file", addrFile, "--metrics-listen", metricsAddr)
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	var addr string
+	harness.Eventually(t, harness.Timeout, "the bridge's address file", func() (bool, string) {
+		select {
+		case <-done:
+			t.Fatalf("sandpod bridge exited:\n%s", log.String())
+		default:
+		}
+		b, err := os.ReadFile(addrFile)
+		addr = string(b)
+		return err == nil && addr != "", "no address yet"
+	})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	resp, err := pb.NewSandboxServiceClient(conn).ClaimSandbox(callCtx(t), &pb.ClaimSandboxRequest{Template: "metrics-bin", Namespace: ns})
+	if err != nil || resp.GetWarm() {
+		t.Fatalf("claim of a template with no pool: warm %v, %v", resp.GetWarm(), err)
+	}
+	got := scrapeClaims(t, "http://"+metricsAddr+"/metrics")
+	for k, want := range map[string]float64{
+		"sandpod_api_claims_total{code=OK,method=ClaimSandbox,outcome=cold,pool=,template=metrics-bin}": 1,
+		"sandpod_api_claim_duration_seconds_count{method=ClaimSandbox,outcome=cold}":                    1,
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], want, got)
 		}
 	}
 }
