@@ -108,5 +108,6 @@ mkdir -p "$BIN"
 ln -sf "$CACHE/kubernetes-$K8S_VERSION/kube-apiserver" "$BIN/kube-apiserver"
 ln -sf "$CACHE/etcd-$ETCD_VERSION/etcd" "$BIN/etcd"
 ln -sf "$CACHE/kwok-$KWOK_VERSION/kwok" "$BIN/kwok"
+ln -sf "$CACHE/kubernetes-$K8S_VERSION/kubectl" "$BIN/kubectl"   # for deploy/uninstall.sh in tests/k8s
 ln -sf "$CACHE/kwok-$KWOK_VERSION/stages.yaml" "$BIN/kwok-stages.yaml"
 echo "$BIN"

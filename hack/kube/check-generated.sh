@@ -13,7 +13,7 @@ mkdir -p "$tmp/repo/clients" && cp -r clients/go "$tmp/repo/clients/"
 (cd "$tmp/repo" && hack/kube/generate.sh)
 status=0
 for p in core/api/v1alpha1/zz_generated.deepcopy.go deploy/crd deploy/rbac deploy/helm/sandpod/crds \
-         deploy/helm/sandpod/templates/clusterrole.yaml deploy/install.yaml; do
+         deploy/helm/sandpod/templates/clusterrole.yaml deploy/helm/sandpod/templates/uninstall-guard.yaml deploy/install.yaml; do
   if ! diff -r -u "$p" "$tmp/repo/$p" > "$tmp/diff" 2>&1; then
     echo "generated file(s) out of date: $p  (run hack/kube/generate.sh)"
     head -40 "$tmp/diff"
