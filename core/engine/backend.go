@@ -232,11 +232,11 @@ func (e *Engine) newRecordLocked(p newParams, spec runSpec, name string) record 
 		Namespace: p.namespace, Name: name, UID: newUID(), Pool: p.pool, Claimed: p.pool == "",
 		Labels: copyMap(p.labels), Env: copyMap(p.env), Spec: spec, Secret: newSecret(), RequestID: p.requestID,
 		Mode: v1alpha1.OperatingModeRunning, Created: now, LastActivity: now,
-		ShutdownTime:     lifecycle.ShutdownTime(now, p.shutdown, p.ttl, spec.DefaultTTL.Duration),
-		ShutdownPolicy:   lifecycle.EffectivePolicy(p.policy, spec.ShutdownPolicy),
-		Snapshot:         p.snapshot,
-		RestartOnFailure: p.restart,
+		ShutdownTime:   lifecycle.ShutdownTime(now, p.shutdown, p.ttl, spec.DefaultTTL.Duration),
+		ShutdownPolicy: lifecycle.EffectivePolicy(p.policy, spec.ShutdownPolicy),
+		Snapshot:       p.snapshot,
 	}
+	rec.RestartOnFailure = p.restart
 	if p.pool != "" {
 		rec.ShutdownTime = nil // pool members wait without a clock; a claim sets it
 	}

@@ -219,22 +219,20 @@ func checkName(kind, name string) error {
 // runSpec is everything the engine needs to run a sandbox of a template,
 // resolved once and stored with each sandbox so it outlives config changes.
 type runSpec struct {
-	Template    string            `json:"template"`
-	Command     []string          `json:"command,omitempty"`
-	Env         map[string]string `json:"env,omitempty"`
-	MemoryBytes int64             `json:"memoryBytes,omitempty"`
-	CPUMillis   int64             `json:"cpuMillis,omitempty"`
-	PidsLimit   int64             `json:"pidsLimit,omitempty"`
-	NetIsolated bool              `json:"netIsolated,omitempty"`
-	AutoResume  bool              `json:"autoResume,omitempty"`
-	// RestartOnFailure: the template asks for restarts (sandboxRestartPolicy).
-	RestartOnFailure bool                    `json:"restartOnFailure,omitempty"`
-	IdleTimeout      metav1.Duration         `json:"idleTimeout,omitempty"`
-	IdleAction       v1alpha1.IdleAction     `json:"idleAction,omitempty"`
-	DefaultTTL       metav1.Duration         `json:"defaultTTL,omitempty"`
-	ShutdownPolicy   v1alpha1.ShutdownPolicy `json:"shutdownPolicy,omitempty"`
-	Image            string                  `json:"image,omitempty"`
-	RuntimeClass     string                  `json:"runtimeClass,omitempty"`
+	Template       string                  `json:"template"`
+	Command        []string                `json:"command,omitempty"`
+	Env            map[string]string       `json:"env,omitempty"`
+	MemoryBytes    int64                   `json:"memoryBytes,omitempty"`
+	CPUMillis      int64                   `json:"cpuMillis,omitempty"`
+	PidsLimit      int64                   `json:"pidsLimit,omitempty"`
+	NetIsolated    bool                    `json:"netIsolated,omitempty"`
+	AutoResume     bool                    `json:"autoResume,omitempty"`
+	IdleTimeout    metav1.Duration         `json:"idleTimeout,omitempty"`
+	IdleAction     v1alpha1.IdleAction     `json:"idleAction,omitempty"`
+	DefaultTTL     metav1.Duration         `json:"defaultTTL,omitempty"`
+	ShutdownPolicy v1alpha1.ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+	Image          string                  `json:"image,omitempty"`
+	RuntimeClass   string                  `json:"runtimeClass,omitempty"`
 	// RunAsUser and RunAsGroup come from the template's securityContext:
 	// the ids commands run as inside (nil: DefaultSandboxUID).
 	RunAsUser  *int64 `json:"runAsUser,omitempty"`
@@ -243,6 +241,9 @@ type runSpec struct {
 	// mounts: host trees the sandbox sees read-only.
 	HostPaths []hostMount `json:"hostPaths,omitempty"`
 	Hash      string      `json:"hash"`
+
+	// RestartOnFailure: the template asks for restarts (sandboxRestartPolicy).
+	RestartOnFailure bool `json:"restartOnFailure,omitempty"`
 }
 
 // runAs is the uid and gid commands run as inside the sandbox.
@@ -269,15 +270,15 @@ func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
 	}
 	c := cs[0]
 	rs := runSpec{
-		Template:         t.Name,
-		Command:          append(append([]string{}, c.Command...), c.Args...),
-		Env:              map[string]string{},
-		PidsLimit:        DefaultPidsLimit,
-		AutoResume:       t.Spec.AutoResume,
-		ShutdownPolicy:   t.Spec.Lifecycle.ShutdownPolicy,
-		RestartOnFailure: t.Spec.RestartOnFailure,
-		Image:            c.Image,
+		Template:       t.Name,
+		Command:        append(append([]string{}, c.Command...), c.Args...),
+		Env:            map[string]string{},
+		PidsLimit:      DefaultPidsLimit,
+		AutoResume:     t.Spec.AutoResume,
+		ShutdownPolicy: t.Spec.Lifecycle.ShutdownPolicy,
+		Image:          c.Image,
 	}
+	rs.RestartOnFailure = t.Spec.RestartOnFailure
 	for _, e := range c.Env {
 		if e.ValueFrom != nil {
 			return rs, fmt.Errorf("config: SandboxTemplate %s: env %s uses valueFrom, which the local engine cannot resolve", t.Name, e.Name)
