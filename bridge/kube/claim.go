@@ -58,6 +58,8 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		Env:       envVars(req.GetEnv()),
 		Lifecycle: lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle),
 		RequestID: req.GetRequestId(),
+		// RestartOnFailure: the request's, else the template's default.
+		RestartOnFailure: lifecycle.RestartOnFailure(req.RestartOnFailure, tmpl.Spec.RestartOnFailure),
 	}
 	sb, err := b.adopt(ctx, tmpl, holder)
 	if err != nil {
@@ -66,7 +68,7 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 	if sb != nil {
 		return sandboxToProto(sb), true, nil
 	}
-	got, err := b.createFromTemplate(ctx, tmpl, "", req.GetRequestId(), req.GetLabels(), holder.Env, holder.Lifecycle, false)
+	got, err := b.createFromTemplate(ctx, tmpl, "", req.GetRequestId(), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure)
 	return got, false, err
 }
 
@@ -144,14 +146,15 @@ func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbo
 	}
 	now := b.now()
 	l := lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle)
-	return b.createFromTemplate(ctx, tmpl, req.GetName(), req.GetRequestId(), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait())
+	restart := lifecycle.RestartOnFailure(req.RestartOnFailure, tmpl.Spec.RestartOnFailure)
+	return b.createFromTemplate(ctx, tmpl, req.GetName(), req.GetRequestId(), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait(), restart)
 }
 
 // createFromTemplate creates a sandbox of tmpl, named name, else after the
 // request id, else generated; a retry of the same request id finds the
 // sandbox of its first attempt.
 func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, name, requestID string,
-	labels map[string]string, env []corev1.EnvVar, l v1alpha1.Lifecycle, noWait bool) (*sandpodv1.Sandbox, error) {
+	labels map[string]string, env []corev1.EnvVar, l v1alpha1.Lifecycle, noWait, restartOnFailure bool) (*sandpodv1.Sandbox, error) {
 	sb := &v1alpha1.Sandbox{
 		ObjectMeta: objectMeta(tmpl.Namespace, tmpl.Name, requestID),
 		Spec:       lifecycle.SandboxSpecFromTemplate(tmpl.Name, &tmpl.Spec),
@@ -165,6 +168,7 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 	}
 	sb.Spec.Env = env
 	sb.Spec.Lifecycle = l
+	sb.Spec.RestartOnFailure = restartOnFailure
 
 	err := b.client.Create(ctx, sb)
 	if apierrors.IsAlreadyExists(err) && requestID != "" {

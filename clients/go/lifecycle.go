@@ -24,6 +24,7 @@ type sandboxConfig struct {
 	concurrency  int    // ClaimMany
 	snapshot     string // WithSnapshot
 	template     string // WithForkTemplate
+	restart      *bool  // WithRestartOnFailure
 }
 
 type sandboxOptionFunc func(*sandboxConfig)
@@ -84,6 +85,14 @@ func WithNoWait() SandboxOption {
 	return sandboxOptionFunc(func(c *sandboxConfig) { c.noWait = true })
 }
 
+// WithRestartOnFailure says whether the sandbox's workload is replaced
+// (same name and files) when it exits non-zero, instead of the sandbox
+// being reported Failed (Claim, Create). Without it the template's default
+// applies.
+func WithRestartOnFailure(on bool) SandboxOption {
+	return sandboxOptionFunc(func(c *sandboxConfig) { c.restart = &on })
+}
+
 // Claim hands out a ready sandbox of the template: a warm one from the
 // template's pool when one is ready, else a cold start. A retried Claim
 // never hands out a second sandbox.
@@ -100,6 +109,7 @@ func (c *Client) Claim(ctx context.Context, template string, opts ...SandboxOpti
 		RequestId:      cfg.requestID,
 		Snapshot:       cfg.snapshot,
 	}
+	req.RestartOnFailure = cfg.restart
 	var resp *pb.ClaimSandboxResponse
 	err := c.retry(ctx, "claim", func(ctx context.Context, _ int) (err error) {
 		resp, err = c.rpc.ClaimSandbox(ctx, req)
@@ -131,6 +141,7 @@ func (c *Client) Create(ctx context.Context, template string, opts ...SandboxOpt
 		NoWait:         cfg.noWait,
 		Snapshot:       cfg.snapshot,
 	}
+	req.RestartOnFailure = cfg.restart
 	var resp *pb.CreateSandboxResponse
 	err := c.retry(ctx, "create", func(ctx context.Context, _ int) (err error) {
 		resp, err = c.rpc.CreateSandbox(ctx, req)

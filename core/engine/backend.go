@@ -35,7 +35,7 @@ func (e *Engine) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbox
 	p := newParams{
 		namespace: ns, template: req.GetTemplate(), name: req.GetName(), labels: req.GetLabels(), env: req.GetEnv(),
 		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "create",
-		snapshot: req.GetSnapshot(),
+		snapshot: req.GetSnapshot(), restart: req.RestartOnFailure,
 	}
 	if req.GetShutdownTime() != nil {
 		t := req.GetShutdownTime().AsTime()
@@ -61,7 +61,7 @@ func (e *Engine) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRe
 	p := newParams{
 		namespace: ns, template: req.GetTemplate(), labels: req.GetLabels(), env: req.GetEnv(),
 		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "claim",
-		snapshot: req.GetSnapshot(),
+		snapshot: req.GetSnapshot(), restart: req.RestartOnFailure,
 	}
 	if req.GetShutdownTime() != nil {
 		t := req.GetShutdownTime().AsTime()
@@ -94,6 +94,8 @@ type newParams struct {
 	pool                      string
 	// snapshot: the workspace starts from it (fork.go).
 	snapshot string
+	// restart: the request's restart_on_failure (nil when unset).
+	restart *bool
 }
 
 // byRequest returns the sandbox an earlier request with the same id made.
@@ -156,6 +158,7 @@ func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) 
 	next.ShutdownTime = lifecycle.ShutdownTime(now, p.shutdown, p.ttl, sb.rec.Spec.DefaultTTL.Duration)
 	next.ShutdownPolicy = lifecycle.EffectivePolicy(p.policy, sb.rec.Spec.ShutdownPolicy)
 	next.RequestID = p.requestID
+	next.RestartOnFailure = p.restart
 	next.LastActivity = now
 	var ent *requestEntry
 	if p.requestID != "" {
@@ -233,6 +236,7 @@ func (e *Engine) newRecordLocked(p newParams, spec runSpec, name string) record 
 		ShutdownPolicy: lifecycle.EffectivePolicy(p.policy, spec.ShutdownPolicy),
 		Snapshot:       p.snapshot,
 	}
+	rec.RestartOnFailure = p.restart
 	if p.pool != "" {
 		rec.ShutdownTime = nil // pool members wait without a clock; a claim sets it
 	}

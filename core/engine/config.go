@@ -241,6 +241,9 @@ type runSpec struct {
 	// mounts: host trees the sandbox sees read-only.
 	HostPaths []hostMount `json:"hostPaths,omitempty"`
 	Hash      string      `json:"hash"`
+
+	// RestartOnFailure: the template asks for restarts (sandboxRestartPolicy).
+	RestartOnFailure bool `json:"restartOnFailure,omitempty"`
 }
 
 // runAs is the uid and gid commands run as inside the sandbox.
@@ -275,6 +278,7 @@ func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
 		ShutdownPolicy: t.Spec.Lifecycle.ShutdownPolicy,
 		Image:          c.Image,
 	}
+	rs.RestartOnFailure = t.Spec.RestartOnFailure
 	for _, e := range c.Env {
 		if e.ValueFrom != nil {
 			return rs, fmt.Errorf("config: SandboxTemplate %s: env %s uses valueFrom, which the local engine cannot resolve", t.Name, e.Name)

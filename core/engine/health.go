@@ -155,6 +155,25 @@ type restartPlan struct {
 	Streak, StartFailures int
 }
 
+// sandboxRestartPolicy is the restart policy of one sandbox: its claim's or
+// create's explicit restart_on_failure (true: Always, false: Never), else
+// Always when its template asks for restartOnFailure, else the engine's
+// agentRestart policy (default Always). The local engine's restart is the
+// same thing as a replaced pod on Kubernetes (same name, same files, a new
+// process tree), with a back-off; an unset template field cannot be told
+// from false, so a template can turn restarts on but not off here.
+func sandboxRestartPolicy(engine string, req *bool, tmpl bool) string {
+	switch {
+	case req != nil && *req:
+		return RestartAlways
+	case req != nil:
+		return RestartNever
+	case tmpl:
+		return RestartAlways
+	}
+	return engine
+}
+
 // planRestart decides whether and when an ended agent is restarted: always
 // (unless the policy is Never, the sandbox should not run, or it is an
 // unclaimed pool member), after a back-off that doubles with each restart

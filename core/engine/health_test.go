@@ -161,3 +161,28 @@ func TestParseLocalEngineConfig(t *testing.T) {
 }
 
 func dur(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
+
+func TestSandboxRestartPolicy(t *testing.T) {
+	yes, no := true, false
+	cases := map[string]struct {
+		engine string
+		req    *bool
+		tmpl   bool
+		want   string
+	}{
+		"engine default":                {RestartAlways, nil, false, RestartAlways},
+		"engine Never":                  {RestartNever, nil, false, RestartNever},
+		"template on over engine Never": {RestartNever, nil, true, RestartAlways},
+		"request off over engine":       {RestartAlways, &no, false, RestartNever},
+		"request off over template on":  {RestartAlways, &no, true, RestartNever},
+		"request on over engine Never":  {RestartNever, &yes, false, RestartAlways},
+		"request on with template on":   {RestartNever, &yes, true, RestartAlways},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := sandboxRestartPolicy(tc.engine, tc.req, tc.tmpl); got != tc.want {
+				t.Errorf("sandboxRestartPolicy(%q, %v, %v) = %q, want %q", tc.engine, tc.req, tc.tmpl, got, tc.want)
+			}
+		})
+	}
+}

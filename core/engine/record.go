@@ -31,6 +31,9 @@ type record struct {
 	Spec      runSpec           `json:"spec"`
 	Secret    string            `json:"secret"`
 	RequestID string            `json:"requestID,omitempty"`
+	// RestartOnFailure is the claim's or create's explicit choice (nil:
+	// the template's, else the engine's agentRestart policy).
+	RestartOnFailure *bool `json:"restartOnFailure,omitempty"`
 
 	Mode           v1alpha1.OperatingMode  `json:"mode"`
 	Expired        bool                    `json:"expired,omitempty"`

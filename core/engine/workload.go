@@ -316,7 +316,9 @@ func (e *Engine) agentDownLocked(sb *sandbox, now time.Time, how string, failedS
 	if !failedStart && !r.ReadySince.IsZero() {
 		ranFor = now.Sub(r.ReadySince)
 	}
-	plan := planRestart(e.cfg.AgentRestart, agentDown{
+	policy := e.cfg.AgentRestart
+	policy.Policy = sandboxRestartPolicy(policy.Policy, r.RestartOnFailure, r.Spec.RestartOnFailure)
+	plan := planRestart(policy, agentDown{
 		Wanted: lifecycle.ShouldRunWorkload(sb.observed()), Unclaimed: !r.Claimed, FailedStart: failedStart,
 		RanFor: ranFor, Streak: r.RestartStreak, StartFailures: r.StartFailures,
 	})

@@ -23,6 +23,8 @@ func SandboxSpecFromTemplate(templateName string, t *v1alpha1.SandboxTemplateSpe
 		PodTemplate: pt,
 		Service:     t.Service,
 		AutoResume:  t.AutoResume,
+		// The template's default; a claim or request may override it (Take).
+		RestartOnFailure: t.RestartOnFailure,
 		Lifecycle: v1alpha1.Lifecycle{
 			ShutdownPolicy: t.Lifecycle.ShutdownPolicy,
 			IdleTimeout:    t.Lifecycle.IdleTimeout.DeepCopy(),
@@ -66,4 +68,14 @@ func ClaimLifecycle(now time.Time, req v1alpha1.Lifecycle, tmpl v1alpha1.Templat
 		out.ShutdownTime = &mt
 	}
 	return out
+}
+
+// RestartOnFailure resolves whether a claimed (or created) sandbox replaces
+// a failed workload: the claim's or request's explicit choice, else the
+// template's default.
+func RestartOnFailure(req *bool, tmpl bool) bool {
+	if req != nil {
+		return *req
+	}
+	return tmpl
 }

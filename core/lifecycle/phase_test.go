@@ -49,6 +49,10 @@ func TestShouldRunAndRestart(t *testing.T) {
 		"deleting":               {Observed{Deleting: true}, false, false, false},
 		"failed, no restart":     {Observed{Workload: WorkloadFailed}, false, true, false},
 		"failed, restart policy": {Observed{Workload: WorkloadFailed}, true, true, true},
+		"failed while paused":    {Observed{Mode: v1alpha1.OperatingModePaused, Workload: WorkloadFailed}, true, true, true},
+		"failed while suspended": {Observed{Mode: v1alpha1.OperatingModeSuspended, Workload: WorkloadFailed}, true, false, false},
+		"ready, restart policy":  {Observed{Workload: WorkloadReady}, true, true, false},
+		"starting, restart":      {Observed{Workload: WorkloadStarting}, true, true, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -57,6 +61,28 @@ func TestShouldRunAndRestart(t *testing.T) {
 			}
 			if got := ShouldRestart(tc.in, tc.restart); got != tc.wantRestart {
 				t.Errorf("ShouldRestart = %v, want %v", got, tc.wantRestart)
+			}
+		})
+	}
+}
+
+func TestRestartOnFailureOverride(t *testing.T) {
+	yes, no := true, false
+	cases := map[string]struct {
+		req  *bool
+		tmpl bool
+		want bool
+	}{
+		"unset keeps template off": {nil, false, false},
+		"unset keeps template on":  {nil, true, true},
+		"request turns it on":      {&yes, false, true},
+		"request turns it off":     {&no, true, false},
+		"request agrees":           {&yes, true, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := RestartOnFailure(tc.req, tc.tmpl); got != tc.want {
+				t.Errorf("RestartOnFailure(%v, %v) = %v, want %v", tc.req, tc.tmpl, got, tc.want)
 			}
 		})
 	}

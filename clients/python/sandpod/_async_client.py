@@ -235,6 +235,7 @@ class AsyncClient:
         namespace: str | None = None,
         request_id: str | None = None,
         snapshot: AsyncSnapshot | str | None = None,
+        restart_on_failure: bool | None = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncSandbox:
@@ -242,7 +243,9 @@ class AsyncClient:
 
         Retries reuse one ``request_id`` (a fresh uuid4 unless given), so a retried claim
         never hands out a second sandbox. ``on_exit`` says what leaving a ``with`` block
-        does: ``"delete"``, ``"suspend"`` or ``"keep"``.
+        does: ``"delete"``, ``"suspend"`` or ``"keep"``. ``restart_on_failure`` replaces
+        the sandbox's workload when it exits non-zero (same name and files); ``None``
+        keeps the template's default.
         """
         on_exit = _base.check_on_exit(on_exit)
         req = _base.claim_request(
@@ -255,6 +258,7 @@ class AsyncClient:
             env=env,
             request_id=request_id or _base.new_request_id(),
             snapshot=snapshot_name(snapshot),
+            restart_on_failure=restart_on_failure,
         )
         return await self._claim(req, on_exit, timeout, wait_bar=True)
 
@@ -292,11 +296,13 @@ class AsyncClient:
         request_id: str | None = None,
         wait: bool = True,
         snapshot: AsyncSnapshot | str | None = None,
+        restart_on_failure: bool | None = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncSandbox:
         """Creates a sandbox cold (not from a pool) and, unless ``wait=False``, waits
-        until it runs. Retries reuse one ``request_id``."""
+        until it runs. Retries reuse one ``request_id``. ``restart_on_failure`` as in
+        :meth:`claim`."""
         on_exit = _base.check_on_exit(on_exit)
         rid = request_id or _base.new_request_id()
         req = _base.create_request(
@@ -311,6 +317,7 @@ class AsyncClient:
             request_id=rid,
             wait=wait,
             snapshot=snapshot_name(snapshot),
+            restart_on_failure=restart_on_failure,
         )
         resp = await self._unary(
             "CreateSandbox",

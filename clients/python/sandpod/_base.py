@@ -225,6 +225,15 @@ def _lifecycle_fields(
     return fields
 
 
+def _restart_field(restart_on_failure: bool | None) -> dict[str, bool]:
+    """The optional restart_on_failure field: absent (the template's default) when None."""
+    if restart_on_failure is None:
+        return {}
+    if not isinstance(restart_on_failure, bool):
+        raise TypeError("restart_on_failure must be a bool or None")
+    return {"restart_on_failure": restart_on_failure}
+
+
 def claim_request(
     template: str,
     namespace: str,
@@ -236,6 +245,7 @@ def claim_request(
     env: Mapping[str, str] | None,
     request_id: str,
     snapshot: str = "",
+    restart_on_failure: bool | None = None,
 ) -> sandbox_service_pb2.ClaimSandboxRequest:
     if not template and not snapshot:
         raise ValueError("template is required (or a snapshot, whose template is used)")
@@ -247,6 +257,7 @@ def claim_request(
         env=dict(env or {}),
         request_id=request_id,
         **_lifecycle_fields(ttl, shutdown_time, shutdown_policy),
+        **_restart_field(restart_on_failure),
     )
 
 
@@ -263,6 +274,7 @@ def create_request(
     request_id: str,
     wait: bool,
     snapshot: str = "",
+    restart_on_failure: bool | None = None,
 ) -> sandbox_service_pb2.CreateSandboxRequest:
     if not template and not snapshot:
         raise ValueError("template is required (or a snapshot, whose template is used)")
@@ -276,6 +288,7 @@ def create_request(
         request_id=request_id,
         no_wait=not wait,
         **_lifecycle_fields(ttl, shutdown_time, shutdown_policy),
+        **_restart_field(restart_on_failure),
     )
 
 

@@ -223,6 +223,7 @@ class Client:
         namespace: str | None = None,
         request_id: str | None = None,
         snapshot: Snapshot | str | None = None,
+        restart_on_failure: bool | None = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> Sandbox:
@@ -230,7 +231,9 @@ class Client:
 
         Retries reuse one ``request_id`` (a fresh uuid4 unless given), so a retried claim
         never hands out a second sandbox. ``on_exit`` says what leaving a ``with`` block
-        does: ``"delete"``, ``"suspend"`` or ``"keep"``.
+        does: ``"delete"``, ``"suspend"`` or ``"keep"``. ``restart_on_failure`` replaces
+        the sandbox's workload when it exits non-zero (same name and files); ``None``
+        keeps the template's default.
         """
         on_exit = _base.check_on_exit(on_exit)
         req = _base.claim_request(
@@ -243,6 +246,7 @@ class Client:
             env=env,
             request_id=request_id or _base.new_request_id(),
             snapshot=snapshot_name(snapshot),
+            restart_on_failure=restart_on_failure,
         )
         return self._claim(req, on_exit, timeout, wait_bar=True)
 
@@ -280,11 +284,13 @@ class Client:
         request_id: str | None = None,
         wait: bool = True,
         snapshot: Snapshot | str | None = None,
+        restart_on_failure: bool | None = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> Sandbox:
         """Creates a sandbox cold (not from a pool) and, unless ``wait=False``, waits
-        until it runs. Retries reuse one ``request_id``."""
+        until it runs. Retries reuse one ``request_id``. ``restart_on_failure`` as in
+        :meth:`claim`."""
         on_exit = _base.check_on_exit(on_exit)
         rid = request_id or _base.new_request_id()
         req = _base.create_request(
@@ -299,6 +305,7 @@ class Client:
             request_id=rid,
             wait=wait,
             snapshot=snapshot_name(snapshot),
+            restart_on_failure=restart_on_failure,
         )
         resp = self._unary(
             "CreateSandbox",

@@ -38,6 +38,11 @@ type SandboxClaimSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('sandpod.dev/'))",message="labels under sandpod.dev/ are reserved"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="label keys must be Kubernetes label keys: [prefix/]name, the name at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric"
 	Labels map[string]string `json:"labels,omitempty"`
+
+	// RestartOnFailure overrides the template's restartOnFailure for the
+	// claimed sandbox; unset keeps the template's.
+	// +optional
+	RestartOnFailure *bool `json:"restartOnFailure,omitempty"`
 }
 
 // SandboxClaimStatus is the observed state of a claim.

@@ -42,6 +42,12 @@ type SandboxTemplateSpec struct {
 	// NetworkPolicy is the managed network policy for sandboxes of this template.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// RestartOnFailure is the default of the sandboxes of this template: a
+	// failed pod is replaced (same sandbox, same volumes) instead of being
+	// reported Failed. A claim or a request may override it.
+	// +optional
+	RestartOnFailure bool `json:"restartOnFailure,omitempty"`
 }
 
 // TemplateLifecycle holds the lifecycle defaults of a template.

@@ -22,7 +22,7 @@ func ClaimOwnerRef(c *v1alpha1.SandboxClaim) metav1.OwnerReference {
 
 // Bind rewrites a sandbox as held by claim c at now: it leaves its pool
 // (warmpool.Take), the claim becomes its controlling owner, and it takes the
-// claim's labels, env and lifecycle. Applied to a warm member, it is the
+// claim's labels, env, lifecycle and restartOnFailure. Applied to a warm member, it is the
 // single write of a warm claim.
 func Bind(sb *v1alpha1.Sandbox, c *v1alpha1.SandboxClaim, t *v1alpha1.SandboxTemplate, now time.Time) {
 	warmpool.Take(sb, warmpool.Holder{
@@ -30,6 +30,8 @@ func Bind(sb *v1alpha1.Sandbox, c *v1alpha1.SandboxClaim, t *v1alpha1.SandboxTem
 		Env:       c.Spec.Env,
 		Lifecycle: lifecycle.ClaimLifecycle(now, c.Spec.Lifecycle, t.Spec.Lifecycle),
 		RequestID: c.Annotations[v1alpha1.AnnotationRequestID],
+		// The claim's choice, else the template's default.
+		RestartOnFailure: lifecycle.RestartOnFailure(c.Spec.RestartOnFailure, t.Spec.RestartOnFailure),
 	})
 	sb.Labels[v1alpha1.LabelClaim] = c.Name
 	sb.Labels[v1alpha1.LabelTemplate] = t.Name

@@ -13,14 +13,16 @@ type Holder struct {
 	Labels    map[string]string
 	Env       []corev1.EnvVar
 	Lifecycle v1alpha1.Lifecycle
+	// RestartOnFailure, resolved (lifecycle.RestartOnFailure).
+	RestartOnFailure bool
 	// RequestID is the client request that took it (may be empty).
 	RequestID string
 }
 
 // Take rewrites a member as no longer in its pool: the pool label and the
 // pool's controlling owner reference go (the pool refills), the pool's name
-// stays as an annotation, and the holder's labels, env, lifecycle and
-// request id are set. One write of the result (with the member's
+// stays as an annotation, and the holder's labels, env, lifecycle,
+// restartOnFailure and request id are set. One write of the result (with the member's
 // resourceVersion, so two takers never get the same member) is a warm claim.
 func Take(sb *v1alpha1.Sandbox, h Holder) {
 	if sb.Labels == nil {
@@ -48,4 +50,5 @@ func Take(sb *v1alpha1.Sandbox, h Holder) {
 	sb.OwnerReferences = refs
 	sb.Spec.Env = append(sb.Spec.Env[:0:0], h.Env...)
 	sb.Spec.Lifecycle = h.Lifecycle
+	sb.Spec.RestartOnFailure = h.RestartOnFailure
 }

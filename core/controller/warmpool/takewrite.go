@@ -56,6 +56,9 @@ type takenParts struct {
 	Spec struct {
 		Env       []corev1.EnvVar    `json:"env,omitempty"`
 		Lifecycle v1alpha1.Lifecycle `json:"lifecycle,omitempty"`
+		// omitempty as in SandboxSpec: true -> false diffs to null, which
+		// the merge patch applies as a removal (false).
+		RestartOnFailure bool `json:"restartOnFailure,omitempty"`
 	} `json:"spec"`
 }
 
@@ -66,5 +69,6 @@ func partsOf(sb *v1alpha1.Sandbox) takenParts {
 	p.Metadata.OwnerReferences = sb.OwnerReferences
 	p.Spec.Env = sb.Spec.Env
 	p.Spec.Lifecycle = sb.Spec.Lifecycle
+	p.Spec.RestartOnFailure = sb.Spec.RestartOnFailure
 	return p
 }

@@ -98,9 +98,12 @@ type CreateSandboxRequest struct {
 	// Return as soon as the sandbox is accepted instead of when it is ready.
 	NoWait bool `protobuf:"varint,10,opt,name=no_wait,json=noWait,proto3" json:"no_wait,omitempty"`
 	// Start from this snapshot's files (its template when template is empty).
-	Snapshot      string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Snapshot string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// Replace the sandbox's workload when it exits non-zero (same name and
+	// volumes) instead of reporting it FAILED; the template's default when unset.
+	RestartOnFailure *bool `protobuf:"varint,37,opt,name=restart_on_failure,json=restartOnFailure,proto3,oneof" json:"restart_on_failure,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CreateSandboxRequest) Reset() {
@@ -210,6 +213,13 @@ func (x *CreateSandboxRequest) GetSnapshot() string {
 	return ""
 }
 
+func (x *CreateSandboxRequest) GetRestartOnFailure() bool {
+	if x != nil && x.RestartOnFailure != nil {
+		return *x.RestartOnFailure
+	}
+	return false
+}
+
 type CreateSandboxResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Sandbox       *Sandbox               `protobuf:"bytes,1,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
@@ -266,9 +276,11 @@ type ClaimSandboxRequest struct {
 	RequestId      string                 `protobuf:"bytes,8,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// Only a pool member made from this snapshot (a pool whose spec names
 	// it), or a sandbox started cold from it.
-	Snapshot      string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Snapshot string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// As in CreateSandboxRequest: the template's default when unset.
+	RestartOnFailure *bool `protobuf:"varint,37,opt,name=restart_on_failure,json=restartOnFailure,proto3,oneof" json:"restart_on_failure,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ClaimSandboxRequest) Reset() {
@@ -362,6 +374,13 @@ func (x *ClaimSandboxRequest) GetSnapshot() string {
 		return x.Snapshot
 	}
 	return ""
+}
+
+func (x *ClaimSandboxRequest) GetRestartOnFailure() bool {
+	if x != nil && x.RestartOnFailure != nil {
+		return *x.RestartOnFailure
+	}
+	return false
 }
 
 type ClaimSandboxResponse struct {
@@ -1695,7 +1714,7 @@ var File_sandpod_v1_sandbox_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	" sandpod/v1/sandbox_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\x1a\x19sandpod/v1/snapshot.proto\"\xe1\x04\n" +
+	"sandpod.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\x1a\x19sandpod/v1/snapshot.proto\"\xab\x05\n" +
 	"\x14CreateSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -1709,15 +1728,17 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"request_id\x18\t \x01(\tR\trequestId\x12\x17\n" +
 	"\ano_wait\x18\n" +
 	" \x01(\bR\x06noWait\x12\x1a\n" +
-	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x1a9\n" +
+	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x121\n" +
+	"\x12restart_on_failure\x18% \x01(\bH\x00R\x10restartOnFailure\x88\x01\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"F\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x15\n" +
+	"\x13_restart_on_failure\"F\n" +
 	"\x15CreateSandboxResponse\x12-\n" +
-	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\"\xb1\x04\n" +
+	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\"\xfb\x04\n" +
 	"\x13ClaimSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12C\n" +
@@ -1728,13 +1749,15 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\x0fshutdown_policy\x18\a \x01(\x0e2\x1a.sandpod.v1.ShutdownPolicyR\x0eshutdownPolicy\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\b \x01(\tR\trequestId\x12\x1a\n" +
-	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x1a9\n" +
+	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x121\n" +
+	"\x12restart_on_failure\x18% \x01(\bH\x00R\x10restartOnFailure\x88\x01\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x15\n" +
+	"\x13_restart_on_failure\"Y\n" +
 	"\x14ClaimSandboxResponse\x12-\n" +
 	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\x12\x12\n" +
 	"\x04warm\x18\x02 \x01(\bR\x04warm\"E\n" +
@@ -2074,6 +2097,8 @@ func file_sandpod_v1_sandbox_service_proto_init() {
 	file_sandpod_v1_preview_proto_init()
 	file_sandpod_v1_sandbox_proto_init()
 	file_sandpod_v1_snapshot_proto_init()
+	file_sandpod_v1_sandbox_service_proto_msgTypes[0].OneofWrappers = []any{}
+	file_sandpod_v1_sandbox_service_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -7,6 +7,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 import sandpod
 
 RESTART_TIMEOUT = 90.0  # generous: a loaded 2-core machine
@@ -52,3 +54,23 @@ def test_killed_agent_is_restarted_and_counted(sandbox: sandpod.Sandbox) -> None
     assert ready is not None and ready.message == sandbox.info.message
     assert sandbox.files.read_text("kept.txt") == "still here"
     assert sandbox.run("echo alive").stdout == "alive\n"
+
+
+def _wait_status(sb: sandpod.Sandbox, want: sandpod.Phase) -> None:
+    end = time.monotonic() + RESTART_TIMEOUT
+    while time.monotonic() < end:
+        if sb.refresh().status == want:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"not {want}: {sb.info}")
+
+
+@pytest.mark.parametrize("method", ["claim", "create"])
+def test_restart_on_failure_false_reports_the_crash(
+    client: sandpod.Client, labels: dict[str, str], method: str
+) -> None:
+    """restart_on_failure=False overrides the engine's restart policy (Always here)."""
+    with getattr(client, method)("python", labels=labels, restart_on_failure=False) as sb:
+        os.kill(agent_pid(sb.name), signal.SIGKILL)
+        _wait_status(sb, sandpod.Phase.FAILED)
+        assert sb.agent_restarts == 0

@@ -268,3 +268,21 @@ def test_bad_arguments_fail_before_any_call():
         client.claim("python", shutdown_policy="Sometimes")
     with pytest.raises(ValueError):
         client.claim_many("python", 2, concurrency=0)
+
+
+def test_restart_on_failure_is_sent_only_when_given():
+    from sandpod import _base
+
+    common = dict(
+        ttl=None, shutdown_time=None, shutdown_policy=None, labels=None, env=None, request_id="r"
+    )
+    unset = _base.claim_request("python", "default", **common)
+    assert not unset.HasField("restart_on_failure")
+    off = _base.claim_request("python", "default", restart_on_failure=False, **common)
+    assert off.HasField("restart_on_failure") and off.restart_on_failure is False
+    on = _base.create_request(
+        "python", "default", name=None, wait=True, restart_on_failure=True, **common
+    )
+    assert on.HasField("restart_on_failure") and on.restart_on_failure is True
+    with pytest.raises(TypeError):
+        _base.claim_request("python", "default", restart_on_failure="yes", **common)  # type: ignore[arg-type]

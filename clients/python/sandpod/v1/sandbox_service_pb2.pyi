@@ -19,7 +19,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateSandboxRequest(_message.Message):
-    __slots__ = ("template", "namespace", "name", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "no_wait", "snapshot")
+    __slots__ = ("template", "namespace", "name", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "no_wait", "snapshot", "restart_on_failure")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +45,7 @@ class CreateSandboxRequest(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     NO_WAIT_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    RESTART_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
     template: str
     namespace: str
     name: str
@@ -56,7 +57,8 @@ class CreateSandboxRequest(_message.Message):
     request_id: str
     no_wait: bool
     snapshot: str
-    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., no_wait: _Optional[bool] = ..., snapshot: _Optional[str] = ...) -> None: ...
+    restart_on_failure: bool
+    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., no_wait: _Optional[bool] = ..., snapshot: _Optional[str] = ..., restart_on_failure: _Optional[bool] = ...) -> None: ...
 
 class CreateSandboxResponse(_message.Message):
     __slots__ = ("sandbox",)
@@ -65,7 +67,7 @@ class CreateSandboxResponse(_message.Message):
     def __init__(self, sandbox: _Optional[_Union[_sandbox_pb2.Sandbox, _Mapping]] = ...) -> None: ...
 
 class ClaimSandboxRequest(_message.Message):
-    __slots__ = ("template", "namespace", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "snapshot")
+    __slots__ = ("template", "namespace", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "snapshot", "restart_on_failure")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -89,6 +91,7 @@ class ClaimSandboxRequest(_message.Message):
     SHUTDOWN_POLICY_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    RESTART_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
     template: str
     namespace: str
     labels: _containers.ScalarMap[str, str]
@@ -98,7 +101,8 @@ class ClaimSandboxRequest(_message.Message):
     shutdown_policy: _sandbox_pb2.ShutdownPolicy
     request_id: str
     snapshot: str
-    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., snapshot: _Optional[str] = ...) -> None: ...
+    restart_on_failure: bool
+    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., snapshot: _Optional[str] = ..., restart_on_failure: _Optional[bool] = ...) -> None: ...
 
 class ClaimSandboxResponse(_message.Message):
     __slots__ = ("sandbox", "warm")
