@@ -34,9 +34,9 @@ type Config struct {
 	Executable string
 	// PoolBatch caps how many members one pool starts at a time (default 4).
 	PoolBatch int
-	// PoolRefillDelay holds back a pool's refill this long after its last
-	// claim, so a burst of claims is not slowed by members starting on the
-	// same cores (0: refill at once).
+	// PoolRefillDelay paces refills (lifecycle.RefillDue): a pool refills
+	// once claims have paused this long, so a burst of claims is not slowed
+	// by members starting on the same cores (0: refill at once).
 	PoolRefillDelay time.Duration
 	// StartTimeout bounds a sandbox start (default 30s).
 	StartTimeout time.Duration
@@ -92,8 +92,12 @@ type pool struct {
 	snapshot string
 	// waitLogged: the pool's missing snapshot was logged.
 	waitLogged bool
-	// lastClaim paces the refill (Config.PoolRefillDelay).
-	lastClaim time.Time
+	// lastClaim, deficit and deficitSince pace the refill
+	// (Config.PoolRefillDelay, lifecycle.RefillDue): when a claim last took
+	// a member, and since when the pool has been short of members.
+	lastClaim    time.Time
+	deficit      bool
+	deficitSince time.Time
 }
 
 // New opens the state and recovers every sandbox from it: running ones are
