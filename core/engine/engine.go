@@ -215,7 +215,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		if o, ok := overrides[key]; ok {
 			n = o // ScaleWarmPool outlives a restart
 		}
-		e.pools[key] = &pool{namespace: p.Namespace, name: p.Name, template: p.Spec.TemplateRef.Name, replicas: n, snapshot: p.Spec.Snapshot}
+		// A pool fills at once when the engine starts, as after a scale: no
+		// claim to yield to, and a deficit as old as can be.
+		e.pools[key] = &pool{namespace: p.Namespace, name: p.Name, template: p.Spec.TemplateRef.Name, replicas: n, snapshot: p.Spec.Snapshot, deficit: true}
 	}
 	if err := e.recoverSnapshots(); err != nil {
 		st.close()
