@@ -21,7 +21,6 @@ import (
 	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	sbctl "github.com/sandpod/sandpod/core/controller/sandbox"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -134,7 +133,7 @@ func (s *secretCache) get(ctx context.Context, r client.Reader, sb *v1alpha1.San
 		return v, nil
 	}
 	sec := &corev1.Secret{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sbctl.SecretName(sb.Name)}, sec); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: v1alpha1.SecretName(sb.Name)}, sec); err != nil {
 		if apierrors.IsNotFound(err) {
 			return v, errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentSecretNotReady, "sandbox %q: its agent secret does not exist yet; retry", sb.Name)
 		}

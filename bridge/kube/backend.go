@@ -20,9 +20,9 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/adopt"
+	apischeme "github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller"
-	"github.com/sandpod/sandpod/core/controller/warmpool"
 )
 
 // DefaultNamespace is used when a request names none (as in the local engine).
@@ -50,7 +50,7 @@ type Backend struct {
 	client   client.Client // writes, and reads through the cache
 	live     client.Reader // reads that must not come from a cache (secrets)
 	hub      *hub
-	taken    *warmpool.Taken
+	taken    *adopt.Taken
 	members  *memberIndex
 	recent   *recentWrites
 	secrets  *secretCache
@@ -75,7 +75,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.New()
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{
-		cache: c, client: cl, live: cl, hub: newHub(), taken: warmpool.NewTaken(), members: newMemberIndex(), recent: newRecentWrites(),
+		cache: c, client: cl, live: cl, hub: newHub(), taken: adopt.NewTaken(), members: newMemberIndex(), recent: newRecentWrites(),
 		secrets: newSecretCache(), log: o.Logger, now: time.Now, apiReader: apiReader,
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)

@@ -18,10 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller/warmpool"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -53,7 +53,7 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		}
 	}
 	now := b.now()
-	holder := warmpool.Holder{
+	holder := adopt.Holder{
 		Labels:    req.GetLabels(),
 		Env:       envVars(req.GetEnv()),
 		Lifecycle: lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle),
@@ -93,44 +93,29 @@ func (b *Backend) byRequestID(ctx context.Context, ns, id string) (*v1alpha1.San
 	return b.recent.byRequestID(ns, id), nil
 }
 
-// adopt takes the best ready member of the template's pools, or returns nil
-// when none is ready. Members come from the index the informer's events keep
-// (memberIndex), not from a list of the cache per claim. Members this
-// process is taking or has just taken are skipped (warmpool.Taken), so
-// concurrent claims spread over the pool instead of colliding on its first
-// member while the cache catches up.
-func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h warmpool.Holder) (*v1alpha1.Sandbox, error) {
+// adopt takes the best ready member of the template's pools (adopt.Adoption),
+// or returns nil when none is ready. Members come from the index the
+// informer's events keep (memberIndex), not from a list of the cache per
+// claim. Members this process is taking or has just taken are skipped
+// (adopt.Taken), so concurrent claims spread over the pool instead of
+// colliding on its first member while the cache catches up.
+func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h adopt.Holder) (*v1alpha1.Sandbox, error) {
 	ns, hash := tmpl.Namespace, lifecycle.TemplateHash(tmpl.Spec)
-	tried := map[string]bool{}
-	skip := func(name string) bool { return tried[name] || b.taken.Held(ns, name) }
-	for {
-		member, ok := b.members.pick(ns, tmpl.Name, hash, skip)
-		if !ok {
-			return nil, nil
-		}
-		name := member.Name
-		tried[name] = true
-		if !b.taken.Reserve(ns, name) {
-			continue // another claim reserved it since the pick
-		}
-		// member is the informer's object: TakeWrite copies what it changes.
-		sb, p, err := warmpool.TakeWrite(member, func(sb *v1alpha1.Sandbox) { warmpool.Take(sb, h) })
-		if err == nil {
-			err = b.client.Patch(ctx, sb, p)
-		}
-		if err != nil {
-			b.taken.Release(ns, name)
-		}
-		switch {
-		case err == nil:
-			b.recent.put(sb)
-			return sb, nil
-		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-			continue // taken by someone else, or gone: the next one
-		default:
-			return nil, apiError(err, "take warm sandbox %q", name)
-		}
+	sb, name, err := adopt.Adoption{
+		Writer: b.client,
+		Taken:  b.taken,
+		Next: func(skip func(string) bool) (*v1alpha1.Sandbox, bool) {
+			return b.members.pick(ns, tmpl.Name, hash, skip)
+		},
+		Apply: func(sb *v1alpha1.Sandbox) { adopt.Take(sb, h) },
+	}.Run(ctx, ns)
+	if err != nil {
+		return nil, apiError(err, "take warm sandbox %q", name)
 	}
+	if sb != nil {
+		b.recent.put(sb)
+	}
+	return sb, nil
 }
 
 // CreateSandbox creates a Sandbox from a template (cold: warm pools serve

@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	sbctl "github.com/sandpod/sandpod/core/controller/sandbox"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -69,7 +68,7 @@ func (b *Backend) idlePauseDue(ctx context.Context, now time.Time) []*v1alpha1.S
 			sb.Spec.OperatingMode == v1alpha1.OperatingModeSuspended || phaseOf(sb) != v1alpha1.SandboxRunning {
 			continue
 		}
-		last := sbctl.LastActivity(sb)
+		last := lifecycle.LastActivity(sb)
 		if mine := b.activity.lastTouch(sb.Namespace, sb.Name); mine.After(last) {
 			last = mine // a call this bridge saw, whose status write is throttled
 		}

@@ -9,13 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	apischeme "github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller"
 )
 
 // TestIdlePauseDue: which sandboxes the bridge pauses for idleness.
 func TestIdlePauseDue(t *testing.T) {
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.New()
 	if err != nil {
 		t.Fatal(err)
 	}

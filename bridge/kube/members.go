@@ -4,8 +4,8 @@ import (
 	"iter"
 	"sync"
 
+	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller/warmpool"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -18,7 +18,7 @@ import (
 //
 // Entries point at the informer's own objects, which are never modified in
 // place (an update replaces the object), so they are only read: the write
-// that takes a member copies what it changes (warmpool.TakeWrite). The index
+// that takes a member copies what it changes (adopt.TakeWrite). The index
 // is no fresher than the cache: a member it offers may already be taken,
 // and the take's resourceVersion guard refuses it then.
 type memberIndex struct {
@@ -63,7 +63,7 @@ func (x *memberIndex) update(sb *v1alpha1.Sandbox, deleted bool) {
 		m = map[string]indexed{}
 		x.byTemplate[tmpl] = m
 	}
-	m[sb.Name] = indexed{view: warmpool.ToPoolMember(sb), sb: sb}
+	m[sb.Name] = indexed{view: adopt.ToPoolMember(sb), sb: sb}
 	x.filed[key] = tmpl
 }
 

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
+	apischeme "github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -29,12 +29,12 @@ func poolSandbox(labels map[string]string) *v1alpha1.Sandbox {
 // refuses, with the same message and ErrorInfo; a claim the cache does not
 // show yet is found on the API server and lets the call through.
 func TestReach(t *testing.T) {
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	member := poolSandbox(map[string]string{v1alpha1.LabelPool: "pool", v1alpha1.LabelTemplate: "py"})
-	adopted := poolSandbox(map[string]string{v1alpha1.LabelTemplate: "py"}) // warmpool.Take removed the pool label
+	adopted := poolSandbox(map[string]string{v1alpha1.LabelTemplate: "py"}) // adopt.Take removed the pool label
 	bound := poolSandbox(map[string]string{v1alpha1.LabelPool: "pool", v1alpha1.LabelClaim: "c"})
 
 	cases := map[string]struct {

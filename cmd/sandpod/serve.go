@@ -38,7 +38,7 @@ func runServe(ctx context.Context, args []string) int {
 	stateDir := fs.String("state-dir", defaultStateDir(), "where sandboxes and the state store live")
 	var configs stringList
 	fs.Var(&configs, "config", "SandboxTemplate/SandboxWarmPool YAML file or directory (repeatable; default: a python template with a pool of 2)")
-	refillDelay := fs.Duration("pool-refill-delay", 0, "hold back a warm pool's refill this long after its last claim (smooths bursts)")
+	refillDelay := fs.Duration("pool-refill-delay", 0, "how long claims must pause before a warm pool refills (refills yield to claims, at most 10 times this long; a pool below half its size waits only this long; 0 refills at once; the same rule as sandpod controller)")
 	runc := fs.String("runc", "", "the runc binary that isolates sandboxes (default: $SANDPOD_RUNC, runc beside this binary, then $PATH)")
 	if err := fs.Parse(args); err != nil {
 		return 2

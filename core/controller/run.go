@@ -35,7 +35,7 @@ func Run(ctx context.Context, args []string) error {
 	delivery := fs.String("agent-delivery", string(sandbox.AgentDeliveryAuto), "how the agent binary gets into sandbox pods: image-volume (no init container; Kubernetes 1.35+ with containerd 2.1+ or CRI-O), init-container (any cluster), or auto (image-volume when the API server is 1.35 or newer)")
 	workers := fs.Int("workers", 8, "concurrent reconciles per kind (claims get four times as many)")
 	poolBatch := fs.Int("pool-batch", 16, "members a warm pool creates per pass at most")
-	refillDelay := fs.Duration("pool-refill-delay", time.Second, "how long claims must pause before a warm pool refills (refills yield to claims, at most 10 times this long; a pool below half its size waits only this long; 0 refills at once)")
+	refillDelay := fs.Duration("pool-refill-delay", time.Second, "how long claims must pause before a warm pool refills (refills yield to claims, at most 10 times this long; a pool below half its size waits only this long; 0 refills at once; the same rule as sandpod serve)")
 	qps := fs.Float64("kube-api-qps", 200, "client QPS to the API server")
 	burst := fs.Int("kube-api-burst", 400, "client burst to the API server")
 	memLimit := fs.String("memory-limit", "", "Go soft memory limit, e.g. 96Mi, or off (default: $GOMEMLIMIT if set, else 90% of the container's memory limit)")

@@ -611,7 +611,9 @@ func (e *Engine) ScaleWarmPool(ctx context.Context, ns, name string, replicas in
 		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	p.replicas = replicas
-	p.lastClaim = time.Time{} // an explicit scale refills at once
+	// An explicit scale refills at once: no claim to wait for, and a
+	// deficit as old as can be.
+	p.lastClaim, p.deficit, p.deficitSince = time.Time{}, true, time.Time{}
 	out := e.poolStatus(p)
 	e.mu.Unlock()
 	e.poke()

@@ -34,9 +34,9 @@ type Config struct {
 	Executable string
 	// PoolBatch caps how many members one pool starts at a time (default 4).
 	PoolBatch int
-	// PoolRefillDelay holds back a pool's refill this long after its last
-	// claim, so a burst of claims is not slowed by members starting on the
-	// same cores (0: refill at once).
+	// PoolRefillDelay paces refills (lifecycle.RefillDue): a pool refills
+	// once claims have paused this long, so a burst of claims is not slowed
+	// by members starting on the same cores (0: refill at once).
 	PoolRefillDelay time.Duration
 	// StartTimeout bounds a sandbox start (default 30s).
 	StartTimeout time.Duration
@@ -92,8 +92,12 @@ type pool struct {
 	snapshot string
 	// waitLogged: the pool's missing snapshot was logged.
 	waitLogged bool
-	// lastClaim paces the refill (Config.PoolRefillDelay).
-	lastClaim time.Time
+	// lastClaim, deficit and deficitSince pace the refill
+	// (Config.PoolRefillDelay, lifecycle.RefillDue): when a claim last took
+	// a member, and since when the pool has been short of members.
+	lastClaim    time.Time
+	deficit      bool
+	deficitSince time.Time
 }
 
 // New opens the state and recovers every sandbox from it: running ones are
@@ -211,7 +215,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		if o, ok := overrides[key]; ok {
 			n = o // ScaleWarmPool outlives a restart
 		}
-		e.pools[key] = &pool{namespace: p.Namespace, name: p.Name, template: p.Spec.TemplateRef.Name, replicas: n, snapshot: p.Spec.Snapshot}
+		// A pool fills at once when the engine starts, as after a scale: no
+		// claim to yield to, and a deficit as old as can be.
+		e.pools[key] = &pool{namespace: p.Namespace, name: p.Name, template: p.Spec.TemplateRef.Name, replicas: n, snapshot: p.Spec.Snapshot, deficit: true}
 	}
 	if err := e.recoverSnapshots(); err != nil {
 		st.close()

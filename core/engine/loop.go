@@ -110,9 +110,16 @@ func (e *Engine) reconcile(ctx context.Context) time.Duration {
 		// Members are recorded before they start, so there is nothing in
 		// flight that the members do not already show.
 		plan := lifecycle.PlanPool(int(p.replicas), members, spec.Hash, 0, e.cfg.PoolBatch)
-		if until := p.lastClaim.Add(e.cfg.PoolRefillDelay); plan.Create > 0 && now.Before(until) {
-			plan.Create = 0 // claims are still coming: refill after the burst
-			waits = append(waits, until.Sub(now))
+		if plan.Create == 0 {
+			p.deficit = false
+		} else {
+			if !p.deficit {
+				p.deficit, p.deficitSince = true, now
+			}
+			if due, wait := lifecycle.RefillDue(p.deficitSince, p.lastClaim, now, e.cfg.PoolRefillDelay, len(members), int(p.replicas)); !due {
+				plan.Create = 0 // claims are still coming: refill after the burst
+				waits = append(waits, wait)
+			}
 		}
 		for _, name := range plan.Delete {
 			actions = append(actions, action{kind: "delete", sb: byName[name]})

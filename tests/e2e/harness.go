@@ -55,7 +55,6 @@ import (
 	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
-	"github.com/sandpod/sandpod/core/controller/sandbox"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -453,7 +452,7 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 		t.Fatalf("sandbox %s has no pod IP", sb.Name)
 	}
 	sec := &corev1.Secret{}
-	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: sb.Namespace, Name: sandbox.SecretName(sb.Name)}, sec); err != nil {
+	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: sb.Namespace, Name: v1alpha1.SecretName(sb.Name)}, sec); err != nil {
 		t.Fatalf("agent secret of %s: %v", sb.Name, err)
 	}
 	pinned, err := agentconn.ClientTLS(sec.Data[v1alpha1.SecretKeyTLSCert], sb.Name)

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller/sandbox"
 	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
@@ -32,7 +31,7 @@ func TestSandboxLeavesForeignObjectsAlone(t *testing.T) {
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 	}}
-	foreignSecret := &corev1.Secret{ObjectMeta: meta0(sandbox.SecretName("known")),
+	foreignSecret := &corev1.Secret{ObjectMeta: meta0(v1alpha1.SecretName("known")),
 		Data: map[string][]byte{v1alpha1.SecretKeyAgent: []byte(strings.Repeat("a", 64))}}
 	// Labelled as if it were a sandbox's pod, so the controller's cache holds it.
 	foreignPod := &corev1.Pod{ObjectMeta: meta0("squatted"), Spec: podTemplate().Spec}

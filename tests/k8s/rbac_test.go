@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller/sandbox"
 	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
@@ -84,5 +83,5 @@ func TestControllerRunsWithItsOwnRBAC(t *testing.T) {
 	if err := env.Client.Delete(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, &corev1.Secret{}, ns, sandbox.SecretName("scoped"))
+	waitGone(t, &corev1.Secret{}, ns, v1alpha1.SecretName("scoped"))
 }

@@ -54,7 +54,7 @@ func TestSandboxCreatesPodServicePVCAndSecret(t *testing.T) {
 		t.Errorf("pod does not mount pvc data-sb1: %+v", pod.Spec.Volumes)
 	}
 	secret := &corev1.Secret{}
-	if err := env.Get(secret, ns, sandbox.SecretName("sb1")); err != nil {
+	if err := env.Get(secret, ns, v1alpha1.SecretName("sb1")); err != nil {
 		t.Fatalf("secret: %v", err)
 	}
 	if len(secret.Data[v1alpha1.SecretKeyAgent]) < 32 {
@@ -201,7 +201,7 @@ func TestSandboxDeletionRemovesChildren(t *testing.T) {
 	}
 	waitGone(t, &corev1.Pod{}, ns, "bye")
 	waitGone(t, &corev1.Service{}, ns, "bye")
-	waitGone(t, &corev1.Secret{}, ns, sandbox.SecretName("bye"))
+	waitGone(t, &corev1.Secret{}, ns, v1alpha1.SecretName("bye"))
 	harness.Eventually(t, harness.Timeout, "pvc deletion requested", func() (bool, string) {
 		pvc := &corev1.PersistentVolumeClaim{}
 		err := env.Get(pvc, ns, "data-bye")

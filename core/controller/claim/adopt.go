@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller/warmpool"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -21,11 +21,11 @@ func ClaimOwnerRef(c *v1alpha1.SandboxClaim) metav1.OwnerReference {
 }
 
 // Bind rewrites a sandbox as held by claim c at now: it leaves its pool
-// (warmpool.Take), the claim becomes its controlling owner, and it takes the
+// (adopt.Take), the claim becomes its controlling owner, and it takes the
 // claim's labels, env, lifecycle and restartOnFailure. Applied to a warm member, it is the
 // single write of a warm claim.
 func Bind(sb *v1alpha1.Sandbox, c *v1alpha1.SandboxClaim, t *v1alpha1.SandboxTemplate, now time.Time) {
-	warmpool.Take(sb, warmpool.Holder{
+	adopt.Take(sb, adopt.Holder{
 		Labels:    c.Spec.Labels,
 		Env:       c.Spec.Env,
 		Lifecycle: lifecycle.ClaimLifecycle(now, c.Spec.Lifecycle, t.Spec.Lifecycle),

@@ -19,12 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/index"
 	"github.com/sandpod/sandpod/core/controller/metrics"
-	"github.com/sandpod/sandpod/core/controller/patch"
-	"github.com/sandpod/sandpod/core/controller/warmpool"
 	"github.com/sandpod/sandpod/core/lifecycle"
+	"github.com/sandpod/sandpod/core/patch"
 )
 
 // Reconciler binds claims to sandboxes. Reads come from the informer cache
@@ -35,8 +35,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	Clock     clock.Clock
 	Recorder  events.EventRecorder
-	// Taken spreads concurrent claims over the pool (see warmpool.Taken).
-	Taken *warmpool.Taken
+	// Taken spreads concurrent claims over the pool (see adopt.Taken).
+	Taken *adopt.Taken
 
 	mu    sync.Mutex
 	state map[types.NamespacedName]*claimMemo
@@ -187,55 +187,42 @@ func (r *Reconciler) getSandbox(ctx context.Context, ns, name string) (*v1alpha1
 	return sb, nil
 }
 
-// adopt tries the ready members of the template's pools, best first, each
-// with one update carrying the member's resourceVersion: a conflict means
-// another claim (or the pool) got there first, so it moves to the next.
+// adopt takes the best ready member of the template's pools (adopt.Adoption:
+// one guarded write per member, the next one on a conflict), or returns nil
+// when none is ready.
 func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *v1alpha1.SandboxTemplate, now time.Time) (*v1alpha1.Sandbox, error) {
 	var pools v1alpha1.SandboxWarmPoolList
 	if err := r.Client.List(ctx, &pools, client.InNamespace(c.Namespace), client.MatchingFields{index.PoolTemplate: tmpl.Name}); err != nil {
 		return nil, err
 	}
-	byName := map[string]*v1alpha1.Sandbox{}
-	var views []lifecycle.PoolMember
+	var members []*v1alpha1.Sandbox
 	for i := range pools.Items {
 		pool := &pools.Items[i]
 		var list v1alpha1.SandboxList
 		// Read-only views of the cache's members (no deep copy of a whole
-		// pool per claim); TakeWrite copies what it changes.
+		// pool per claim); adopt.TakeWrite copies what it changes.
 		if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{index.SandboxPool: pool.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for j := range list.Items {
-			if sb := &list.Items[j]; warmpool.IsMember(sb, pool.Name) {
-				byName[sb.Name] = sb
-				views = append(views, warmpool.ToPoolMember(sb))
+			if sb := &list.Items[j]; adopt.IsMember(sb, pool.Name) {
+				members = append(members, sb)
 			}
 		}
 	}
-	for _, name := range lifecycle.ClaimCandidates(views, lifecycle.TemplateHash(tmpl.Spec)) {
-		if r.Taken != nil && !r.Taken.Reserve(c.Namespace, name) {
-			continue // another worker of this process has it
-		}
-		// A merge patch carrying the member's resourceVersion: the same
-		// optimistic concurrency as an update, with a smaller request.
-		sb, p, err := warmpool.TakeWrite(byName[name], func(sb *v1alpha1.Sandbox) { Bind(sb, c, tmpl, now) })
-		if err == nil {
-			err = r.Client.Patch(ctx, sb, p)
-		}
-		if err != nil && r.Taken != nil {
-			r.Taken.Release(c.Namespace, name)
-		}
-		switch {
-		case err == nil:
-			return sb, nil
-		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+	sb, name, err := adopt.Adoption{
+		Writer: r.Client,
+		Taken:  r.Taken,
+		Next:   adopt.Candidates(members, lifecycle.TemplateHash(tmpl.Spec)),
+		Apply:  func(sb *v1alpha1.Sandbox) { Bind(sb, c, tmpl, now) },
+		Refused: func(name string, err error) {
 			log.FromContext(ctx).V(1).Info("adopt conflict", "member", name, "err", err.Error())
-			continue
-		default:
-			return nil, fmt.Errorf("adopt %s: %w", name, err)
-		}
+		},
+	}.Run(ctx, c.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("adopt %s: %w", name, err)
 	}
-	return nil, nil
+	return sb, nil
 }
 
 // createCold creates the claim's own sandbox, named after the claim.

@@ -58,7 +58,7 @@ func BuildPVCs(sb *v1alpha1.Sandbox) []*corev1.PersistentVolumeClaim {
 func BuildSecret(sb *v1alpha1.Sandbox) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: SecretName(sb.Name), Namespace: sb.Namespace, Labels: ChildLabels(sb),
+			Name: v1alpha1.SecretName(sb.Name), Namespace: sb.Namespace, Labels: ChildLabels(sb),
 			OwnerReferences: []metav1.OwnerReference{OwnerRef(sb)},
 		},
 		Type:      corev1.SecretTypeOpaque,

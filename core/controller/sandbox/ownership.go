@@ -100,7 +100,7 @@ func (s *seenSecrets) forget(key types.NamespacedName) { s.m.Delete(key) }
 // controller may not list Secrets.
 func (r *Reconciler) deleteOrphanSecret(ctx context.Context, key types.NamespacedName) error {
 	sec := &corev1.Secret{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: SecretName(key.Name)}, sec)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: v1alpha1.SecretName(key.Name)}, sec)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -44,17 +44,9 @@ type PodConfig struct {
 	RuntimeClass RuntimeClassPolicy
 }
 
-// SecretName is the name of a sandbox's agent Secret.
-func SecretName(sandbox string) string { return sandbox + "-agent" }
-
 // PVCName is the name of the PVC made from a volume claim template, as a
 // StatefulSet names them: <template>-<sandbox>.
 func PVCName(template, sandbox string) string { return template + "-" + sandbox }
-
-// ServiceFQDN is the stable DNS name of a sandbox with a service.
-func ServiceFQDN(sb *v1alpha1.Sandbox) string {
-	return fmt.Sprintf("%s.%s.svc.cluster.local", sb.Name, sb.Namespace)
-}
 
 // OwnerRef makes sb the controlling owner of a child.
 func OwnerRef(sb *v1alpha1.Sandbox) metav1.OwnerReference {
@@ -231,7 +223,7 @@ func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 	spec.Volumes = append(spec.Volumes,
 		corev1.Volume{Name: agentVolume, VolumeSource: agentSource},
 		corev1.Volume{Name: secretVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: SecretName(sb.Name), DefaultMode: &mode,
+			SecretName: v1alpha1.SecretName(sb.Name), DefaultMode: &mode,
 		}}},
 	)
 	main := &spec.Containers[0]

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller/patch"
 	"github.com/sandpod/sandpod/core/lifecycle"
+	"github.com/sandpod/sandpod/core/patch"
 )
 
 // Reconciler keeps each Sandbox's pod, storage, service and secret in line
@@ -171,7 +171,7 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 		expiry != lifecycle.ExpiryNone || sb.Status.Phase != v1alpha1.SandboxRunning {
 		return false, 0, nil
 	}
-	due, wait := lifecycle.IdleSuspendDue(now, LastActivity(sb), sb.Spec.Lifecycle.IdleTimeout.Duration)
+	due, wait := lifecycle.IdleSuspendDue(now, lifecycle.LastActivity(sb), sb.Spec.Lifecycle.IdleTimeout.Duration)
 	if !due {
 		return false, wait, nil
 	}

@@ -67,7 +67,7 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	}
 	st.ServiceFQDN = ""
 	if sb.Spec.Service {
-		st.ServiceFQDN = ServiceFQDN(sb)
+		st.ServiceFQDN = v1alpha1.ServiceFQDN(sb)
 	}
 	if in.Refused != "" {
 		st.Phase = v1alpha1.SandboxFailed
@@ -181,22 +181,6 @@ func podWaiting(pod *corev1.Pod) string {
 		}
 	}
 	return ""
-}
-
-// LastActivity is when a sandbox was last used or (re)started: the later of
-// the bridge's last activity and the time it last became ready.
-func LastActivity(sb *v1alpha1.Sandbox) time.Time {
-	var t time.Time
-	if sb.Status.LastActivityTime != nil {
-		t = sb.Status.LastActivityTime.Time
-	}
-	if c := meta.FindStatusCondition(sb.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(t) {
-		t = c.LastTransitionTime.Time
-	}
-	if t.IsZero() {
-		t = sb.CreationTimestamp.Time
-	}
-	return t
 }
 
 // podCreatedIsNews says whether creating a sandbox's pod is worth an event:

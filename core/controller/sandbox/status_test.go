@@ -115,16 +115,16 @@ func TestLastActivity(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	sb := makeSandbox("sb").obj()
 	sb.CreationTimestamp = metav1.NewTime(t0)
-	if got := LastActivity(sb); !got.Equal(t0) {
+	if got := lifecycle.LastActivity(sb); !got.Equal(t0) {
 		t.Errorf("fresh sandbox: %v", got)
 	}
 	sb.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(time.Minute))}}
-	if got := LastActivity(sb); !got.Equal(t0.Add(time.Minute)) {
+	if got := lifecycle.LastActivity(sb); !got.Equal(t0.Add(time.Minute)) {
 		t.Errorf("ready since: %v", got)
 	}
 	at := metav1.NewTime(t0.Add(time.Hour))
 	sb.Status.LastActivityTime = &at
-	if got := LastActivity(sb); !got.Equal(at.Time) {
+	if got := lifecycle.LastActivity(sb); !got.Equal(at.Time) {
 		t.Errorf("activity: %v", got)
 	}
 }

@@ -3,21 +3,18 @@ package warmpool
 import (
 	"sync"
 	"time"
+
+	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
-// maxWaitFactor bounds how long claims can keep holding a refill back: a
-// deficit older than maxWaitFactor × the delay refills even while claims
-// still arrive, so steady claim traffic cannot drain a pool for good.
-const maxWaitFactor = 10
-
-// Pacer makes a pool's refill yield to claims: a deficit refills only once
-// no claim has taken a member for a short delay (or once it is maxWaitFactor
-// delays old), and a refill under way pauses again when claims come back.
-// A pool down to less than half its members does not wait for the claims
-// to pause (only for the delay since its deficit appeared, as before), so a
-// small pool under steady claims does not run dry.
-// A burst of claims then meets a quiet API server, and the creations that
-// follow it go out as one batch after it, instead of between the claims
+// Pacer keeps what the controller knows of each pool's deficit (when it
+// appeared, when a claim last took a member) for lifecycle.RefillDue, the
+// refill pacing both engines share: a deficit refills once claims have
+// paused for the delay (at most lifecycle.RefillWaitFactor delays after it
+// appeared; a pool below half its size waits only the delay after its
+// deficit appeared), and a refill under way pauses again when claims come
+// back. A burst of claims then meets a quiet API server, and the creations
+// that follow it go out as one batch after it, instead of between the claims
 // (where each refilled member's four or five writes slowed their single
 // adoption write down).
 type Pacer struct {
@@ -54,7 +51,7 @@ func (p *Pacer) Due(pool string, now time.Time, have, desired int) (bool, time.D
 		d.lastClaim = now
 	}
 	d.have = have
-	return refillDue(d.since, d.lastClaim, now, p.delay, 2*have < desired)
+	return lifecycle.RefillDue(d.since, d.lastClaim, now, p.delay, have, desired)
 }
 
 // Created records n creations of a pass that was due, so that the next pass
@@ -72,19 +69,4 @@ func (p *Pacer) Done(pool string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.pools, pool)
-}
-
-// refillDue says whether a deficit first seen at since, whose pool last lost
-// a member to a claim at lastClaim, may be refilled at now: once the claims
-// have paused for delay, or once the deficit is maxWaitFactor delays old;
-// a pool that is low (less than half left) only waits for delay after since.
-func refillDue(since, lastClaim, now time.Time, delay time.Duration, low bool) (bool, time.Duration) {
-	if low {
-		lastClaim = since
-	}
-	wait := min(lastClaim.Add(delay).Sub(now), since.Add(maxWaitFactor*delay).Sub(now))
-	if wait <= 0 {
-		return true, 0
-	}
-	return false, wait
 }

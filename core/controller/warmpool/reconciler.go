@@ -15,11 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/index"
 	"github.com/sandpod/sandpod/core/controller/metrics"
-	"github.com/sandpod/sandpod/core/controller/patch"
 	"github.com/sandpod/sandpod/core/lifecycle"
+	"github.com/sandpod/sandpod/core/patch"
 )
 
 // Reconciler keeps each pool at its size.
@@ -73,7 +74,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	views := make([]lifecycle.PoolMember, 0, len(members))
 	for _, m := range members {
 		byName[m.Name] = m
-		views = append(views, ToPoolMember(m))
+		views = append(views, adopt.ToPoolMember(m))
 	}
 	inFlight, expiresIn := r.Expectations.InFlight(req.String(), func(n string) bool { _, ok := byName[n]; return ok }, now)
 	plan := lifecycle.PlanPool(int(pool.Spec.Replicas), views, hash, inFlight, r.MaxBatch)
@@ -132,7 +133,7 @@ func (r *Reconciler) members(ctx context.Context, pool *v1alpha1.SandboxWarmPool
 	}
 	out := make([]*v1alpha1.Sandbox, 0, len(list.Items))
 	for i := range list.Items {
-		if sb := &list.Items[i]; IsMember(sb, pool.Name) && metav1.IsControlledBy(sb, pool) {
+		if sb := &list.Items[i]; adopt.IsMember(sb, pool.Name) && metav1.IsControlledBy(sb, pool) {
 			out = append(out, sb)
 		}
 	}

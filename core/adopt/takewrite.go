@@ -1,4 +1,4 @@
-package warmpool
+package adopt
 
 import (
 	"maps"
@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller/patch"
+	"github.com/sandpod/sandpod/core/patch"
 )
 
 // TakeWrite is the single write that takes member orig: take (Take, or a

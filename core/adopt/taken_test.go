@@ -1,4 +1,4 @@
-package warmpool
+package adopt
 
 import (
 	"testing"

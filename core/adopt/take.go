@@ -1,4 +1,4 @@
-package warmpool
+package adopt
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,0 +1,143 @@
+package adopt
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+func member(name, hash string, phase v1alpha1.SandboxPhase, age time.Duration) *v1alpha1.Sandbox {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sb := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: "ns", ResourceVersion: "7",
+		CreationTimestamp: metav1.NewTime(t0.Add(-age)),
+		Labels:            map[string]string{v1alpha1.LabelPool: "p", v1alpha1.LabelTemplateHash: hash},
+	}}
+	sb.Status.Phase = phase
+	return sb
+}
+
+// order drains a Next, skipping nothing but what it already returned.
+func order(next Next) []string {
+	var got []string
+	for {
+		sb, ok := next(func(n string) bool { return slices.Contains(got, n) })
+		if !ok {
+			return got
+		}
+		got = append(got, sb.Name)
+	}
+}
+
+func TestCandidates(t *testing.T) {
+	run := v1alpha1.SandboxRunning
+	cases := map[string]struct {
+		members []*v1alpha1.Sandbox
+		want    []string
+	}{
+		"none":               {nil, nil},
+		"only ready ones":    {[]*v1alpha1.Sandbox{member("a", "h", v1alpha1.SandboxPending, 3), member("b", "h", run, 1), member("c", "h", v1alpha1.SandboxFailed, 5)}, []string{"b"}},
+		"oldest first":       {[]*v1alpha1.Sandbox{member("young", "h", run, 1), member("old", "h", run, 9)}, []string{"old", "young"}},
+		"current hash first": {[]*v1alpha1.Sandbox{member("stale", "x", run, 9), member("fresh", "h", run, 1)}, []string{"fresh", "stale"}},
+		"suspended is no take": {[]*v1alpha1.Sandbox{func() *v1alpha1.Sandbox {
+			sb := member("s", "h", run, 1)
+			sb.Spec.OperatingMode = v1alpha1.OperatingModeSuspended
+			return sb
+		}()}, nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := order(Candidates(tc.members, "h")); !slices.Equal(got, tc.want) {
+				t.Errorf("order %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// scripted answers each member's patch with its error (nil: the write wins).
+type scripted struct {
+	errs    map[string]error
+	patched []string
+}
+
+func (s *scripted) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
+	s.patched = append(s.patched, obj.GetName())
+	return s.errs[obj.GetName()]
+}
+
+func TestAdoptionRun(t *testing.T) {
+	gr := schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "sandboxes"}
+	conflict := apierrors.NewConflict(gr, "x", errors.New("changed"))
+	gone := apierrors.NewNotFound(gr, "x")
+	broken := errors.New("connection refused")
+	members := []*v1alpha1.Sandbox{member("a", "h", v1alpha1.SandboxRunning, 3), member("b", "h", v1alpha1.SandboxRunning, 2), member("c", "h", v1alpha1.SandboxRunning, 1)}
+	cases := map[string]struct {
+		errs        map[string]error
+		held        []string // reserved by another claim of this process
+		wantTaken   string
+		wantPatched []string
+		wantErr     error
+		wantRefused []string
+	}{
+		"first wins":                {wantTaken: "a", wantPatched: []string{"a"}},
+		"conflict then next":        {errs: map[string]error{"a": conflict}, wantTaken: "b", wantPatched: []string{"a", "b"}, wantRefused: []string{"a"}},
+		"gone then next":            {errs: map[string]error{"a": gone, "b": conflict}, wantTaken: "c", wantPatched: []string{"a", "b", "c"}, wantRefused: []string{"a", "b"}},
+		"all refused: none":         {errs: map[string]error{"a": conflict, "b": conflict, "c": gone}, wantPatched: []string{"a", "b", "c"}, wantRefused: []string{"a", "b", "c"}},
+		"reserved ones are skipped": {held: []string{"a", "b"}, wantTaken: "c", wantPatched: []string{"c"}},
+		"other errors stop":         {errs: map[string]error{"a": broken}, wantPatched: []string{"a"}, wantErr: broken},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := &scripted{errs: tc.errs}
+			taken := NewTaken()
+			for _, n := range tc.held {
+				taken.Reserve("ns", n)
+			}
+			var refused []string
+			sb, failed, err := Adoption{
+				Writer:  w,
+				Taken:   taken,
+				Next:    Candidates(members, "h"),
+				Apply:   func(sb *v1alpha1.Sandbox) { Take(sb, Holder{RequestID: "r"}) },
+				Refused: func(n string, _ error) { refused = append(refused, n) },
+			}.Run(context.Background(), "ns")
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err %v, want %v", err, tc.wantErr)
+			}
+			if err != nil && failed != "a" {
+				t.Errorf("failed member %q, want a", failed)
+			}
+			got := ""
+			if sb != nil {
+				got = sb.Name
+			}
+			if got != tc.wantTaken || !slices.Equal(w.patched, tc.wantPatched) || !slices.Equal(refused, tc.wantRefused) {
+				t.Errorf("took %q after %v (refused %v), want %q after %v (refused %v)", got, w.patched, refused, tc.wantTaken, tc.wantPatched, tc.wantRefused)
+			}
+			// A refused or failed write gives its reservation back; the
+			// winner keeps its own.
+			for _, n := range w.patched {
+				if want := n == tc.wantTaken; taken.Held("ns", n) != want {
+					t.Errorf("%s held %v after the take, want %v", n, !want, want)
+				}
+			}
+		})
+	}
+}
+
+func TestAdoptionRunWithoutTaken(t *testing.T) {
+	w := &scripted{}
+	sb, _, err := Adoption{Writer: w, Next: Candidates([]*v1alpha1.Sandbox{member("a", "h", v1alpha1.SandboxRunning, 1)}, "h"), Apply: func(*v1alpha1.Sandbox) {}}.Run(context.Background(), "ns")
+	if err != nil || sb == nil || sb.Name != "a" {
+		t.Fatalf("took %v, %v; want a", sb, err)
+	}
+}
