@@ -3,8 +3,9 @@
 # ${SANDPOD_CACHE:-$HOME/.cache/sandpod}/helm-VERSION, as hack/proto/buf.sh
 # builds buf: the machines this runs on reach the Go module proxy, not
 # GitHub releases. `go install module@version` builds in helm's own module
-# (its go.mod, not ours: the root go.mod is untouched). A cold build took
-# about a minute on 2 cores with k8s modules already in the module cache.
+# (its go.mod, not ours: the root go.mod is untouched). A cold build (empty
+# module and build caches) took 3m22s on 2 shared cores; under a minute
+# when the module cache already holds the k8s modules sandpod uses.
 #
 # usage: hack/helm.sh --print   # build if missing, print the binary's path
 #        hack/helm.sh ARGS...   # build if missing, run helm ARGS
