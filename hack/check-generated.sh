@@ -3,7 +3,9 @@
 # protobuf stubs here (regenerated in place, a no-op when in sync, and
 # compared with a snapshot), the sync Python client written from the async one
 # (hack/unasync.py --check), the Kubernetes artifacts (deepcopy, CRDs, RBAC,
-# Helm copies, install.yaml) by hack/kube/check-generated.sh. Then buf lint
+# Helm copies, install.yaml) by hack/kube/check-generated.sh, that the Helm
+# chart renders the same objects as install.yaml (hack/kube/check-helm.sh,
+# with helm built by hack/helm.sh). Then buf lint
 # and buf breaking on the contract (hack/proto/lint.sh: what it compares with).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +19,7 @@ hack/generate-proto.sh
 status=0
 "${PYTHON:-.venv/bin/python}" hack/unasync.py --check || status=1
 hack/kube/check-generated.sh || status=1
+hack/kube/check-helm.sh || status=1
 hack/proto/lint.sh || status=1
 for p in "${paths[@]}"; do
   [ -e "$p" ] || continue

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Fails when the Helm chart (deploy/helm/sandpod) with its default values
+# renders other objects than deploy/install.yaml, and when it does not render
+# with its optional templates switched on. Run by hack/check-generated.sh.
+# The comparison (hack/kube/chartdiff) parses both, drops what only one side
+# can have (the Namespace, the chart's preview key Secret, Helm's labels:
+# hack/kube/chartdiff/normalize.go) and compares object by object.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+helm=$(hack/helm.sh --print)
+ns=$(awk '/^kind: Namespace/{f=1} f && /^  name:/{print $2; exit}' deploy/install.yaml)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$helm" lint deploy/helm/sandpod >/dev/null
+"$helm" template sandpod deploy/helm/sandpod --namespace "$ns" --include-crds > "$tmp/chart.yaml"
+go run ./hack/kube/chartdiff deploy/install.yaml "$tmp/chart.yaml"
+# The optional Prometheus Operator objects: rendered, scraping the metrics
+# Service, and nothing else changed.
+on=(--set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true)
+"$helm" lint deploy/helm/sandpod "${on[@]}" >/dev/null
+"$helm" template sandpod deploy/helm/sandpod --namespace "$ns" --include-crds "${on[@]}" > "$tmp/monitoring.yaml"
+go run ./hack/kube/chartdiff -monitoring deploy/install.yaml "$tmp/monitoring.yaml"
