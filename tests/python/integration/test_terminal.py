@@ -35,6 +35,9 @@ def test_shell_size_resize_line_editing_ctrl_c_and_exit_code(sandbox):
         t.send("sh -c 'echo sleep''ing; exec sleep 100'\r")
         t.expect("sleeping\r\n", timeout=LONG)
         t.send("\x03")
+        # The shell's prompt first: a shell taking the terminal back may drop
+        # what was typed before it.
+        t.expect("$ ", timeout=LONG)
         t.send("echo alive-$((40+2))\r")
         t.expect(re.compile(r"alive-\d+"), timeout=LONG)
         t.send("exit 3\r")
