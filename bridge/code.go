@@ -2,8 +2,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
-	"io"
 	"unicode/utf8"
 
 	"github.com/sandpod/sandpod/core/agent"
@@ -76,18 +74,7 @@ func (s *Server) RunCode(req *sandpodv1.RunCodeRequest, stream sandpodv1.Sandbox
 	if err != nil {
 		return agentError(req.GetSandbox(), err)
 	}
-	for answered := false; ; answered = true {
-		msg, err := down.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return agentErrorAfter(req.GetSandbox(), err, answered)
-		}
-		if err := stream.Send(msg); err != nil {
-			return err
-		}
-	}
+	return forward(req.GetSandbox(), down.Recv, stream.Send)
 }
 
 // CreateCodeContext starts an interpreter in a sandbox.

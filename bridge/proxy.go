@@ -283,18 +283,7 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Sandb
 	if err != nil {
 		return agentError(req.GetSandbox(), err)
 	}
-	for answered := false; ; answered = true {
-		msg, err := down.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return agentErrorAfter(req.GetSandbox(), err, answered)
-		}
-		if err := stream.Send(msg); err != nil {
-			return err
-		}
-	}
+	return forward(req.GetSandbox(), down.Recv, stream.Send)
 }
 
 // WriteFile streams a file into a sandbox; it appears atomically.
@@ -424,15 +413,22 @@ func (s *Server) WatchFiles(req *sandpodv1.WatchFilesRequest, stream sandpodv1.S
 	if err != nil {
 		return agentError(req.GetSandbox(), err)
 	}
+	return forward(req.GetSandbox(), down.Recv, stream.Send)
+}
+
+// forward relays an agent's server stream to the caller until it ends: an
+// error after the first message is the agent's failure mid-stream
+// (agentErrorAfter), so it is not mistaken for a refusal of the call.
+func forward[T any](sandbox string, recv func() (T, error), send func(T) error) error {
 	for answered := false; ; answered = true {
-		msg, err := down.Recv()
+		msg, err := recv()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return agentErrorAfter(req.GetSandbox(), err, answered)
+			return agentErrorAfter(sandbox, err, answered)
 		}
-		if err := stream.Send(msg); err != nil {
+		if err := send(msg); err != nil {
 			return err
 		}
 	}
