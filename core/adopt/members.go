@@ -1,6 +1,8 @@
 package adopt
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
@@ -23,5 +25,28 @@ func ToPoolMember(sb *v1alpha1.Sandbox) lifecycle.PoolMember {
 		Failed:       lifecycle.ReplaceMember(sb.Status.Phase) || stopping,
 		TemplateHash: sb.Labels[v1alpha1.LabelTemplateHash],
 		Created:      sb.CreationTimestamp.Time,
+	}
+}
+
+// NewMember is a new member of pool made from template t with hash (the
+// warm pool reconciler makes them; kept here beside IsMember, which must
+// recognise what it makes).
+func NewMember(pool *v1alpha1.SandboxWarmPool, t *v1alpha1.SandboxTemplate, hash string) *v1alpha1.Sandbox {
+	truth := true
+	return &v1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: pool.Name + "-",
+			Namespace:    pool.Namespace,
+			Labels: map[string]string{
+				v1alpha1.LabelPool:         pool.Name,
+				v1alpha1.LabelTemplate:     t.Name,
+				v1alpha1.LabelTemplateHash: hash,
+			},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.GroupVersion.String(), Kind: "SandboxWarmPool",
+				Name: pool.Name, UID: pool.UID, Controller: &truth, BlockOwnerDeletion: &truth,
+			}},
+		},
+		Spec: lifecycle.SandboxSpecFromTemplate(t.Name, &t.Spec),
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
 // TestTakeWrite checks that the hand-built patch does to a member what
@@ -21,7 +20,7 @@ func TestTakeWrite(t *testing.T) {
 	pool := &v1alpha1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "pu"}}
 	tmpl := &v1alpha1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}}
 	member := func() *v1alpha1.Sandbox {
-		sb := newMember(pool, tmpl, "h1")
+		sb := NewMember(pool, tmpl, "h1")
 		sb.Name, sb.ResourceVersion, sb.UID = "p-abc", "42", "su"
 		sb.Annotations = map[string]string{"keep": "me"}
 		sb.Spec.Env = []corev1.EnvVar{{Name: "OLD", Value: "1"}}
@@ -62,27 +61,5 @@ func TestTakeWrite(t *testing.T) {
 				t.Errorf("patch %s\ndiffers from MergeFrom's %s (%v %v)", gotBody, wantBody, err1, err2)
 			}
 		})
-	}
-}
-
-// newMember is a member of pool as the warm pool reconciler makes one
-// (warmpool.NewMember, which this package must not import).
-func newMember(pool *v1alpha1.SandboxWarmPool, t *v1alpha1.SandboxTemplate, hash string) *v1alpha1.Sandbox {
-	truth := true
-	return &v1alpha1.Sandbox{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: pool.Name + "-",
-			Namespace:    pool.Namespace,
-			Labels: map[string]string{
-				v1alpha1.LabelPool:         pool.Name,
-				v1alpha1.LabelTemplate:     t.Name,
-				v1alpha1.LabelTemplateHash: hash,
-			},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: v1alpha1.GroupVersion.String(), Kind: "SandboxWarmPool",
-				Name: pool.Name, UID: pool.UID, Controller: &truth, BlockOwnerDeletion: &truth,
-			}},
-		},
-		Spec: lifecycle.SandboxSpecFromTemplate(t.Name, &t.Spec),
 	}
 }

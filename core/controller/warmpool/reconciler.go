@@ -100,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	for i := 0; i < plan.Create; i++ {
-		sb := NewMember(pool, tmpl, hash)
+		sb := adopt.NewMember(pool, tmpl, hash)
 		if err := r.Client.Create(ctx, sb); err != nil {
 			return reconcile.Result{}, fmt.Errorf("create member: %w", err)
 		}
