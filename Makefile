@@ -17,8 +17,11 @@ PY := $(VENV)/bin/python
 LISTEN ?= 127.0.0.1:50051
 PREVIEW_LISTEN ?= 127.0.0.1:50053
 HTTP_LISTEN ?= 127.0.0.1:50052
-# Fuzz targets run briefly in `make test`; FUZZTIME=10m make test-go for longer.
-FUZZTIME ?= 10s
+# Fuzz targets run briefly in `make test`; FUZZTIME=5000000x make test-go for
+# longer. A count, not a duration: a duration-bounded run on a loaded machine
+# can fail with a bare "context deadline exceeded" when a worker misses the
+# coordinator's deadline (go.dev/issue/75804), with no crasher behind it.
+FUZZTIME ?= 60000x
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sandpod/sandpod/core/agent.Version=$(VERSION)
 # The Go modules: the root (the server) and, nested, the Go client and the
