@@ -58,6 +58,8 @@ NAMES = {
     "AsyncCodeContext": "CodeContext",
     "AsyncSnapshot": "Snapshot",
     "AsyncForkList": "ForkList",
+    "AsyncCondition": "Condition",
+    "AsyncWorker": "Worker",
     "AsyncIterator": "Iterator",
     "AsyncIterable": "Iterable",
     "AsyncGenerator": "Generator",
@@ -96,7 +98,7 @@ REGION_GENERATED_LINE = (
 )
 
 # Modules with both flavours in one file: the sync region is generated in place.
-REGION_FILES = ["_snapshots.py", "_code_client.py"]
+REGION_FILES = ["_snapshots.py", "_code_client.py", "_terminal.py", "_filewatch.py"]
 
 
 def rewrite(text: str, source: str, docstring: str) -> str:

@@ -20,16 +20,16 @@ import grpc.aio
 from . import _base
 from ._base import OnExit, Timeout, UseClientDefault
 from ._errors import SandboxTimeout, SandpodError, ServerError, Unavailable, from_rpc_error
-from ._filewatch import AsyncFileWatch
 from ._models import CommandResult, Output, OutputDecoder, WatchEvent
 from ._progress import CountBar, WaitBar
-from ._terminal import AsyncTerminal
 from .v1 import exec_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
 if TYPE_CHECKING:
     from ._async_client import AsyncClient, AsyncSandbox
+    from ._filewatch import AsyncFileWatch
+    from ._terminal import AsyncTerminal
 
-__all__ = ["AsyncProcess", "AsyncWatch", "ClaimBatch"]
+__all__ = ["AsyncCondition", "AsyncProcess", "AsyncWatch", "AsyncWorker", "ClaimBatch"]
 
 Data = bytes | bytearray | memoryview | str
 _UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
@@ -116,6 +116,13 @@ async def delete_all(sandboxes: Iterable[AsyncSandbox]) -> None:
     await asyncio.gather(*(sb._release() for sb in sandboxes), return_exceptions=True)
 
 
+async def read(call: Any) -> Any:
+    """The next message of a server stream, None at its end (an error status raises;
+    so does a call cancelled by us: asyncio.CancelledError)."""
+    resp = await call.read()
+    return None if resp is grpc.aio.EOF else resp
+
+
 async def responses(call: Any) -> AsyncIterator[Any]:
     """The messages of a server stream until its end (an error status raises)."""
     while True:
@@ -123,6 +130,58 @@ async def responses(call: Any) -> AsyncIterator[Any]:
         if resp is grpc.aio.EOF:
             return
         yield resp
+
+
+# --- primitives of the handles written once (_terminal, _filewatch) ---------------
+
+
+class AsyncCondition:
+    """An asyncio condition whose waits take a timeout, as a threading one's do
+    (:class:`sandpod._sync_io.Condition` is the twin)."""
+
+    def __init__(self) -> None:
+        self._cond = asyncio.Condition()
+
+    async def __aenter__(self) -> AsyncCondition:
+        await self._cond.acquire()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._cond.release()
+
+    def notify_all(self) -> None:
+        self._cond.notify_all()
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Waits (holding the lock) for a notify; False if ``timeout`` ran out first."""
+        try:
+            await asyncio.wait_for(self._cond.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def wait_for(self, predicate: Callable[[], object], timeout: float | None) -> bool:
+        """Waits (holding the lock) until ``predicate()`` is true; False if ``timeout``
+        ran out first."""
+        try:
+            await asyncio.wait_for(self._cond.wait_for(predicate), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+
+class AsyncWorker:
+    """Runs a coroutine function as a task of its own: a handle's reader
+    (:class:`sandpod._sync_io.Worker` runs it on a thread)."""
+
+    def __init__(self, target: Callable[[], Any], name: str) -> None:
+        self._task = asyncio.create_task(target(), name=name)
+
+    async def join(self, timeout: float | None = None) -> bool:
+        """Waits up to ``timeout`` seconds for the end (never cancels it); True if it
+        ended."""
+        await asyncio.wait({self._task}, timeout=timeout)
+        return self._task.done()
 
 
 # --- watches ------------------------------------------------------------------------
@@ -137,6 +196,8 @@ def open_watch(client: AsyncClient, req: Any, deadline: float | None) -> AsyncWa
 def open_file_watch(sandbox: AsyncSandbox, req: Any, deadline: float | None) -> AsyncFileWatch:
     """Starts ``AsyncFiles.watch``: the AsyncFileWatch opens the call when first
     awaited or iterated."""
+    from ._filewatch import AsyncFileWatch  # it uses this module's helpers
+
     client = sandbox._client
 
     async def opener() -> Any:
@@ -383,7 +444,7 @@ async def run_exec(
     except grpc.RpcError as err:
         raise sandbox._noted(_base.exec_error(err, text, limit)) from None
     finally:
-        await sender.aclose()
+        await sender.close()
         call.cancel()
 
 
@@ -397,11 +458,11 @@ async def _started(
     try:
         resp = await call.read()
     except grpc.RpcError as err:
-        await sender.aclose()
+        await sender.close()
         call.cancel()
         raise sandbox._noted(_base.exec_error(err, text, limit)) from None
     if resp is grpc.aio.EOF:
-        await sender.aclose()
+        await sender.close()
         call.cancel()
         raise ServerError(f"{what} {text!r} ended before it started")
     sender.on_response(resp)
@@ -420,6 +481,8 @@ async def start_terminal(
     sandbox: AsyncSandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None
 ) -> AsyncTerminal:
     """``AsyncSandbox.terminal``."""
+    from ._terminal import AsyncTerminal  # it uses this module's helpers
+
     call, sender, resp = await _started(sandbox, first, text, limit, "terminal")
     return AsyncTerminal(sandbox, call, sender, text, resp)
 
@@ -489,7 +552,7 @@ class _ExecSender:
         self._input.end()
         self._wake()
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         """Ends sending: the call is over. A write still waiting for the server is
         abandoned (the call is cancelled or done)."""
         self.end()
@@ -574,7 +637,7 @@ class AsyncProcess:
         finally:
             self._done = True
             self._changed.set()
-            await self._sender.aclose()
+            await self._sender.close()
             self._call.cancel()
 
     def __repr__(self) -> str:

@@ -20,16 +20,16 @@ import grpc
 from . import _base
 from ._base import OnExit, Timeout, UseClientDefault
 from ._errors import SandboxTimeout, SandpodError, ServerError, Unavailable, from_rpc_error
-from ._filewatch import FileWatch
 from ._models import CommandResult, Output, OutputDecoder, WatchEvent
 from ._progress import CountBar, WaitBar
-from ._terminal import Terminal
 from .v1 import exec_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
 if TYPE_CHECKING:
     from ._client import Client, Sandbox
+    from ._filewatch import FileWatch
+    from ._terminal import Terminal
 
-__all__ = ["Process", "SandboxList", "Watch"]
+__all__ = ["Condition", "Process", "SandboxList", "Watch", "Worker"]
 
 Data = bytes | bytearray | memoryview | str
 
@@ -112,9 +112,58 @@ def delete_all(sandboxes: Iterable[Sandbox]) -> None:
             fut.exception()
 
 
+def read(call: Any) -> Any:
+    """The next message of a server stream, None at its end (an error status raises;
+    so does a call cancelled by us: grpc.RpcError, CANCELLED)."""
+    return next(call, None)
+
+
 def responses(call: Any) -> Iterator[Any]:
     """The messages of a server stream until its end (an error status raises)."""
     return iter(call)
+
+
+# --- primitives of the handles written once (_terminal, _filewatch) ---------------
+
+
+class Condition:
+    """A threading condition, the twin of :class:`sandpod._async_io.AsyncCondition`."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+
+    def __enter__(self) -> Condition:
+        self._cond.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._cond.release()
+
+    def notify_all(self) -> None:
+        self._cond.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Waits (holding the lock) for a notify; False if ``timeout`` ran out first."""
+        return self._cond.wait(timeout)
+
+    def wait_for(self, predicate: Callable[[], object], timeout: float | None) -> bool:
+        """Waits (holding the lock) until ``predicate()`` is true; False if ``timeout``
+        ran out first."""
+        return bool(self._cond.wait_for(predicate, timeout))
+
+
+class Worker:
+    """Runs a function on a daemon thread of its own: a handle's reader (the twin of
+    :class:`sandpod._async_io.AsyncWorker`, which runs a task)."""
+
+    def __init__(self, target: Callable[[], Any], name: str) -> None:
+        self._thread = threading.Thread(target=target, name=name, daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Waits up to ``timeout`` seconds for the end; True if it ended."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
 
 # --- watches ------------------------------------------------------------------------
@@ -129,11 +178,16 @@ def open_watch(client: Client, req: Any, deadline: float | None) -> Watch:
 
 
 def open_file_watch(sandbox: Sandbox, req: Any, deadline: float | None) -> FileWatch:
-    """Starts ``Files.watch``; FileWatch waits until the watch is in place."""
+    """Starts ``Files.watch``; returns once the watch is in place (ready)."""
+    from ._filewatch import FileWatch  # it uses this module's helpers
+
     client = sandbox._client
-    client._await_server(deadline)
-    call = client._stub.WatchFiles(req, timeout=deadline, metadata=client._metadata)
-    return FileWatch(sandbox, call, bounded=deadline is not None)
+
+    def opener() -> Any:
+        client._await_server(deadline)
+        return client._stub.WatchFiles(req, timeout=deadline, metadata=client._metadata)
+
+    return FileWatch(sandbox, opener, bounded=deadline is not None)._wait_ready()
 
 
 class Watch:
@@ -308,9 +362,21 @@ def start_process(
 def start_terminal(
     sandbox: Sandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None
 ) -> Terminal:
-    """``Sandbox.terminal``: the Terminal reads the first response itself."""
+    """``Sandbox.terminal``: opens the exec and reads its first response (``started``,
+    or an early end)."""
+    from ._terminal import Terminal  # it uses this module's helpers
+
     call, sender = _open_exec(sandbox, first, limit)
-    return Terminal(sandbox, call, sender, text)
+    try:
+        resp = next(call)
+    except grpc.RpcError as err:
+        sender.end()
+        raise sandbox._noted(_base.exec_error(err, text, limit)) from None
+    except StopIteration:
+        sender.end()
+        raise ServerError(f"terminal {text!r} ended before it started") from None
+    sender.on_response(resp)
+    return Terminal(sandbox, call, sender, text, resp)
 
 
 class _ExecSender:
@@ -346,6 +412,10 @@ class _ExecSender:
         with self._cond:
             self._input.end()
             self._cond.notify_all()
+
+    def close(self) -> None:
+        """Ends sending: the call is over (gRPC's sending thread stops)."""
+        self.end()
 
     def on_response(self, resp: exec_pb2.ExecResponse) -> None:
         with self._cond:
