@@ -162,7 +162,6 @@ class AsyncTerminal:
             async with self._changed:
                 self._done = True
                 self._changed.notify_all()
-            self._call.cancel()
 
     def __repr__(self) -> str:
         state = "running" if self.running else f"exited {self.exit_code}"
@@ -336,7 +335,6 @@ class Terminal:
             with self._changed:
                 self._done = True
                 self._changed.notify_all()
-            self._call.cancel()
 
     def __repr__(self) -> str:
         state = "running" if self.running else f"exited {self.exit_code}"
