@@ -31,6 +31,7 @@ import (
 	"github.com/sandpod/sandpod/core/controller/sandbox"
 	"github.com/sandpod/sandpod/core/controller/template"
 	"github.com/sandpod/sandpod/core/controller/warmpool"
+	"github.com/sandpod/sandpod/core/readyourwrites"
 )
 
 // DefaultAgentImage is the image whose sandpod binary is copied into pods.
@@ -148,7 +149,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"), Taken: adopt.NewTaken()}
+	// The claims' takes and creates, read back before the cache shows them.
+	claimWrites := readyourwrites.New[*v1alpha1.Sandbox](0)
+	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"),
+		Written: claimWrites, Taken: adopt.NewTaken(claimWrites)}
 	return ctrl.NewControllerManagedBy(mgr).Named("sandboxclaim").
 		For(&v1alpha1.SandboxClaim{}).
 		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(claimOfSandbox)).
