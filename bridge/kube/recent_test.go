@@ -18,6 +18,7 @@ import (
 	apischeme "github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
+	"github.com/sandpod/sandpod/core/readyourwrites/rywtest"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -58,7 +59,7 @@ func TestBridgeReadsItsWritesOverALaggingCache(t *testing.T) {
 	server, cache := build(), build() // the cache: as before any write, for good
 	recent := newRecentWrites()
 	b := &Backend{
-		client: lagging{Client: server, cache: cache}, live: server, apiReader: server,
+		client: rywtest.Lagging{Client: server, Cache: cache}, live: server, apiReader: server,
 		hub: newHub(), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent, now: time.Now,
 	}
 	for _, m := range members {
@@ -103,18 +104,4 @@ func TestBridgeReadsItsWritesOverALaggingCache(t *testing.T) {
 	if err != nil || len(listed) != 1 || listed[0].GetName() == first.GetName() {
 		t.Errorf("list after delete: %v (%v), want the other member only", listed, err)
 	}
-}
-
-// lagging reads from a cache that does not show the writes made through it.
-type lagging struct {
-	client.Client
-	cache client.Reader
-}
-
-func (l lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Object, o ...client.GetOption) error {
-	return l.cache.Get(ctx, key, obj, o...)
-}
-
-func (l lagging) List(ctx context.Context, list client.ObjectList, o ...client.ListOption) error {
-	return l.cache.List(ctx, list, o...)
 }

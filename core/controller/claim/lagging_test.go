@@ -19,6 +19,7 @@ import (
 	"github.com/sandpod/sandpod/core/controller/index"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	"github.com/sandpod/sandpod/core/readyourwrites"
+	"github.com/sandpod/sandpod/core/readyourwrites/rywtest"
 )
 
 // A claim's second pass reads a cache that shows neither the member its
@@ -78,7 +79,7 @@ func claimOverALaggingCache(t *testing.T, failFirstStatus bool) {
 	server := build(true)
 	cache := build(false) // as it was before any write, for good
 	w := readyourwrites.New[*v1alpha1.Sandbox](0)
-	r := &Reconciler{Client: lagging{Client: server, cache: cache}, APIReader: server, Clock: clock.RealClock{}, Written: w, Taken: adopt.NewTaken(w)}
+	r := &Reconciler{Client: rywtest.Lagging{Client: server, Cache: cache}, APIReader: server, Clock: clock.RealClock{}, Written: w, Taken: adopt.NewTaken(w)}
 
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "c"}}
 	for pass := 1; pass <= 2; pass++ {
@@ -103,18 +104,4 @@ type builderIndexer struct{ b *fake.ClientBuilder }
 func (x builderIndexer) IndexField(_ context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
 	x.b.WithIndex(obj, field, extract)
 	return nil
-}
-
-// lagging reads from a cache that does not show the writes made through it.
-type lagging struct {
-	client.Client
-	cache client.Reader
-}
-
-func (l lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Object, o ...client.GetOption) error {
-	return l.cache.Get(ctx, key, obj, o...)
-}
-
-func (l lagging) List(ctx context.Context, list client.ObjectList, o ...client.ListOption) error {
-	return l.cache.List(ctx, list, o...)
 }

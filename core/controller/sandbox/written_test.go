@@ -14,6 +14,7 @@ import (
 	apischeme "github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/readyourwrites"
+	"github.com/sandpod/sandpod/core/readyourwrites/rywtest"
 )
 
 // A status written over resourceVersion 1 (so the write is at 2) is what a
@@ -67,7 +68,7 @@ func TestStatusNotWrittenTwiceOverALaggingCache(t *testing.T) {
 		}}).Build()
 	// The cache: the sandbox as it was before any status write, for good.
 	cache := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sb.DeepCopy()).Build()
-	r := &Reconciler{Client: lagging{Client: server, cache: cache}, Clock: clock.RealClock{}}
+	r := &Reconciler{Client: rywtest.Lagging{Client: server, Cache: cache}, Clock: clock.RealClock{}}
 	key := types.NamespacedName{Namespace: "ns", Name: "sb"}
 	st := v1alpha1.SandboxStatus{Phase: v1alpha1.SandboxPending, Message: "waiting for the pod"}
 
@@ -83,20 +84,6 @@ func TestStatusNotWrittenTwiceOverALaggingCache(t *testing.T) {
 	if patches != 1 {
 		t.Errorf("%d status patches for one status, want 1", patches)
 	}
-}
-
-// lagging reads from a cache that does not show the writes made through it.
-type lagging struct {
-	client.Client
-	cache client.Reader
-}
-
-func (l lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Object, o ...client.GetOption) error {
-	return l.cache.Get(ctx, key, obj, o...)
-}
-
-func (l lagging) List(ctx context.Context, list client.ObjectList, o ...client.ListOption) error {
-	return l.cache.List(ctx, list, o...)
 }
 
 func typesUID(s string) types.UID { return types.UID(s) }
