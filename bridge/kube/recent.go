@@ -18,7 +18,7 @@ type recentWrites struct {
 }
 
 func newRecentWrites() *recentWrites {
-	return &recentWrites{store: readyourwrites.New[*v1alpha1.Sandbox](0)}
+	return &recentWrites{store: readyourwrites.NewObserved[*v1alpha1.Sandbox](0)}
 }
 
 // put records what this process wrote to a sandbox (the API server's

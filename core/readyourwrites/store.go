@@ -46,6 +46,9 @@ type Object interface {
 type Store[T Object] struct {
 	ttl time.Duration
 	now func() time.Time
+	// observed: entries go only by Observe (or the ttl), not by a read that
+	// finds the cache caught up (NewObserved).
+	observed bool
 
 	mu    sync.Mutex
 	m     map[types.NamespacedName]entry[T]
@@ -62,6 +65,16 @@ type entry[T Object] struct {
 // ttl <= 0).
 func New[T Object](ttl time.Duration) *Store[T] {
 	return &Store[T]{ttl: ttl}
+}
+
+// NewObserved returns an empty store fed by an informer's events: an entry
+// goes when Observe is told of the event that shows it, not when a read
+// finds the cache caught up. The event reaches the informer's handlers after
+// the cache has the object, so a handler that keeps its own view (the
+// bridge's index of free pool members) may still show the old object to
+// someone who asks Has: the entry must outlive that moment.
+func NewObserved[T Object](ttl time.Duration) *Store[T] {
+	return &Store[T]{ttl: ttl, observed: true}
 }
 
 // Put records obj as this process wrote it: the API server's answer to a
@@ -115,8 +128,14 @@ func (s *Store[T]) Get(ns, name string, cached T) T {
 	if !ok {
 		return cached
 	}
-	if s.lapsed(e, now) || CaughtUp(e.obj, e.deleted, cached) {
+	if s.lapsed(e, now) {
 		delete(s.m, key)
+		return cached
+	}
+	if CaughtUp(e.obj, e.deleted, cached) {
+		if !s.observed {
+			delete(s.m, key)
+		}
 		return cached
 	}
 	return copyOf(e.obj)

@@ -133,3 +133,18 @@ func TestStoreLapses(t *testing.T) {
 		t.Errorf("%d entries after the sweep, want 1", s.Len())
 	}
 }
+
+func TestObservedStoreKeepsEntriesUntilTheEvent(t *testing.T) {
+	s := NewObserved[*corev1.ConfigMap](time.Minute)
+	s.Put(cm("u", "5", "w"))
+	if got := s.Get("ns", "a", cm("u", "5", "c")); got.Data["v"] != "c" {
+		t.Errorf("a caught-up cache: got %q, want the cache's", got.Data["v"])
+	}
+	if !s.Has("ns", "a") {
+		t.Error("a read dropped an entry that only its event should drop")
+	}
+	s.Observe(cm("u", "5", "c"), false)
+	if s.Has("ns", "a") {
+		t.Error("the event left the entry")
+	}
+}
