@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/readyourwrites"
 )
@@ -24,7 +26,7 @@ const takenHold = 30 * time.Second
 // (readyourwrites.Store) until the cache shows it taken.
 type Taken struct {
 	mu      sync.Mutex
-	set     map[string]time.Time // namespace/name -> when reserved
+	set     map[types.NamespacedName]time.Time // when reserved
 	now     func() time.Time
 	written *readyourwrites.Store[*v1alpha1.Sandbox]
 }
@@ -35,7 +37,7 @@ func NewTaken(written *readyourwrites.Store[*v1alpha1.Sandbox]) *Taken {
 	if written == nil {
 		written = readyourwrites.New[*v1alpha1.Sandbox](0)
 	}
-	return &Taken{set: map[string]time.Time{}, now: time.Now, written: written}
+	return &Taken{set: map[types.NamespacedName]time.Time{}, now: time.Now, written: written}
 }
 
 // Reserve claims ns/name for the caller; false when another caller of this
@@ -44,7 +46,7 @@ func (t *Taken) Reserve(ns, name string) bool {
 	if t.written.Has(ns, name) {
 		return false
 	}
-	key := ns + "/" + name
+	key := types.NamespacedName{Namespace: ns, Name: name}
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -72,7 +74,7 @@ func (t *Taken) Held(ns, name string) bool {
 	}
 	now := t.now()
 	t.mu.Lock()
-	at, ok := t.set[ns+"/"+name]
+	at, ok := t.set[types.NamespacedName{Namespace: ns, Name: name}]
 	t.mu.Unlock()
 	return ok && now.Sub(at) < takenHold
 }
@@ -81,7 +83,7 @@ func (t *Taken) Held(ns, name string) bool {
 // is gone, and the cache will say so).
 func (t *Taken) Release(ns, name string) {
 	t.mu.Lock()
-	delete(t.set, ns+"/"+name)
+	delete(t.set, types.NamespacedName{Namespace: ns, Name: name})
 	t.mu.Unlock()
 }
 
