@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -96,6 +97,20 @@ func claimOverALaggingCache(t *testing.T, failFirstStatus bool) {
 	got := &v1alpha1.SandboxClaim{}
 	if err := server.Get(context.Background(), req.NamespacedName, got); err != nil || got.Status.SandboxName != "p-1" {
 		t.Errorf("claim status %+v (%v), want bound to p-1", got.Status, err)
+	}
+
+	// The member is deleted, and the cache has seen that (not the claim's
+	// status): the claim reports it gone, whatever this process wrote to it.
+	for _, cl := range []client.Client{server, cache} {
+		if err := cl.Delete(context.Background(), &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p-1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Get(context.Background(), req.NamespacedName, got); err != nil || !meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionFinished) {
+		t.Errorf("claim status %+v (%v) after its sandbox was deleted, want Finished", got.Status, err)
 	}
 }
 

@@ -178,25 +178,18 @@ func (r *Reconciler) findBound(ctx context.Context, c *v1alpha1.SandboxClaim) (s
 }
 
 // getSandbox reads a bound sandbox from the cache, or what this process
-// wrote to it when the cache has not caught up, confirming a miss with a
-// live read.
+// wrote to it when the cache holds an older version. A miss is confirmed
+// with a live read, not answered from what this process wrote: the sandbox
+// may be new (not in the cache yet) or deleted since (gone from it).
 func (r *Reconciler) getSandbox(ctx context.Context, ns, name string) (*v1alpha1.Sandbox, error) {
 	sb := &v1alpha1.Sandbox{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
-	if apierrors.IsNotFound(err) {
-		sb, err = nil, nil
+	if err == nil {
+		return r.written().Get(ns, name, sb), nil
 	}
-	if err != nil {
-		return nil, err
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
 	}
-	if sb = r.written().Get(ns, name, sb); sb != nil {
-		return sb, nil
-	}
-	if r.APIReader == nil {
-		return nil, nil
-	}
-	sb = &v1alpha1.Sandbox{}
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
