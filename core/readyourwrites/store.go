@@ -112,13 +112,31 @@ func (s *Store[T]) put(obj T, deleted bool) {
 		}
 		s.swept = now
 	}
-	s.m[keyOf(obj)] = entry[T]{obj: obj, deleted: deleted, at: now}
+	key := keyOf(obj)
+	if old, ok := s.m[key]; ok && !deleted && !s.lapsed(old, now) && old.obj.GetUID() == obj.GetUID() &&
+		(old.deleted || newer(old.obj, obj)) {
+		// Two writes answered out of order, or a write answered after this
+		// process deleted the object: the store keeps the latest state.
+		return
+	}
+	s.m[key] = entry[T]{obj: obj, deleted: deleted, at: now}
+}
+
+// newer says whether a is a later version of the object than b.
+func newer[T Object](a, b T) bool {
+	c, err := resourceversion.CompareResourceVersion(a.GetResourceVersion(), b.GetResourceVersion())
+	return err == nil && c > 0
 }
 
 // Get returns the fresher of cached (the cache's object ns/name, or the zero
 // T when the cache has none) and what this process wrote to it: a copy of
 // the write while the cache has not caught up with it, else cached. An entry
-// the cache has caught up with is dropped.
+// the cache has caught up with is dropped (unless NewObserved).
+//
+// A cache miss counts as a create the cache has not shown yet. A reader
+// that may be looking for an object someone else deleted (so the cache
+// dropped it and has no event to tell this store) must confirm a miss some
+// other way, as the claim reconciler does with a live read.
 func (s *Store[T]) Get(ns, name string, cached T) T {
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	now := s.clock()

@@ -148,3 +148,21 @@ func TestObservedStoreKeepsEntriesUntilTheEvent(t *testing.T) {
 		t.Error("the event left the entry")
 	}
 }
+
+func TestStoreKeepsTheLatestWrite(t *testing.T) {
+	s := New[*corev1.ConfigMap](time.Minute)
+	s.Put(cm("u", "6", "second"))
+	s.Put(cm("u", "5", "first")) // answered late
+	if got := s.Get("ns", "a", cm("u", "4", "c")); got.Data["v"] != "second" {
+		t.Errorf("two writes answered out of order: got %q, want the later", got.Data["v"])
+	}
+	s.PutDeleted(cm("u", "6", "second"))
+	s.Put(cm("u", "7", "late"))
+	if got := s.Get("ns", "a", cm("u", "4", "c")); got.DeletionTimestamp == nil {
+		t.Errorf("a write answered after the delete undid it: %v", got)
+	}
+	s.Put(cm("v", "9", "new incarnation"))
+	if got := s.Get("ns", "a", nil); got.Data["v"] != "new incarnation" {
+		t.Errorf("a new object of the name: got %q", got.Data["v"])
+	}
+}
