@@ -87,6 +87,9 @@ func (t *Taken) Release(ns, name string) {
 	t.mu.Unlock()
 }
 
+// Written is the store the takes are recorded in.
+func (t *Taken) Written() *readyourwrites.Store[*v1alpha1.Sandbox] { return t.written }
+
 // Took records the answer to a take's write (the store keeps sb: the caller
 // only reads it after) and ends its reservation: the member stays held until
 // the cache shows it taken.

@@ -31,7 +31,6 @@ import (
 	"github.com/sandpod/sandpod/core/controller/sandbox"
 	"github.com/sandpod/sandpod/core/controller/template"
 	"github.com/sandpod/sandpod/core/controller/warmpool"
-	"github.com/sandpod/sandpod/core/readyourwrites"
 )
 
 // DefaultAgentImage is the image whose sandpod binary is copied into pods.
@@ -149,10 +148,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	// The claims' takes and creates, read back before the cache shows them.
-	claimWrites := readyourwrites.New[*v1alpha1.Sandbox](0)
-	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"),
-		Written: claimWrites, Taken: adopt.NewTaken(claimWrites)}
+	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"), Taken: adopt.NewTaken(nil)}
 	return ctrl.NewControllerManagedBy(mgr).Named("sandboxclaim").
 		For(&v1alpha1.SandboxClaim{}).
 		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(claimOfSandbox)).

@@ -19,7 +19,6 @@ import (
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/index"
 	"github.com/sandpod/sandpod/core/lifecycle"
-	"github.com/sandpod/sandpod/core/readyourwrites"
 	"github.com/sandpod/sandpod/core/readyourwrites/rywtest"
 )
 
@@ -79,8 +78,7 @@ func claimOverALaggingCache(t *testing.T, failFirstStatus bool) {
 	}
 	server := build(true)
 	cache := build(false) // as it was before any write, for good
-	w := readyourwrites.New[*v1alpha1.Sandbox](0)
-	r := &Reconciler{Client: rywtest.Lagging{Client: server, Cache: cache}, APIReader: server, Clock: clock.RealClock{}, Written: w, Taken: adopt.NewTaken(w)}
+	r := &Reconciler{Client: rywtest.Lagging{Client: server, Cache: cache}, APIReader: server, Clock: clock.RealClock{}, Taken: adopt.NewTaken(nil)}
 
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "c"}}
 	for pass := 1; pass <= 2; pass++ {

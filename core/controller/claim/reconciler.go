@@ -42,10 +42,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	Clock     clock.Clock
 	Recorder  events.EventRecorder
-	// Written holds the sandboxes this process adopted or created that the
-	// cache may not show yet; Taken records its takes in the same store.
-	Written *readyourwrites.Store[*v1alpha1.Sandbox]
-	// Taken spreads concurrent claims over the pool (see adopt.Taken).
+	// Taken spreads concurrent claims over the pool (see adopt.Taken). Its
+	// store (Taken.Written) also holds the sandboxes this reconciler
+	// created, so all its sandbox writes are read back from one place.
 	Taken *adopt.Taken
 
 	mu     sync.Mutex
@@ -160,7 +159,7 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 
 // findBound looks for a sandbox already bound to this claim: one a pass
 // adopted or created when its status write was lost or is not in the cache
-// yet (the sandbox may not be in the cache either: then it is in Written).
+// yet (the sandbox may not be in the cache either: then it is in written()).
 func (r *Reconciler) findBound(ctx context.Context, c *v1alpha1.SandboxClaim) (string, error) {
 	var list v1alpha1.SandboxList
 	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{index.SandboxClaim: c.Name}); err != nil {
@@ -314,15 +313,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.SandboxClaim, 
 	return nil
 }
 
-// written is the store of sandboxes this process adopted or created (a
-// private one when none was given).
+// written is the store of sandboxes this process adopted or created.
 func (r *Reconciler) written() *readyourwrites.Store[*v1alpha1.Sandbox] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.Written == nil {
-		r.Written = readyourwrites.New[*v1alpha1.Sandbox](0)
+	if r.Taken == nil {
+		r.Taken = adopt.NewTaken(nil)
 	}
-	return r.Written
+	return r.Taken.Written()
 }
 
 func (r *Reconciler) claimWrites() *readyourwrites.Store[*v1alpha1.SandboxClaim] {
