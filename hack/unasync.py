@@ -58,6 +58,7 @@ NAMES = {
     "AsyncCodeContext": "CodeContext",
     "AsyncSnapshot": "Snapshot",
     "AsyncForkList": "ForkList",
+    "AsyncLeaseRenewer": "LeaseRenewer",
     "AsyncIterator": "Iterator",
     "AsyncIterable": "Iterable",
     "AsyncGenerator": "Generator",
