@@ -235,6 +235,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		"agentRestart", fmt.Sprintf("%s, back-off %s..%s, reset after %s", cfg.AgentRestart.Policy, cfg.AgentRestart.InitialBackoff.Duration, cfg.AgentRestart.MaxBackoff.Duration, cfg.AgentRestart.ResetAfter.Duration),
 		"isolation", "runc "+runcBin+": user namespace on a host id range of its own, pid, mount, network, uts, ipc and cgroup namespaces, own root file system, seccomp, no_new_privs")
 	e.recover(ctx, recs)
+	e.leaseGrace(time.Now())
 	return e, nil
 }
 

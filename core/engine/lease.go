@@ -52,3 +52,18 @@ func (e *Engine) RenewLease(_ context.Context, ns, name string) (time.Time, erro
 	sb.rec = rec
 	return next, nil
 }
+
+// leaseGrace gives every lease its full length from now when the engine
+// starts (lifecycle.LeaseAfterRestart): its clients could not renew while
+// it was down, so a restart longer than a lease must not reclaim their
+// sandboxes. In memory only: the next renewal stores it.
+func (e *Engine) leaseGrace(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, sb := range e.sandboxes {
+		if r := &sb.rec; r.Lease > 0 && r.LeaseExpires != nil && !r.Expired {
+			t := lifecycle.LeaseAfterRestart(now, *r.LeaseExpires, r.Lease)
+			r.LeaseExpires = &t
+		}
+	}
+}

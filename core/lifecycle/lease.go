@@ -36,6 +36,16 @@ func RenewLease(now time.Time, current *time.Time, lease time.Duration) (time.Ti
 	return next, true
 }
 
+// LeaseAfterRestart is a lease's expiry once the server that keeps it is
+// back: its clients could not renew while it was down, so the lease gets
+// its full length again from now (it never ends earlier than stored).
+func LeaseAfterRestart(now, expires time.Time, lease time.Duration) time.Time {
+	if t := now.Add(lease); t.After(expires) {
+		return t
+	}
+	return expires
+}
+
 // RenewEvery is how often a client renews a lease: a quarter of it, so
 // three renewals can be lost before it expires.
 func RenewEvery(lease time.Duration) time.Duration { return lease / 4 }

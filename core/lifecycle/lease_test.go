@@ -72,3 +72,16 @@ func TestRenewLease(t *testing.T) {
 		t.Fatal("no write in ten leases")
 	}
 }
+
+func TestLeaseAfterRestart(t *testing.T) {
+	lease := 30 * time.Second
+	for name, tc := range map[string]struct{ expires, want time.Time }{
+		"lapsed while down: a full lease": {t0.Add(-time.Hour), t0.Add(lease)},
+		"nearly out: a full lease":        {t0.Add(time.Second), t0.Add(lease)},
+		"later than a lease: kept":        {t0.Add(time.Minute), t0.Add(time.Minute)},
+	} {
+		if got := LeaseAfterRestart(t0, tc.expires, lease); !got.Equal(tc.want) {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+}

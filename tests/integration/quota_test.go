@@ -141,3 +141,31 @@ func TestLeaseReclaimsUnrenewedSandboxes(t *testing.T) {
 	_, err = c.ClaimSandbox(ctx(t), &sandpodv1.ClaimSandboxRequest{Template: "python", Lease: dur(time.Second)})
 	wantCode(t, err, codes.InvalidArgument, "lease")
 }
+
+// Clients cannot renew while the server is down: a restart longer than a
+// lease gives every lease its full length again instead of reclaiming the
+// sandboxes at once; unrenewed after that, they go.
+func TestLeaseSurvivesAServerRestart(t *testing.T) {
+	srv := startServer(t, defaultConfig)
+	const lease = 3 * time.Second
+	resp, err := srv.Client().ClaimSandbox(ctx(t), &sandpodv1.ClaimSandboxRequest{Template: "python", Lease: dur(lease)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := resp.GetSandbox().GetName()
+	srv.Stop(t)
+	time.Sleep(2 * lease)
+	srv.StartAgain(t)
+	c := srv.Client()
+	got, err := getSandbox(t, c, name)
+	if err != nil {
+		t.Fatalf("after a restart longer than its lease: %v", err)
+	}
+	if !got.GetLeaseExpireTime().AsTime().After(time.Now()) {
+		t.Fatalf("lease expires %v, before now", got.GetLeaseExpireTime().AsTime())
+	}
+	eventually(t, "the unrenewed sandbox reclaimed after the restart", func() bool {
+		_, err := getSandbox(t, c, name)
+		return err != nil
+	})
+}
