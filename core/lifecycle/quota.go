@@ -114,21 +114,32 @@ func CheckQuota(now time.Time, rules []QuotaRule, use QuotaUse, ask QuotaAsk) *Q
 			}
 		}
 		if q.MaxClaimsPerMinute != nil {
-			var in []time.Time
+			since := now.Add(-ClaimWindow)
+			inWindow := func(c QuotaClaim) bool {
+				return c.At.After(since) && !c.At.After(now) && q.covers(c.Template)
+			}
+			n := 0
 			for _, c := range use.Claims {
-				if q.covers(c.Template) && c.At.After(now.Add(-ClaimWindow)) && !c.At.After(now) {
-					in = append(in, c.At)
+				if inWindow(c) {
+					n++
 				}
 			}
-			if len(in)+ask.Count > int(*q.MaxClaimsPerMinute) {
+			if n+ask.Count > int(*q.MaxClaimsPerMinute) {
+				// Only a refusal needs the times: the window frees enough
+				// room when the claim that must leave it does, the
+				// (excess)th oldest.
+				in := make([]time.Time, 0, n)
+				for _, c := range use.Claims {
+					if inWindow(c) {
+						in = append(in, c.At)
+					}
+				}
 				slices.SortFunc(in, func(a, b time.Time) int { return a.Compare(b) })
-				// The window frees enough room when the claim that must
-				// leave it does: the (excess)th oldest.
 				retry := ClaimWindow
-				if excess := len(in) + ask.Count - int(*q.MaxClaimsPerMinute); excess <= len(in) {
+				if excess := n + ask.Count - int(*q.MaxClaimsPerMinute); excess <= n {
 					retry = in[excess-1].Add(ClaimWindow).Sub(now)
 				}
-				return &QuotaRefusal{Quota: q.Name, Limit: LimitClaimsPerMinute, Max: *q.MaxClaimsPerMinute, Used: len(in), Asked: ask.Count, RetryAfter: retry}
+				return &QuotaRefusal{Quota: q.Name, Limit: LimitClaimsPerMinute, Max: *q.MaxClaimsPerMinute, Used: n, Asked: ask.Count, RetryAfter: retry}
 			}
 		}
 	}
