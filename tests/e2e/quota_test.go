@@ -25,7 +25,7 @@ func TestBridgeQuotaAndLease(t *testing.T) {
 	ns := env.Namespace(t)
 	one := int32(1)
 	env.Apply(t, Template(ns, "python", PythonImage), Pool(ns, "python", "python", 1),
-		&v1alpha1.SandboxQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"}, Spec: v1alpha1.SandboxQuotaSpec{MaxSandboxes: &one}})
+		&v1alpha1.SandboxQuota{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "SandboxQuota"}, ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"}, Spec: v1alpha1.SandboxQuotaSpec{MaxSandboxes: &one}})
 	env.WaitPoolReady(t, ns, "python", 1)
 	addr := env.ServiceAddr(t, bridgeNamespace, bridgeService, "grpc")
 	c, err := sandpod.Dial(context.Background(), addr, sandpod.WithInsecure(), sandpod.WithToken(env.BridgeToken(t)),
