@@ -35,7 +35,7 @@ for a in "$@"; do
   esac
 done
 
-kinds="sandboxclaims.sandpod.dev sandboxwarmpools.sandpod.dev sandboxes.sandpod.dev sandboxtemplates.sandpod.dev"
+kinds="sandboxclaims.sandpod.dev sandboxwarmpools.sandpod.dev sandboxes.sandpod.dev sandboxtemplates.sandpod.dev sandboxquotas.sandpod.dev"
 guard="uninstall-guard.sandpod.dev"
 count() { # count KIND: objects of KIND in all namespaces (0 without its CRD)
   $KUBECTL get crd "$1" >/dev/null 2>&1 || { echo 0; return; }

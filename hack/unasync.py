@@ -60,6 +60,7 @@ NAMES = {
     "AsyncForkList": "ForkList",
     "AsyncCondition": "Condition",
     "AsyncWorker": "Worker",
+    "AsyncLeaseRenewer": "LeaseRenewer",
     "AsyncIterator": "Iterator",
     "AsyncIterable": "Iterable",
     "AsyncGenerator": "Generator",

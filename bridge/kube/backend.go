@@ -57,6 +57,7 @@ type Backend struct {
 	activity *activity
 	log      *slog.Logger
 	now      func() time.Time
+	quota    quotaState // quota.go
 
 	// apiReader reads sandboxes from the API server, past the cache: only
 	// to confirm, before refusing a call, that a member is still unclaimed.
@@ -121,7 +122,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
 
-	for _, obj := range []client.Object{&v1alpha1.Sandbox{}, &v1alpha1.SandboxTemplate{}, &v1alpha1.SandboxWarmPool{}} {
+	for _, obj := range []client.Object{&v1alpha1.Sandbox{}, &v1alpha1.SandboxTemplate{}, &v1alpha1.SandboxWarmPool{}, &v1alpha1.SandboxQuota{}} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, fmt.Errorf("informer for %T: %w", obj, err)

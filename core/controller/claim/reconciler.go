@@ -109,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if becameReady {
 		r.observeLatency(req.NamespacedName, r.Clock.Now())
 	}
-	return reconcile.Result{RequeueAfter: ttlWait}, nil
+	return reconcile.Result{RequeueAfter: lifecycle.NextWakeup(ttlWait, view.Retry)}, nil
 }
 
 // bind finds the claim's sandbox, or adopts or creates one.
@@ -141,6 +141,16 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 			return v, nil
 		}
 		return v, err
+	}
+	// Over a SandboxQuota the claim waits, its Ready condition naming the
+	// limit (reason QuotaExceeded), and looks again later.
+	no, wait, err := r.checkQuota(ctx, c, tmpl, now)
+	if err != nil {
+		return v, err
+	}
+	if no != nil {
+		v.Problem, v.PReason, v.Retry = no.Message(c.Namespace, tmpl.Name), v1alpha1.ReasonQuotaExceeded, wait
+		return v, nil
 	}
 	sb, err := r.adopt(ctx, c, tmpl, now)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -71,8 +72,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var ev eventQueue
 
 	// 1. Expiry: Delete removes the sandbox, Retain stops it.
+	// A lease its client stopped renewing (the bridge's annotation) ends
+	// the sandbox as its shutdown time would.
 	expiry, expiryWait := decideExpiry(now, sb)
+	leaseAct, leaseWait := decideLease(now, sb)
+	leaseExpired := expiry == lifecycle.ExpiryNone && leaseAct != lifecycle.ExpiryNone
+	if leaseExpired {
+		expiry = leaseAct
+	}
 	if expiry == lifecycle.ExpiryDelete {
+		if leaseExpired {
+			log.FromContext(ctx).Info("lease expired: deleting", "sandbox", req.NamespacedName)
+		}
 		err := r.Client.Delete(ctx, sb, client.PropagationPolicy("Background"), client.Preconditions{UID: &sb.UID})
 		return reconcile.Result{}, ignoreNotFound(err)
 	}
@@ -108,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Expired:  expiry == lifecycle.ExpiryRetain,
 		Workload: WorkloadOf(pod),
 	}
-	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended}
+	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended, LeaseExpired: leaseExpired}
 	if childErr != nil {
 		in.Refused, in.RefusedReason = childErr.Error(), v1alpha1.ReasonInvalidSpec
 		if IsNameConflict(childErr) {
@@ -125,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	ev.emit(r.Recorder)
-	wake := lifecycle.NextWakeup(expiryWait, idleWait)
+	wake := lifecycle.NextWakeup(expiryWait, idleWait, leaseWait)
 	if in.RefusedReason == v1alpha1.ReasonNameConflict {
 		// The cache does not see the foreign object go away: look again.
 		wake = lifecycle.NextWakeup(wake, conflictRecheck)
@@ -167,6 +178,19 @@ func decideExpiry(now time.Time, sb *v1alpha1.Sandbox) (lifecycle.ExpiryAction, 
 		shutdown = &t
 	}
 	return lifecycle.DecideExpiry(now, shutdown, lifecycle.EffectivePolicy(sb.Spec.Lifecycle.ShutdownPolicy, ""))
+}
+
+// decideLease reads the lease the bridge keeps in the sandbox's annotations
+// (sandpod.dev/lease-expires); a sandbox without one has no lease.
+func decideLease(now time.Time, sb *v1alpha1.Sandbox) (lifecycle.ExpiryAction, time.Duration) {
+	if _, ok := sb.Annotations[v1alpha1.AnnotationLease]; !ok {
+		return lifecycle.ExpiryNone, 0
+	}
+	t, err := time.Parse(time.RFC3339Nano, sb.Annotations[v1alpha1.AnnotationLeaseExpires])
+	if err != nil {
+		return lifecycle.ExpiryNone, 0
+	}
+	return lifecycle.LeaseExpiry(now, &t, lifecycle.EffectivePolicy(sb.Spec.Lifecycle.ShutdownPolicy, ""))
 }
 
 // idleSuspend sets operatingMode Suspended on a running sandbox idle past its
