@@ -97,8 +97,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if view.Adopted {
 		mode := modeOf(view.Warm)
 		metrics.Claims.WithLabelValues(mode).Inc()
-		if r.Recorder != nil {
-			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, reasonOf(view.Warm), "Bind", "bound sandbox %s", view.Name)
+		// A warm bind has no event: the claim's status already says it
+		// (sandboxName, warm), and an event is one more API write per claim
+		// in a burst (the bridge's claims have none either). A cold create
+		// keeps its event: it is rare and slow, and worth a line in
+		// `kubectl describe`.
+		if r.Recorder != nil && !view.Warm {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, v1alpha1.ReasonColdCreated, "Bind", "bound sandbox %s", view.Name)
 		}
 	}
 	if becameReady {
@@ -356,11 +361,4 @@ func modeOf(warm bool) string {
 		return "warm"
 	}
 	return "cold"
-}
-
-func reasonOf(warm bool) string {
-	if warm {
-		return v1alpha1.ReasonWarmAdopted
-	}
-	return v1alpha1.ReasonColdCreated
 }
