@@ -27,7 +27,8 @@ func trimPodTransform(in any) (any, error) {
 // TrimPod is what the controller keeps of a sandbox pod: the identity the
 // sandbox reconciler matches and deletes it by (name, UID, labels, owners,
 // deletion), and the status it maps to the sandbox's phase, conditions,
-// IPs, waiting reason and agent restarts (sandbox.WorkloadOf, ComputeStatus).
+// IPs, waiting reason and agent restarts (sandbox.WorkloadOf, ComputeStatus):
+// of the pod's conditions, only Ready's status.
 // The spec is the controller's own (BuildPod) and is never read back, so it
 // goes, but for the containers' names (the agent runs in the first).
 // Nothing may update a pod from the cache: the update would carry no spec.
@@ -53,14 +54,16 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 			out.Spec.Containers[i].Name = c.Name
 		}
 	}
-	// The per-condition probe times change on every kubelet status write
-	// and are never read; dropping them keeps one copy of each condition.
-	if len(out.Status.Conditions) > 0 {
-		conds := make([]corev1.PodCondition, len(p.Status.Conditions))
-		for i, c := range p.Status.Conditions {
-			conds[i] = corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
+	// Of the conditions only Ready is read (sandbox.WorkloadOf), and only
+	// its status: the others (scheduled, initialized, containers ready,
+	// sandbox ready) and the probe and transition times would be four of
+	// every five conditions held per pod.
+	out.Status.Conditions = nil
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+			break
 		}
-		out.Status.Conditions = conds
 	}
 	return out
 }

@@ -26,9 +26,12 @@ func fullPod() *corev1.Pod {
 		Status: corev1.PodStatus{
 			Phase:  corev1.PodRunning,
 			PodIPs: []corev1.PodIP{{IP: "10.0.0.5"}},
-			Conditions: []corev1.PodCondition{{
-				Type: corev1.PodReady, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now,
-			}},
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, Reason: "r", LastProbeTime: now, LastTransitionTime: now},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			},
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "main", Ready: true, Image: "python", ImageID: "sha256:x", RestartCount: 2,
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", ContainerID: "x"}},
@@ -72,7 +75,12 @@ func TestTrimPod(t *testing.T) {
 					t.Errorf("waiting reason lost: %+v", got.Status.InitContainerStatuses[i])
 				}
 			}
-			// What it never reads is gone.
+			// What it never reads is gone: of the conditions, all but
+			// Ready's status.
+			if len(got.Status.Conditions) > 1 || (len(pod.Status.Conditions) > 0 &&
+				!equality.Semantic.DeepEqual(got.Status.Conditions, []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}})) {
+				t.Errorf("conditions kept: %+v", got.Status.Conditions)
+			}
 			if got.ManagedFields != nil || got.Annotations != nil || !equality.Semantic.DeepEqual(got.Spec, corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}}) {
 				t.Errorf("kept more than needed: %+v", got)
 			}
