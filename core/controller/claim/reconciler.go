@@ -52,6 +52,9 @@ type claimMemo struct {
 	firstSeen time.Time
 	observed  bool
 	written   *v1alpha1.SandboxClaimStatus // last status this process wrote
+	// uncertain is the member an adoption was written to when the write
+	// failed without telling whether it was applied (adopt.Uncertain).
+	uncertain string
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxclaims,verbs=get;list;watch;delete
@@ -135,6 +138,18 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 			r.remember(c, name, memo.warm)
 		}
 		return v, nil
+	}
+
+	if memo.uncertain != "" {
+		sb, err := r.uncertainAdoption(ctx, c, memo.uncertain)
+		if err != nil {
+			return v, err
+		}
+		if sb != nil {
+			r.remember(c, sb.Name, true)
+			v.Name, v.Sandbox, v.Adopted, v.Warm = sb.Name, sb, true, true
+			return v, nil
+		}
 	}
 
 	tmpl := &v1alpha1.SandboxTemplate{}
@@ -225,9 +240,38 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 		},
 	}.Run(ctx, c.Namespace)
 	if err != nil {
+		if adopt.Uncertain(err) {
+			r.setUncertain(c, name)
+		}
 		return nil, fmt.Errorf("adopt %s: %w", name, err)
 	}
 	return sb, nil
+}
+
+// uncertainAdoption reads from the API server the member a previous pass
+// wrote an adoption to without learning whether it was applied: the cache
+// may not show that write yet (a restarted kube-apiserver), and taking
+// another member would bind the claim twice. It returns the member when the
+// adoption landed, nil when it did not.
+func (r *Reconciler) uncertainAdoption(ctx context.Context, c *v1alpha1.SandboxClaim, name string) (*v1alpha1.Sandbox, error) {
+	sb := &v1alpha1.Sandbox{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, sb)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	r.setUncertain(c, "")
+	if err != nil || sb.DeletionTimestamp != nil || !IsBoundTo(sb, c) {
+		return nil, nil
+	}
+	return sb, nil
+}
+
+func (r *Reconciler) setUncertain(c *v1alpha1.SandboxClaim, member string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.state[client.ObjectKeyFromObject(c)]; m != nil && m.uid == c.UID {
+		m.uncertain = member
+	}
 }
 
 // createCold creates the claim's own sandbox, named after the claim.
