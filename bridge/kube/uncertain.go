@@ -68,8 +68,9 @@ func (b *Backend) uncertainClaim(ctx context.Context, ns, id string) (*v1alpha1.
 	if name == "" {
 		return nil, nil
 	}
+	// Past the cache: it is what cannot tell.
 	sb := &v1alpha1.Sandbox{}
-	err := b.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
+	err := b.apiReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
 	if apierrors.IsNotFound(err) {
 		b.uncertain.drop(ns, id)
 		return nil, nil
