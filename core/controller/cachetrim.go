@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"sync"
+	"sync/atomic"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -30,7 +33,7 @@ func trimPodTransform(in any) (any, error) {
 // IPs, waiting reason and agent restarts (sandbox.WorkloadOf, ComputeStatus):
 // of the pod's conditions, only Ready's status.
 // The spec is the controller's own (BuildPod) and is never read back, so it
-// goes, but for the containers' names (the agent runs in the first).
+// goes, but for the first container's name (the agent runs in it).
 // Nothing may update a pod from the cache: the update would carry no spec.
 func TrimPod(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{
@@ -49,10 +52,7 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 		},
 	}
 	if len(p.Spec.Containers) > 0 {
-		out.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-		for i, c := range p.Spec.Containers {
-			out.Spec.Containers[i].Name = c.Name
-		}
+		out.Spec.Containers = agentContainer(p.Spec.Containers[0].Name)
 	}
 	// Of the conditions only Ready is read (sandbox.WorkloadOf), and only
 	// its status: the others (scheduled, initialized, containers ready,
@@ -66,6 +66,32 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 		}
 	}
 	return out
+}
+
+// agentContainers holds one shared, read-only []corev1.Container{{Name}}
+// per first-container name: a Container is 408 bytes, and every pod of a
+// template has the same name there, so the cache keeps one instead of one
+// per pod (2 MiB at 5,000 pods). Cached objects are never written (a Get
+// hands out a deep copy). Past maxAgentContainers names it stops sharing.
+var agentContainers sync.Map // string -> []corev1.Container
+
+const maxAgentContainers = 1024
+
+var agentContainerCount atomic.Int64
+
+func agentContainer(name string) []corev1.Container {
+	if v, ok := agentContainers.Load(name); ok {
+		return v.([]corev1.Container)
+	}
+	c := []corev1.Container{{Name: name}}
+	if agentContainerCount.Load() >= maxAgentContainers {
+		return c
+	}
+	if v, loaded := agentContainers.LoadOrStore(name, c); loaded {
+		return v.([]corev1.Container)
+	}
+	agentContainerCount.Add(1)
+	return c
 }
 
 // trimContainerStatuses keeps a container's name, its waiting reason (the

@@ -121,3 +121,15 @@ func TestCachedForm(t *testing.T) {
 		t.Errorf("managedFields not stripped from a copy: %+v (argument %+v)", got, svc)
 	}
 }
+
+func TestTrimPodSharesTheAgentContainer(t *testing.T) {
+	a, b := TrimPod(fullPod()), TrimPod(fullPod())
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] {
+		t.Errorf("two pods of one template keep a container each")
+	}
+	other := fullPod()
+	other.Spec.Containers[0].Name = "other"
+	if got := TrimPod(other).Spec.Containers[0].Name; got != "other" {
+		t.Errorf("container name %q, want other", got)
+	}
+}
