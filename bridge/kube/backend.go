@@ -116,8 +116,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	recent := newRecentWrites()
 	b := &Backend{
-		cache: c, client: cl, live: cl, hub: newHub(), taken: adopt.NewTaken(), members: newMemberIndex(), recent: newRecentWrites(),
+		cache: c, client: cl, live: cl, hub: newHub(), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
 		secrets: newSecretCache(), log: o.Logger, now: time.Now, apiReader: apiReader,
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
@@ -161,8 +162,10 @@ func (b *Backend) onSandbox(o any, t eventType) {
 	if !ok {
 		return
 	}
-	b.recent.seen(sb, t == eventDeleted)
+	// The index first: once a take leaves recent, the index no longer
+	// offers the member (adopt.Taken skips it while recent holds it).
 	b.members.update(sb, t == eventDeleted)
+	b.recent.seen(sb, t == eventDeleted)
 	b.hub.wake(sandboxKey(sb.Namespace, sb.Name))
 	if t == eventDeleted {
 		b.secrets.forget(sb.UID)

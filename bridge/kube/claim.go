@@ -119,9 +119,8 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h a
 		}
 		return nil, apiError(err, "take warm sandbox %q", name)
 	}
-	if sb != nil {
-		b.recent.put(sb)
-	}
+	// A take is in b.recent (adopt.Taken records it there): reads see it
+	// before the cache does.
 	return sb, nil
 }
 

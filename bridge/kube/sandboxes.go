@@ -201,7 +201,6 @@ func (b *Backend) DeleteSandbox(ctx context.Context, ns, name string) error {
 	gone := sb.DeepCopy()
 	now := metav1.Now()
 	gone.DeletionTimestamp = &now
-	gone.Generation++
 	b.recent.put(gone)
 	return nil
 }

@@ -65,8 +65,12 @@ func (a Adoption) Run(ctx context.Context, ns string) (sb *v1alpha1.Sandbox, mem
 		if err == nil {
 			err = a.Writer.Patch(ctx, sb, p)
 		}
-		if err != nil && a.Taken != nil {
-			a.Taken.Release(ns, name)
+		if a.Taken != nil {
+			if err == nil {
+				a.Taken.Took(sb)
+			} else {
+				a.Taken.Release(ns, name)
+			}
 		}
 		switch {
 		case err == nil:

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/readyourwrites"
 )
 
 func member(name, hash string, phase v1alpha1.SandboxPhase, age time.Duration) *v1alpha1.Sandbox {
@@ -73,7 +74,11 @@ type scripted struct {
 
 func (s *scripted) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
 	s.patched = append(s.patched, obj.GetName())
-	return s.errs[obj.GetName()]
+	if err := s.errs[obj.GetName()]; err != nil {
+		return err
+	}
+	obj.SetResourceVersion("8") // the API server's answer: the members are at 7
+	return nil
 }
 
 func TestAdoptionRun(t *testing.T) {
@@ -100,7 +105,7 @@ func TestAdoptionRun(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := &scripted{errs: tc.errs}
-			taken := NewTaken()
+			taken := NewTaken(nil)
 			for _, n := range tc.held {
 				taken.Reserve("ns", n)
 			}
@@ -168,5 +173,29 @@ func TestUncertain(t *testing.T) {
 				t.Errorf("Uncertain(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// A member this process took stays skipped while the cache still offers it
+// as free (each claim would otherwise pay a refused write for it), and only
+// until the cache shows it taken.
+func TestAdoptionSkipsWhatItTookUntilTheCacheShowsIt(t *testing.T) {
+	stale := []*v1alpha1.Sandbox{member("a", "h", v1alpha1.SandboxRunning, 2), member("b", "h", v1alpha1.SandboxRunning, 1)}
+	w := &scripted{}
+	written := readyourwrites.New[*v1alpha1.Sandbox](0)
+	taken := NewTaken(written)
+	for range 2 {
+		if _, _, err := (Adoption{Writer: w, Taken: taken, Next: Candidates(stale, "h"), Apply: func(*v1alpha1.Sandbox) {}}).Run(context.Background(), "ns"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(w.patched, []string{"a", "b"}) {
+		t.Errorf("patched %v over a cache that shows neither take, want [a b]", w.patched)
+	}
+	seen := member("a", "h", v1alpha1.SandboxRunning, 2)
+	seen.ResourceVersion = "8" // the take's write (member at 7)
+	written.Observe(seen, false)
+	if taken.Held("ns", "a") || !taken.Held("ns", "b") {
+		t.Errorf("held a=%v b=%v once the cache shows a's take, want false true", taken.Held("ns", "a"), taken.Held("ns", "b"))
 	}
 }

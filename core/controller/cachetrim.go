@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -33,7 +34,7 @@ func trimPodTransform(in any) (any, error) {
 // IPs, waiting reason and agent restarts (sandbox.WorkloadOf, ComputeStatus):
 // of the pod's conditions, only Ready's status.
 // The spec is the controller's own (BuildPod) and is never read back, so it
-// goes, but for the first container's name (the agent runs in it).
+// goes, but for the containers' names (the agent runs in one of them).
 // Nothing may update a pod from the cache: the update would carry no spec.
 func TrimPod(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{
@@ -52,7 +53,7 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 		},
 	}
 	if len(p.Spec.Containers) > 0 {
-		out.Spec.Containers = agentContainer(p.Spec.Containers[0].Name)
+		out.Spec.Containers = containerNames(p.Spec.Containers)
 	}
 	// Of the conditions only Ready is read (sandbox.WorkloadOf), and only
 	// its status: the others (scheduled, initialized, containers ready,
@@ -68,30 +69,41 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 	return out
 }
 
-// agentContainers holds one shared, read-only []corev1.Container{{Name}}
-// per first-container name: a Container is 408 bytes, and every pod of a
-// template has the same name there, so the cache keeps one instead of one
-// per pod (2 MiB at 5,000 pods). Cached objects are never written (a Get
-// hands out a deep copy). Past maxAgentContainers names it stops sharing.
-var agentContainers sync.Map // string -> []corev1.Container
+// sharedContainers holds one shared, read-only []corev1.Container with
+// only the names, per list of container names: a Container is 408 bytes,
+// and every pod of a template has the same names, so the cache keeps one
+// list instead of one per pod (2 MiB at 5,000 pods). Cached objects are
+// never written (a Get hands out a deep copy). Past maxSharedContainers
+// lists it stops sharing.
+var sharedContainers sync.Map // names joined by NUL -> []corev1.Container
 
-const maxAgentContainers = 1024
+const maxSharedContainers = 1024
 
-var agentContainerCount atomic.Int64
+var sharedContainerCount atomic.Int64
 
-func agentContainer(name string) []corev1.Container {
-	if v, ok := agentContainers.Load(name); ok {
+// containerNames is cs with only the names (the sandbox reconciler finds
+// the agent's container by name: v1alpha1.AgentContainerIndex).
+func containerNames(cs []corev1.Container) []corev1.Container {
+	names := make([]string, len(cs))
+	for i := range cs {
+		names[i] = cs[i].Name
+	}
+	key := strings.Join(names, "\x00")
+	if v, ok := sharedContainers.Load(key); ok {
 		return v.([]corev1.Container)
 	}
-	c := []corev1.Container{{Name: name}}
-	if agentContainerCount.Load() >= maxAgentContainers {
-		return c
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		out[i].Name = cs[i].Name
 	}
-	if v, loaded := agentContainers.LoadOrStore(name, c); loaded {
+	if sharedContainerCount.Load() >= maxSharedContainers {
+		return out
+	}
+	if v, loaded := sharedContainers.LoadOrStore(key, out); loaded {
 		return v.([]corev1.Container)
 	}
-	agentContainerCount.Add(1)
-	return c
+	sharedContainerCount.Add(1)
+	return out
 }
 
 // trimContainerStatuses keeps a container's name, its waiting reason (the

@@ -122,7 +122,7 @@ func TestCachedForm(t *testing.T) {
 	}
 }
 
-func TestTrimPodSharesTheAgentContainer(t *testing.T) {
+func TestTrimPodSharesTheContainerNames(t *testing.T) {
 	a, b := TrimPod(fullPod()), TrimPod(fullPod())
 	if &a.Spec.Containers[0] != &b.Spec.Containers[0] {
 		t.Errorf("two pods of one template keep a container each")
@@ -131,5 +131,12 @@ func TestTrimPodSharesTheAgentContainer(t *testing.T) {
 	other.Spec.Containers[0].Name = "other"
 	if got := TrimPod(other).Spec.Containers[0].Name; got != "other" {
 		t.Errorf("container name %q, want other", got)
+	}
+	// A sidecar's name is kept: the agent may run in any container.
+	sidecar := fullPod()
+	sidecar.Spec.Containers = append(sidecar.Spec.Containers, corev1.Container{Name: "sidecar", Image: "x"})
+	got := TrimPod(sidecar).Spec.Containers
+	if len(got) != 2 || got[1].Name != "sidecar" || got[1].Image != "" {
+		t.Errorf("containers %+v, want main and sidecar by name only", got)
 	}
 }

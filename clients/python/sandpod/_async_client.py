@@ -25,7 +25,7 @@ import grpc.aio
 
 from . import _async_io as _io
 from . import _base, _code_client
-from ._async_io import AsyncProcess, AsyncWatch, ClaimBatch
+from ._async_io import ClaimBatch
 from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Source, Timeout, UseClientDefault
 from ._code import CodeContextInfo, Execution, Result
 from ._code_client import AsyncCodeContext
@@ -51,10 +51,12 @@ from ._models import (
     label_selector,
     sandbox_html,
 )
+from ._process import AsyncProcess
 from ._progress import WaitBar
 from ._retry import RetryPolicy, RetryState
 from ._snapshots import AsyncForkList, AsyncSnapshot, SnapshotInfo, fork_request, snapshot_name
 from ._terminal import AsyncTerminal, terminal_start
+from ._watch import AsyncWatch
 from .v1 import (
     code_pb2,
     files_pb2,

@@ -2,7 +2,7 @@
 # Edit _async_client.py (and, for what differs by flavour, _sync_io.py) and run
 # 'make generate'.
 """The synchronous client: :class:`Client`, :class:`Sandbox`, :class:`Files` (and,
-from :mod:`sandpod._sync_io`, :class:`Process`, :class:`Watch`, :class:`SandboxList`).
+from :mod:`sandpod._sync_io`, :class:`SandboxList`).
 
 Generated from :mod:`sandpod._async_client`, its asyncio twin (same names and
 parameters), by ``hack/unasync.py``: edit that file and run ``make generate``.
@@ -49,11 +49,13 @@ from ._models import (
     label_selector,
     sandbox_html,
 )
+from ._process import Process
 from ._progress import WaitBar
 from ._retry import RetryPolicy, RetryState
 from ._snapshots import ForkList, Snapshot, SnapshotInfo, fork_request, snapshot_name
-from ._sync_io import Process, SandboxList, Watch
+from ._sync_io import SandboxList
 from ._terminal import Terminal, terminal_start
+from ._watch import Watch
 from .v1 import (
     code_pb2,
     files_pb2,
