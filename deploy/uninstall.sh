@@ -73,6 +73,8 @@ remove_controller() {
   $KUBECTL delete namespace "$NS" --ignore-not-found --wait=false
   $KUBECTL delete clusterrolebinding sandpod-controller sandpod-bridge --ignore-not-found
   $KUBECTL delete clusterrole sandpod-controller sandpod-bridge --ignore-not-found
+  $KUBECTL delete flowschema sandpod-claims sandpod-refills --ignore-not-found
+  $KUBECTL delete prioritylevelconfiguration sandpod-claims sandpod-refills --ignore-not-found
 }
 
 if [ "$data" = keep ]; then

@@ -46,18 +46,20 @@ type Options struct {
 
 // Backend implements bridge.Backend on a cluster.
 type Backend struct {
-	cache    crcache.Cache
-	client   client.Client // writes, and reads through the cache
-	live     client.Reader // reads that must not come from a cache (secrets)
-	hub      *hub
-	taken    *adopt.Taken
-	members  *memberIndex
-	recent   *recentWrites
-	secrets  *secretCache
-	activity *activity
-	log      *slog.Logger
-	now      func() time.Time
-	quota    quotaState // quota.go
+	cache   crcache.Cache
+	client  client.Client // writes, and reads through the cache
+	live    client.Reader // reads that must not come from a cache (secrets)
+	hub     *hub
+	taken   *adopt.Taken
+	members *memberIndex
+	recent  *recentWrites
+	// uncertain: takes whose write's outcome was lost (uncertain.go).
+	uncertain uncertainTakes
+	secrets   *secretCache
+	activity  *activity
+	log       *slog.Logger
+	now       func() time.Time
+	quota     quotaState // quota.go
 
 	// apiReader reads sandboxes from the API server, past the cache: only
 	// to confirm, before refusing a call, that a member is still unclaimed.

@@ -45,10 +45,14 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		return nil, false, err
 	}
 	if id := req.GetRequestId(); id != "" {
-		if sb, err := b.byRequestID(ctx, ns, id); err != nil || sb != nil {
-			if err != nil {
-				return nil, false, err
-			}
+		sb, err := b.byRequestID(ctx, ns, id)
+		if err == nil && sb == nil {
+			sb, err = b.uncertainClaim(ctx, ns, id)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if sb != nil {
 			return b.claimed(ctx, sb)
 		}
 	}
@@ -117,6 +121,9 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h a
 		Apply: func(sb *v1alpha1.Sandbox) { adopt.Take(sb, h) },
 	}.Run(ctx, ns)
 	if err != nil {
+		if h.RequestID != "" && adopt.Uncertain(err) {
+			b.uncertain.put(ns, h.RequestID, name, b.now())
+		}
 		return nil, apiError(err, "take warm sandbox %q", name)
 	}
 	// A take is in b.recent (adopt.Taken records it there): reads see it

@@ -3,7 +3,9 @@ package adopt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,6 +146,33 @@ func TestAdoptionRunWithoutTaken(t *testing.T) {
 	sb, _, err := Adoption{Writer: w, Next: Candidates([]*v1alpha1.Sandbox{member("a", "h", v1alpha1.SandboxRunning, 1)}, "h"), Apply: func(*v1alpha1.Sandbox) {}}.Run(context.Background(), "ns")
 	if err != nil || sb == nil || sb.Name != "a" {
 		t.Fatalf("took %v, %v; want a", sb, err)
+	}
+}
+
+func TestUncertain(t *testing.T) {
+	gr := schema.GroupResource{Group: "sandpod.dev", Resource: "sandboxes"}
+	cases := map[string]struct {
+		err  error
+		want bool
+	}{
+		"no error":                  {nil, false},
+		"conflict: another took it": {apierrors.NewConflict(gr, "m", errors.New("rv")), false},
+		"not found":                 {apierrors.NewNotFound(gr, "m"), false},
+		"forbidden":                 {apierrors.NewForbidden(gr, "m", errors.New("no")), false},
+		"throttled":                 {apierrors.NewTooManyRequests("slow down", 1), false},
+		"server timeout":            {apierrors.NewServerTimeout(gr, "patch", 1), true},
+		"gateway timeout":           {apierrors.NewTimeoutError("etcd", 1), true},
+		"internal error":            {apierrors.NewInternalError(errors.New("etcd")), true},
+		"connection reset mid-call": {fmt.Errorf("patch: %w", syscall.ECONNRESET), true},
+		"the caller's deadline":     {context.DeadlineExceeded, true},
+		"wrapped conflict":          {fmt.Errorf("take: %w", apierrors.NewConflict(gr, "m", errors.New("rv"))), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Uncertain(tc.err); got != tc.want {
+				t.Errorf("Uncertain(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
 	}
 }
 

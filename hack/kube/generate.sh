@@ -36,7 +36,7 @@ cp "$OUT"/crd/sandpod.dev_*.yaml "$OUT/helm/sandpod/crds/"
   echo "#   kubectl apply --server-side -f deploy/install.yaml"
   for f in deploy/base/namespace.yaml "$OUT"/crd/sandpod.dev_sandboxes.yaml "$OUT"/crd/sandpod.dev_sandboxtemplates.yaml \
            "$OUT"/crd/sandpod.dev_sandboxwarmpools.yaml "$OUT"/crd/sandpod.dev_sandboxclaims.yaml "$OUT"/crd/sandpod.dev_sandboxquotas.yaml deploy/guard/uninstall-guard.yaml "$OUT"/rbac/role.yaml \
-           deploy/base/serviceaccount.yaml deploy/base/rbac.yaml deploy/base/deployment.yaml deploy/base/bridge.yaml; do
+           deploy/base/serviceaccount.yaml deploy/base/rbac.yaml deploy/base/deployment.yaml deploy/base/bridge.yaml deploy/base/flowcontrol.yaml; do
     echo "---"
     sed '1{/^---$/d}' "$f"
   done

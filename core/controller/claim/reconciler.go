@@ -60,6 +60,9 @@ type claimMemo struct {
 	warm      bool
 	firstSeen time.Time
 	observed  bool
+	// uncertain is the member an adoption was written to when the write
+	// failed without telling whether it was applied (adopt.Uncertain).
+	uncertain string
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxclaims,verbs=get;list;watch;delete
@@ -102,8 +105,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if view.Adopted {
 		mode := modeOf(view.Warm)
 		metrics.Claims.WithLabelValues(mode).Inc()
-		if r.Recorder != nil {
-			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, reasonOf(view.Warm), "Bind", "bound sandbox %s", view.Name)
+		// A warm bind has no event: the claim's status already says it
+		// (sandboxName, warm), and an event is one more API write per claim
+		// in a burst (the bridge's claims have none either). A cold create
+		// keeps its event: it is rare and slow, and worth a line in
+		// `kubectl describe`.
+		if r.Recorder != nil && !view.Warm {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, v1alpha1.ReasonColdCreated, "Bind", "bound sandbox %s", view.Name)
 		}
 	}
 	if becameReady {
@@ -132,6 +140,18 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 			r.remember(c, memo.warm)
 		}
 		return v, nil
+	}
+
+	if memo.uncertain != "" {
+		sb, err := r.uncertainAdoption(ctx, c, memo.uncertain)
+		if err != nil {
+			return v, err
+		}
+		if sb != nil {
+			r.remember(c, true)
+			v.Name, v.Sandbox, v.Adopted, v.Warm = sb.Name, sb, true, true
+			return v, nil
+		}
 	}
 
 	tmpl := &v1alpha1.SandboxTemplate{}
@@ -241,9 +261,38 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 		},
 	}.Run(ctx, c.Namespace)
 	if err != nil {
+		if adopt.Uncertain(err) {
+			r.setUncertain(c, name)
+		}
 		return nil, fmt.Errorf("adopt %s: %w", name, err)
 	}
 	return sb, nil
+}
+
+// uncertainAdoption reads from the API server the member a previous pass
+// wrote an adoption to without learning whether it was applied: the cache
+// may not show that write yet (a restarted kube-apiserver), and taking
+// another member would bind the claim twice. It returns the member when the
+// adoption landed, nil when it did not.
+func (r *Reconciler) uncertainAdoption(ctx context.Context, c *v1alpha1.SandboxClaim, name string) (*v1alpha1.Sandbox, error) {
+	sb := &v1alpha1.Sandbox{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, sb)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	r.setUncertain(c, "")
+	if err != nil || sb.DeletionTimestamp != nil || !IsBoundTo(sb, c) {
+		return nil, nil
+	}
+	return sb, nil
+}
+
+func (r *Reconciler) setUncertain(c *v1alpha1.SandboxClaim, member string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.state[client.ObjectKeyFromObject(c)]; m != nil && m.uid == c.UID {
+		m.uncertain = member
+	}
 }
 
 // createCold creates the claim's own sandbox, named after the claim.
@@ -386,11 +435,4 @@ func modeOf(warm bool) string {
 		return "warm"
 	}
 	return "cold"
-}
-
-func reasonOf(warm bool) string {
-	if warm {
-		return v1alpha1.ReasonWarmAdopted
-	}
-	return v1alpha1.ReasonColdCreated
 }

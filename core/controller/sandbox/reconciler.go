@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -337,7 +336,7 @@ func (r *Reconciler) podNameTaken(ctx context.Context, sb *v1alpha1.Sandbox, pod
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v1alpha1.SandboxStatus) error {
-	if equality.Semantic.DeepEqual(sb.Status, st) {
+	if !statusWorthWriting(sb, st) {
 		return nil
 	}
 	p, err := patch.Status(sb.Status, st)
