@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/sandbox"
 )
 
@@ -38,12 +39,17 @@ func Run(ctx context.Context, args []string) error {
 	refillDelay := fs.Duration("pool-refill-delay", time.Second, "how long claims must pause before a warm pool refills (refills yield to claims, at most 10 times this long; a pool below half its size waits only this long; 0 refills at once; the same rule as sandpod serve)")
 	qps := fs.Float64("kube-api-qps", 200, "client QPS to the API server")
 	burst := fs.Int("kube-api-burst", 400, "client burst to the API server")
+	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain), in each sandbox's status.serviceFQDN")
 	memLimit := fs.String("memory-limit", "", "Go soft memory limit, e.g. 96Mi, or off (default: $GOMEMLIMIT if set, else 90% of the container's memory limit)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
+	}
+	domain, err := v1alpha1.ParseClusterDomain(*clusterDomain)
+	if err != nil {
+		return fmt.Errorf("--cluster-domain: %w", err)
 	}
 	ctrl.SetLogger(klog.NewKlogr())
 	_, envSet := os.LookupEnv("GOMEMLIMIT")
@@ -95,6 +101,7 @@ func Run(ctx context.Context, args []string) error {
 		AgentDelivery: agentDelivery,
 		RuntimeClass:  sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
 		Workers:       *workers,
+		ClusterDomain: domain,
 		PoolBatch:     *poolBatch,
 		PoolRefillDelay: func() time.Duration {
 			if *refillDelay == 0 {
