@@ -71,6 +71,11 @@ func runProbes(ctx context.Context, cs kubernetes.Interface, o Options) (*DNSPro
 			defer ccancel()
 			_ = cs.CoreV1().Namespaces().Delete(cctx, ns, metav1.DeleteOptions{})
 		}()
+		// Pods are admitted once the namespace's default service account
+		// exists (the controller manager makes it a moment later).
+		if err := waitDefaultSA(ctx, cs, ns); err != nil {
+			return fail(err)
+		}
 	} else {
 		defer cleanup(cs, ns, id)
 	}
@@ -202,6 +207,20 @@ func probePod(p ProbeOptions, id, role string, args ...string) *corev1.Pod {
 		}
 	}
 	return pod
+}
+
+func waitDefaultSA(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	for {
+		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("namespace %s has no default service account: %v", ns, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func finished(p *corev1.Pod) bool {
