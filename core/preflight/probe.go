@@ -66,7 +66,10 @@ func runProbes(ctx context.Context, cs kubernetes.Interface, o Options) (*DNSPro
 		}
 		ns = n.Name
 		defer func() {
-			// The namespace takes its pods and policy with it.
+			// The pods go at once (the namespace's deletion would take them
+			// only when its controller gets to it), then the namespace with
+			// the policy.
+			cleanup(cs, ns, id)
 			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer ccancel()
 			_ = cs.CoreV1().Namespaces().Delete(cctx, ns, metav1.DeleteOptions{})
