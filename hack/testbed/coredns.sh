@@ -9,8 +9,10 @@
 #
 # A cold build (empty Go module and build caches) took 19m34s on 2 cores
 # shared with other builds (load ~30; 163 s of user CPU, so a few minutes on
-# an idle machine); less when the module cache holds the Kubernetes
-# modules the bed's other components use.
+# an idle machine). coredns/go.mod requires the Kubernetes, gRPC and x/
+# modules at the root go.mod's versions, so their downloads are shared, and
+# so are their compiled packages once hack/testbed/images.sh has built the
+# sandpod image (same flags): then it is 42 s of user CPU.
 #
 # usage: hack/testbed/coredns.sh           # build if missing, print the binary
 #        hack/testbed/coredns.sh --print   # only print the binary's path
