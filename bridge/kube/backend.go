@@ -42,6 +42,9 @@ type Options struct {
 	// SyncTimeout bounds the initial cache sync (default 2m).
 	SyncTimeout time.Duration
 	Logger      *slog.Logger
+	// ClusterDomain is the cluster's DNS domain (default cluster.local): the
+	// service name of a sandbox the controller has not given one yet.
+	ClusterDomain string
 }
 
 // Backend implements bridge.Backend on a cluster.
@@ -78,6 +81,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	setClusterDomain(o.ClusterDomain)
 	scheme, err := apischeme.New()
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"sort"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -12,6 +13,22 @@ import (
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
+
+// clusterDomain is the cluster's DNS domain (Options.ClusterDomain): a
+// sandbox with a service that the controller has not written a status for
+// yet (one just created) is answered with the name it will have, so a
+// client learns it from its create call. One process serves one cluster, so
+// this is the process's, set by New.
+var clusterDomain atomic.Pointer[string]
+
+func init() { setClusterDomain("") }
+
+func setClusterDomain(d string) {
+	if d == "" {
+		d = v1alpha1.DefaultClusterDomain
+	}
+	clusterDomain.Store(&d)
+}
 
 // isPoolMember says whether a sandbox waits in a warm pool, unclaimed.
 func isPoolMember(sb *v1alpha1.Sandbox) bool {
@@ -45,6 +62,9 @@ func sandboxToProto(sb *v1alpha1.Sandbox) *sandpodv1.Sandbox {
 		Claimed:        !isPoolMember(sb),
 		ServiceFqdn:    sb.Status.ServiceFQDN,
 		AgentRestarts:  sb.Status.AgentRestarts,
+	}
+	if out.ServiceFqdn == "" && sb.Spec.Service && sb.DeletionTimestamp == nil {
+		out.ServiceFqdn = v1alpha1.ServiceFQDN(sb, *clusterDomain.Load())
 	}
 	if sb.Spec.TemplateRef != nil {
 		out.Template = sb.Spec.TemplateRef.Name

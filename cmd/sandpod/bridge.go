@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandpod/sandpod/bridge"
 	"github.com/sandpod/sandpod/bridge/kube"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
 )
 
@@ -27,22 +28,27 @@ func runBridge(ctx context.Context, args []string) int {
 	namespaces := fs.String("namespaces", "", "comma-separated namespaces the bridge serves (default: all)")
 	review := fs.Bool("token-review", false, "also accept Kubernetes tokens (e.g. service-account tokens), checked with TokenReview; a namespace is allowed when the caller may create SandboxClaims in it")
 	activity := fs.Duration("activity-interval", 10*time.Second, "longest delay before an exec or file call is recorded in a sandbox's lastActivityTime")
+	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain): a sandbox's service name before the controller reports it")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	domain, err := v1alpha1.ParseClusterDomain(*clusterDomain)
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := sf.check(); err != nil {
+	if err == nil {
+		err = sf.check()
+	}
+	if err != nil {
 		log.Error("bridge: " + err.Error())
 		return 2
 	}
-	if err := runKubeBridge(ctx, log, sf, *kubeconfig, *namespaces, *review, *activity); err != nil {
+	if err := runKubeBridge(ctx, log, sf, *kubeconfig, *namespaces, *review, *activity, domain); err != nil {
 		log.Error("bridge", "err", err)
 		return 1
 	}
 	return 0
 }
 
-func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeconfig, namespaces string, review bool, activity time.Duration) error {
+func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeconfig, namespaces string, review bool, activity time.Duration, domain string) error {
 	bo, err := sf.bridgeOptions()
 	if err != nil {
 		return err
@@ -67,7 +73,7 @@ func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeco
 			nss = append(nss, ns)
 		}
 	}
-	backend, err := kube.New(ctx, cfg, kube.Options{Namespaces: nss, ActivityInterval: activity, Logger: log})
+	backend, err := kube.New(ctx, cfg, kube.Options{Namespaces: nss, ActivityInterval: activity, Logger: log, ClusterDomain: domain})
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,9 @@ type Options struct {
 	// refills yield to claims and go out as one batch after a burst
 	// (default 1s; negative: at once; warmpool.Pacer).
 	PoolRefillDelay time.Duration
+	// ClusterDomain is the cluster's DNS domain, in the sandboxes'
+	// status.serviceFQDN (default cluster.local).
+	ClusterDomain string
 }
 
 // NewScheme is the scheme of the manager (scheme.New).
@@ -118,7 +121,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	c := mgr.GetClient()
 
 	sbr := &sandbox.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-sandbox"),
-		Pod: sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass}}
+		ClusterDomain: o.ClusterDomain,
+		Pod:           sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
 		For(&v1alpha1.Sandbox{}).
 		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.PersistentVolumeClaim{}).

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/sandbox"
 )
 
@@ -47,12 +48,17 @@ func Run(ctx context.Context, args []string) error {
 	burst := fs.Int("kube-api-burst", 400, "client burst to the API server")
 	pprofAddr := fs.String("pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling (default: off)")
 	gcPercent := fs.Int("gc-percent", DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection")
+	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain), in each sandbox's status.serviceFQDN")
 	memLimit := fs.String("memory-limit", "", "Go soft memory limit, e.g. 96Mi, or off (default: $GOMEMLIMIT if set, else 90% of the container's memory limit)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
+	}
+	domain, err := v1alpha1.ParseClusterDomain(*clusterDomain)
+	if err != nil {
+		return fmt.Errorf("--cluster-domain: %w", err)
 	}
 	ctrl.SetLogger(klog.NewKlogr())
 	if _, set := os.LookupEnv("GOGC"); !set {
@@ -108,6 +114,7 @@ func Run(ctx context.Context, args []string) error {
 		AgentDelivery: agentDelivery,
 		RuntimeClass:  sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
 		Workers:       *workers,
+		ClusterDomain: domain,
 		PoolBatch:     *poolBatch,
 		PoolRefillDelay: func() time.Duration {
 			if *refillDelay == 0 {

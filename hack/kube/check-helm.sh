@@ -11,11 +11,11 @@ helm=$(hack/helm.sh --print)
 ns=$(awk '/^kind: Namespace/{f=1} f && /^  name:/{print $2; exit}' deploy/install.yaml)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$helm" lint deploy/helm/sandpod >/dev/null
-"$helm" template sandpod deploy/helm/sandpod --namespace "$ns" --include-crds > "$tmp/chart.yaml"
+"$helm" template sandpod deploy/helm/sandpod --namespace "$ns" --include-crds --skip-tests > "$tmp/chart.yaml"
 go run ./hack/kube/chartdiff deploy/install.yaml "$tmp/chart.yaml"
 # The optional Prometheus Operator objects: rendered, scraping the metrics
 # Service, and nothing else changed.
 on=(--set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true)
 "$helm" lint deploy/helm/sandpod "${on[@]}" >/dev/null
-"$helm" template sandpod deploy/helm/sandpod --namespace "$ns" --include-crds "${on[@]}" > "$tmp/monitoring.yaml"
+"$helm" template sandpod deploy/helm/sandpod --namespace "$ns" --include-crds --skip-tests "${on[@]}" > "$tmp/monitoring.yaml"
 go run ./hack/kube/chartdiff -monitoring deploy/install.yaml "$tmp/monitoring.yaml"

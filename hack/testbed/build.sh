@@ -2,7 +2,7 @@
 # Builds the node bed (a single-node Kubernetes) from Go modules and Debian
 # packages only (no registry, no release downloads): the Kubernetes
 # components and etcd (through hack/kube/build.sh), containerd, runc, the CNI
-# plugins, and gVisor's runsc with its containerd shim.
+# plugins, gVisor's runsc with its containerd shim, and CoreDNS (coredns.sh).
 # Each component lands in ${SANDPOD_CACHE:-$HOME/.cache/sandpod}/<name>-<version>/
 # and is skipped when present. Prints the bin directory on its last line.
 #
@@ -99,6 +99,7 @@ CGO_ENABLED=0 install_into "$CNI" bridge loopback host-local portmap -- \
   "github.com/containernetworking/plugins/plugins/ipam/host-local@$CNI_VERSION" \
   "github.com/containernetworking/plugins/plugins/meta/portmap@$CNI_VERSION"
 build_gvisor
+"$HERE/coredns.sh" >/dev/null   # cluster DNS (hack/testbed/dns.sh runs it)
 
 mkdir -p "$BIN/cni"
 for c in kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy kubectl; do ln -sf "$K/$c" "$BIN/$c"; done

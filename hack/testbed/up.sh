@@ -21,8 +21,9 @@
 # (runtimeClassName: gvisor); pod IPs and ClusterIPs reachable from the host;
 # kubectl exec/logs/port-forward; PVCs bound to pre-made hostPath PVs of the
 # default StorageClass "sandpod-testbed" (reclaim policy Retain: a released PV
-# is made Available again by clearing its claimRef, which tests/e2e does).
-# Not provided: cluster DNS, dynamic provisioning, NodePort, LoadBalancer.
+# is made Available again by clearing its claimRef, which tests/e2e does);
+# cluster DNS for cluster.local (CoreDNS, hack/testbed/dns.sh).
+# Not provided: dynamic provisioning, NodePort, LoadBalancer.
 #
 # Quirks of the machines it runs on (2 cores, Debian 12, cgroup v1, no
 # registry, a VM without CAP_SYS_RESOURCE), with their fixes below:
@@ -219,7 +220,7 @@ readOnlyPort: 0
 authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
 authorization: {mode: AlwaysAllow}
 clusterDomain: cluster.local
-clusterDNS: ["10.0.0.10"]      # no DNS server answers there (no cluster DNS)
+clusterDNS: ["10.0.0.10"]      # the kube-dns Service (CoreDNS, hack/testbed/dns.sh)
 podCIDR: $POD_CIDR
 enforceNodeAllocatable: []
 # There is no registry to pull images back from: never collect them.
@@ -390,6 +391,7 @@ waitfor node-ready 120 kc wait --for=condition=Ready node/$NODE --timeout=1s || 
 waitfor default-serviceaccount 60 kc get serviceaccount default || fail_with kcm
 waitfor kube-proxy 60 curl -sf http://127.0.0.1:30256/healthz || fail_with kube-proxy
 cluster_objects
+source "$HERE/dns.sh" && cluster_dns   # CoreDNS in kube-system, Service kube-dns
 for c in $COMPONENTS; do alive "$c" || fail_with "$c"; done
 if [ "$STARTED" = 0 ]; then
   log "already up ($R)"

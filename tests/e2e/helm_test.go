@@ -70,7 +70,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 
 	// Adopt: Helm takes over objects that name its release.
 	rendered := filepath.Join(t.TempDir(), "rendered.yaml")
-	if err := os.WriteFile(rendered, []byte(must("template", helmRelease, chart, "-n", helmNamespace)), 0o600); err != nil {
+	if err := os.WriteFile(rendered, []byte(must("template", helmRelease, chart, "-n", helmNamespace, "--skip-tests")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := env.RunKubectl(ctx, "label", "--overwrite", "-f", rendered, "app.kubernetes.io/managed-by=Helm"); err != nil {

@@ -180,6 +180,7 @@ on Kubernetes) at --address, $SANDPOD_ADDRESS, the config file's address, or
 		root.AddCommand(c)
 	}
 	root.AddCommand(a.configCommand())
+	root.AddCommand(a.preflightCommand())
 	// Every error out of a command gets its exit code here, so that an
 	// error run() sees without one is cobra's (parsing: a usage error).
 	for _, c := range root.Commands() {

@@ -35,6 +35,9 @@ type Reconciler struct {
 	Clock     clock.Clock
 	Recorder  events.EventRecorder
 	Pod       PodConfig
+	// ClusterDomain is the cluster's DNS domain (status.serviceFQDN);
+	// empty: cluster.local.
+	ClusterDomain string
 
 	secrets seenSecrets
 	// written holds the status writes of this process until the cache shows
@@ -118,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Expired:  expiry == lifecycle.ExpiryRetain,
 		Workload: WorkloadOf(pod),
 	}
-	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended, LeaseExpired: leaseExpired}
+	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended, LeaseExpired: leaseExpired, ClusterDomain: r.ClusterDomain}
 	if childErr != nil {
 		in.Refused, in.RefusedReason = childErr.Error(), v1alpha1.ReasonInvalidSpec
 		if IsNameConflict(childErr) {

@@ -48,6 +48,8 @@ type statusInput struct {
 	RefusedReason string
 	// LeaseExpired: the sandbox expired because its lease ran out.
 	LeaseExpired bool
+	// ClusterDomain is the cluster's DNS domain, for the service's name.
+	ClusterDomain string
 }
 
 // ComputeStatus is the status a sandbox should have after a pass. It starts
@@ -69,7 +71,7 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	}
 	st.ServiceFQDN = ""
 	if sb.Spec.Service {
-		st.ServiceFQDN = v1alpha1.ServiceFQDN(sb)
+		st.ServiceFQDN = v1alpha1.ServiceFQDN(sb, in.ClusterDomain)
 	}
 	if in.Refused != "" {
 		st.Phase = v1alpha1.SandboxFailed

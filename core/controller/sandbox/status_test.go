@@ -146,3 +146,20 @@ func TestPodCreatedIsNews(t *testing.T) {
 		})
 	}
 }
+
+// The service's DNS name follows the controller's --cluster-domain; a
+// sandbox without a service has none.
+func TestComputeStatusServiceFQDN(t *testing.T) {
+	in := statusInput{Observed: lifecycle.Observed{Mode: v1alpha1.OperatingModeRunning, Workload: lifecycle.WorkloadReady}, Pod: readyPod()}
+	sb := makeSandbox("sb").obj()
+	if got := ComputeStatus(sb, in).ServiceFQDN; got != "" {
+		t.Errorf("no service: serviceFQDN %q, want none", got)
+	}
+	sb.Spec.Service = true
+	for domain, want := range map[string]string{"": "sb.ns.svc.cluster.local", "corp.example": "sb.ns.svc.corp.example"} {
+		in.ClusterDomain = domain
+		if got := ComputeStatus(sb, in).ServiceFQDN; got != want {
+			t.Errorf("cluster domain %q: serviceFQDN %q, want %q", domain, got, want)
+		}
+	}
+}
