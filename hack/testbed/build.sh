@@ -22,6 +22,12 @@ CACHE=${SANDPOD_CACHE:-$HOME/.cache/sandpod}
 BIN=$CACHE/testbed-k8s${K8S_VERSION}-containerd${CONTAINERD_VERSION}-runc${RUNC_VERSION}-cni${CNI_VERSION}-gvisor${GVISOR_VERSION##*-}
 
 if [ "${1:-}" = --print ]; then echo "$BIN"; exit 0; fi
+# One build at a time: `make test` starts one in the background
+# (node-bed-prebuild), and the build of `make e2e` waits for it here, then
+# finds everything cached.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.node-bed-build.lock"
+flock 9
 export GOFLAGS=-mod=mod GOWORK=off
 log() { echo "[$(date +%T)] $*" >&2; }
 
