@@ -419,12 +419,18 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 			return fmt.Errorf("remove files of %s: %w", rec.key(), err)
 		}
 	}
-	if err := e.store.delete(rec.key()); err != nil {
+	e.mu.Lock()
+	reqKey := e.requestOfLocked(&rec)
+	e.mu.Unlock()
+	if err := e.store.delete(rec.key(), reqKey); err != nil {
 		return err
 	}
 	e.mu.Lock()
 	if e.sandboxes[rec.key()] == sb {
 		delete(e.sandboxes, rec.key())
+	}
+	if ent, ok := e.requests[reqKey]; ok && ent.UID == rec.UID {
+		delete(e.requests, reqKey)
 	}
 	e.mu.Unlock()
 	e.hub.publish(event{typ: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_DELETED, sb: e.snapshot(sb)})
