@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -66,10 +67,39 @@ func (r *Reconciler) ensureChild(ctx context.Context, sb *v1alpha1.Sandbox, obj 
 	if err != nil {
 		return err
 	}
+	if isEarlierIncarnation(existing.GetOwnerReferences(), sb) {
+		if err := r.deleteEarlier(ctx, existing); err != nil {
+			return err
+		}
+		return fmt.Errorf("%s %s of an earlier sandbox named %q is going away", conflictOf(obj).Kind, obj.GetName(), sb.Name)
+	}
 	if !isOwnedBy(existing.GetOwnerReferences(), sb) {
 		return conflictOf(obj)
 	}
 	return nil
+}
+
+// isEarlierIncarnation says whether a child is controlled by a sandbox of
+// this name with another UID: one deleted since (names are unique), whose
+// children the garbage collector removes in the background. A sandbox
+// made again under the name meanwhile (a request id reused right after a
+// delete names it alike) must not be failed with a name conflict for them.
+func isEarlierIncarnation(refs []metav1.OwnerReference, sb *v1alpha1.Sandbox) bool {
+	return ownedBySandboxNamed(refs, sb.Name) && !isOwnedBy(refs, sb)
+}
+
+// deleteEarlier deletes a child of an earlier incarnation, as the garbage
+// collector would (it may not run yet, or at all on a bare API server).
+func (r *Reconciler) deleteEarlier(ctx context.Context, obj client.Object) error {
+	if obj.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	uid := obj.GetUID()
+	err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // reader reads past the cache; tests that build a Reconciler by hand may
