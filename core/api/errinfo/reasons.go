@@ -119,9 +119,6 @@ const (
 	// ReasonSandboxNotReady: the sandbox was not ready by the call's
 	// deadline; it keeps starting (DEADLINE_EXCEEDED).
 	ReasonSandboxNotReady Why = "SANDBOX_NOT_READY"
-	// ReasonSandboxDeletedWhileWaiting: the sandbox a call waited for was
-	// deleted meanwhile (ABORTED, on Kubernetes).
-	ReasonSandboxDeletedWhileWaiting Why = "SANDBOX_DELETED_WHILE_WAITING"
 	// ReasonSandboxReplaced: the sandbox was deleted and made again under
 	// its name while the call waited (ExposePort's wait for its port)
 	// (FAILED_PRECONDITION): call again for the new one.
