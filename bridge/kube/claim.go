@@ -274,7 +274,7 @@ func (b *Backend) waitRunning(ctx context.Context, ns, name string, uid types.UI
 			}
 		case err != nil:
 			return nil, apiError(err, "read sandbox %q", name)
-		case b.recent.fresher(ns, name, sb).DeletionTimestamp != nil, sb.UID != uid || sb.DeletionTimestamp != nil:
+		case sb.UID != uid || sb.DeletionTimestamp != nil || b.recent.fresher(ns, name, sb).DeletionTimestamp != nil:
 			return nil, deletedWhileWaiting(ns, name)
 		default:
 			last = describe(sb)

@@ -78,7 +78,8 @@ const (
 // Reasons of things that do not exist (NOT_FOUND) or already do (ALREADY_EXISTS).
 const (
 	// ReasonSandboxNotFound: the sandbox the call names does not exist
-	// (never did, was deleted, or is being deleted). Only answers about the
+	// (never did, was deleted, or is being deleted), or the one a create or
+	// claim waited for was deleted meanwhile. Only answers about the
 	// sandbox itself carry it: a missing template, pool, file or program
 	// does not.
 	ReasonSandboxNotFound Why = "SANDBOX_NOT_FOUND"
