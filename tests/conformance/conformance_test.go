@@ -5,7 +5,7 @@
 // each asserts the status code and the ErrorInfo reason, so the two
 // backends give one answer per RPC (docs/api.md, "One behaviour per RPC").
 // Where a backend differs by design (Kubernetes serves no snapshots), the
-// case says so in one place: differs.
+// case says so where it asserts, with backend.kube.
 package conformance_test
 
 import (
@@ -50,8 +50,8 @@ type backend struct {
 	anon *grpc.ClientConn
 }
 
-// differs names the answers that are by design not the same on both
-// backends, as docs/api.md lists them. A case asks it before asserting.
+// kube says whether b is the Kubernetes backend: for the answers that are
+// by design not the same on both (docs/api.md names them), and only those.
 func (b *backend) kube() bool { return b.kind == "kube" }
 
 // timeout is the deadline of a call expected to succeed: generous, since a
