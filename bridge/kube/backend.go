@@ -67,6 +67,9 @@ type Backend struct {
 	// apiReader reads sandboxes from the API server, past the cache: only
 	// to confirm, before refusing a call, that a member is still unclaimed.
 	apiReader client.Reader
+
+	// requests serializes the creates and claims of one request id.
+	requests requestLocks
 }
 
 // New starts the backend's informers and returns once they have synced. The

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -40,12 +41,10 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		return nil, false, errNoSnapshots
 	}
 	ns := nsOr(req.GetNamespace())
-	tmpl, err := b.template(ctx, ns, req.GetTemplate())
-	if err != nil {
-		return nil, false, err
-	}
+	unlock := b.requests.lock(ns, req.GetRequestId())
+	defer unlock()
 	if id := req.GetRequestId(); id != "" {
-		sb, err := b.byRequestID(ctx, ns, id)
+		sb, err := b.byRequestID(ctx, ns, id, methodClaim)
 		if err == nil && sb == nil {
 			sb, err = b.uncertainClaim(ctx, ns, id)
 		}
@@ -53,8 +52,13 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 			return nil, false, err
 		}
 		if sb != nil {
+			unlock()
 			return b.claimed(ctx, sb)
 		}
+	}
+	tmpl, err := b.template(ctx, ns, req.GetTemplate())
+	if err != nil {
+		return nil, false, err
 	}
 	release, err := b.admit(ctx, ns, tmpl.Name)
 	if err != nil {
@@ -79,7 +83,7 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		release(sb.Name)
 		return sandboxToProto(sb), true, nil
 	}
-	got, err := b.createFromTemplate(ctx, tmpl, "", req.GetRequestId(), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure, holder.Annotations, release)
+	got, err := b.createFromTemplate(ctx, tmpl, "", requestOf(req.GetRequestId(), methodClaim), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure, holder.Annotations, release, unlock)
 	return got, false, err
 }
 
@@ -90,18 +94,59 @@ func (b *Backend) claimed(ctx context.Context, sb *v1alpha1.Sandbox) (*sandpodv1
 	return got, warm, err
 }
 
-// byRequestID finds the sandbox a request id already produced, if any.
-func (b *Backend) byRequestID(ctx context.Context, ns, id string) (*v1alpha1.Sandbox, error) {
+// The two methods that take a request id, as AnnotationRequestMethod
+// records them.
+const (
+	methodCreate = "create"
+	methodClaim  = "claim"
+)
+
+// request is a request id and the method that sent it.
+type request struct{ id, method string }
+
+func requestOf(id, method string) request { return request{id: id, method: method} }
+
+// byRequestID finds the sandbox a request id made, if it still exists. An
+// id names at most one live sandbox: once that sandbox is gone the id is
+// free, but while it is being deleted the id still names it (NOT_FOUND,
+// REQUEST_ID_SANDBOX_DELETED). An id first used by the other method is
+// refused (REQUEST_ID_REUSED), as the local engine does.
+func (b *Backend) byRequestID(ctx context.Context, ns, id, method string) (*v1alpha1.Sandbox, error) {
 	var list v1alpha1.SandboxList
 	if err := b.client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{indexRequestID: id}); err != nil {
 		return nil, apiError(err, "look up request id %q", id)
 	}
+	var deleting *v1alpha1.Sandbox
 	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp == nil {
-			return &list.Items[i], nil
+		// This process's own delete may not be in the cache yet.
+		sb := b.recent.fresher(ns, list.Items[i].Name, &list.Items[i])
+		if sb.DeletionTimestamp != nil {
+			deleting = sb
+			continue
 		}
+		return sb, sameMethod(sb, id, method)
 	}
-	return b.recent.byRequestID(ns, id), nil
+	if sb := b.recent.byRequestID(ns, id); sb != nil {
+		return sb, sameMethod(sb, id, method)
+	}
+	if deleting != nil {
+		return nil, requestSandboxDeleted(id, deleting.Name)
+	}
+	return nil, nil
+}
+
+// sameMethod refuses a request id that the other method used first. A
+// sandbox made before the method was recorded accepts both.
+func sameMethod(sb *v1alpha1.Sandbox, id, method string) error {
+	if m := sb.Annotations[v1alpha1.AnnotationRequestMethod]; m != "" && m != method {
+		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonRequestIDReused, "request_id %q was already used by a %s request", id, m)
+	}
+	return nil
+}
+
+func requestSandboxDeleted(id, name string) error {
+	return errinfo.Newf(codes.NotFound, errinfo.ReasonRequestIDSandboxDeleted,
+		"request_id %q made sandbox %q, which is being deleted; once it is gone the id makes a new one", id, name)
 }
 
 // adopt takes the best ready member of the template's pools (adopt.Adoption),
@@ -118,7 +163,12 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h a
 		Next: func(skip func(string) bool) (*v1alpha1.Sandbox, bool) {
 			return b.members.pick(ns, tmpl.Name, hash, skip)
 		},
-		Apply: func(sb *v1alpha1.Sandbox) { adopt.Take(sb, h) },
+		Apply: func(sb *v1alpha1.Sandbox) {
+			adopt.Take(sb, h)
+			if h.RequestID != "" {
+				sb.Annotations[v1alpha1.AnnotationRequestMethod] = methodClaim
+			}
+		},
 	}.Run(ctx, ns)
 	if err != nil {
 		if h.RequestID != "" && adopt.Uncertain(err) {
@@ -138,32 +188,52 @@ func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbo
 		return nil, errNoSnapshots
 	}
 	ns := nsOr(req.GetNamespace())
+	unlock := b.requests.lock(ns, req.GetRequestId())
+	defer unlock()
+	if id := req.GetRequestId(); id != "" {
+		// The first request wins, whatever name the retry gives.
+		if sb, err := b.byRequestID(ctx, ns, id, methodCreate); err != nil || sb != nil {
+			if err != nil {
+				return nil, err
+			}
+			unlock()
+			if req.GetNoWait() {
+				return sandboxToProto(sb), nil
+			}
+			return b.waitRunning(ctx, sb.Namespace, sb.Name, sb.UID)
+		}
+	}
 	tmpl, err := b.template(ctx, ns, req.GetTemplate())
 	if err != nil {
 		return nil, err
 	}
-	release := func(string) {}
-	if id := req.GetRequestId(); id == "" || !b.cachedRequest(ctx, ns, id) {
-		if release, err = b.admit(ctx, ns, tmpl.Name); err != nil {
-			return nil, err
-		}
+	// A retry of a known request id was answered above, so this call makes
+	// a sandbox: the quota counts it.
+	release, err := b.admit(ctx, ns, tmpl.Name)
+	if err != nil {
+		return nil, err
 	}
 	now := b.now()
 	l := lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle)
 	restart := lifecycle.RestartOnFailure(req.RestartOnFailure, tmpl.Spec.RestartOnFailure)
 	ann := handOutAnnotations(now, leaseFor(req.GetLease(), tmpl))
-	return b.createFromTemplate(ctx, tmpl, req.GetName(), req.GetRequestId(), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait(), restart, ann, release)
+	return b.createFromTemplate(ctx, tmpl, req.GetName(), requestOf(req.GetRequestId(), methodCreate), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait(), restart, ann, release, unlock)
 }
 
 // createFromTemplate creates a sandbox of tmpl, named name, else after the
 // request id, else generated; a retry of the same request id finds the
-// sandbox of its first attempt.
-func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, name, requestID string,
+// sandbox of its first attempt. release settles the quota's count of the
+// call; unlock releases the request id's lock once the sandbox is written,
+// before the wait.
+func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, name string, r request,
 	labels map[string]string, env []corev1.EnvVar, l v1alpha1.Lifecycle, noWait, restartOnFailure bool,
-	annotations map[string]string, release func(name string)) (*sandpodv1.Sandbox, error) {
+	annotations map[string]string, release func(name string), unlock func()) (*sandpodv1.Sandbox, error) {
 	sb := &v1alpha1.Sandbox{
-		ObjectMeta: objectMeta(tmpl.Namespace, tmpl.Name, requestID),
+		ObjectMeta: objectMeta(tmpl.Namespace, tmpl.Name, r.id),
 		Spec:       lifecycle.SandboxSpecFromTemplate(tmpl.Name, &tmpl.Spec),
+	}
+	if r.id != "" {
+		sb.Annotations[v1alpha1.AnnotationRequestMethod] = r.method
 	}
 	if name != "" {
 		sb.Name, sb.GenerateName = name, ""
@@ -183,11 +253,21 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 	}
 
 	err := b.client.Create(ctx, sb)
-	if apierrors.IsAlreadyExists(err) && requestID != "" {
+	if apierrors.IsAlreadyExists(err) && r.id != "" {
 		existing := &v1alpha1.Sandbox{}
 		if gerr := b.live.Get(ctx, client.ObjectKeyFromObject(sb), existing); gerr == nil &&
-			existing.Annotations[v1alpha1.AnnotationRequestID] == requestID {
-			sb, err = existing, nil // a retry of the request that created it
+			existing.Annotations[v1alpha1.AnnotationRequestID] == r.id {
+			// A retry of the request that created it (through another
+			// replica, or before this one's cache showed it).
+			if existing.DeletionTimestamp != nil {
+				release("")
+				return nil, requestSandboxDeleted(r.id, existing.Name)
+			}
+			if err := sameMethod(existing, r.id, r.method); err != nil {
+				release("")
+				return nil, err
+			}
+			sb, err = existing, nil
 		}
 	}
 	if err != nil {
@@ -201,6 +281,7 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 	}
 	b.recent.put(sb)
 	release(sb.Name) // after recent.put: the quota counts it from there now
+	unlock()
 	if noWait {
 		return sandboxToProto(sb), nil
 	}
@@ -219,11 +300,16 @@ func (b *Backend) waitRunning(ctx context.Context, ns, name string, uid types.UI
 		err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
 		switch {
 		case apierrors.IsNotFound(err):
-			// not in the cache yet, or deleted: the next event says which
+			// Not in the cache yet (this process wrote it), or deleted.
+			if gone, gerr := b.goneLive(ctx, ns, name, uid); gerr != nil {
+				return nil, gerr
+			} else if gone {
+				return nil, deletedWhileWaiting(ns, name)
+			}
 		case err != nil:
 			return nil, apiError(err, "read sandbox %q", name)
-		case sb.UID != uid || sb.DeletionTimestamp != nil:
-			return nil, errinfo.Newf(codes.Aborted, errinfo.ReasonSandboxDeletedWhileWaiting, "sandbox %q was deleted while waiting for it to start", name)
+		case sb.UID != uid || sb.DeletionTimestamp != nil || b.recent.fresher(ns, name, sb).DeletionTimestamp != nil:
+			return nil, deletedWhileWaiting(ns, name)
 		default:
 			last = describe(sb)
 			switch phaseOf(sb) {
@@ -241,6 +327,30 @@ func (b *Backend) waitRunning(ctx context.Context, ns, name string, uid types.UI
 			return nil, waitError(ctx, "sandbox "+name, last)
 		}
 	}
+}
+
+// deletedWhileWaiting is the answer of a wait whose sandbox was deleted:
+// NOT_FOUND (SANDBOX_NOT_FOUND), as for any call on a deleted sandbox, and
+// as the local engine answers.
+func deletedWhileWaiting(ns, name string) error {
+	return errinfo.SandboxGone(ns, name, fmt.Sprintf("sandbox %q was deleted while waiting for it to start", name))
+}
+
+// goneLive says whether a sandbox the cache does not hold is gone: unless
+// this process has just written it (the cache lags), the API server says.
+func (b *Backend) goneLive(ctx context.Context, ns, name string, uid types.UID) (bool, error) {
+	if w := b.recent.fresher(ns, name, nil); w != nil && w.UID == uid {
+		return w.DeletionTimestamp != nil, nil
+	}
+	sb := &v1alpha1.Sandbox{}
+	err := b.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, apiError(err, "read sandbox %q", name)
+	}
+	return sb.UID != uid || sb.DeletionTimestamp != nil, nil
 }
 
 func (b *Backend) template(ctx context.Context, ns, name string) (*v1alpha1.SandboxTemplate, error) {
@@ -310,14 +420,11 @@ func describe(sb *v1alpha1.Sandbox) string {
 	return out
 }
 
-// answerMargin is how long before the caller's deadline a wait gives up, so
-// that its answer (what the sandbox is waiting for) reaches the caller
-// instead of the caller's bare "deadline exceeded".
-const answerMargin = 500 * time.Millisecond
-
+// answerBeforeDeadline ends a wait lifecycle.WaitMargin before the
+// caller's deadline, so the caller gets the wait's answer.
 func answerBeforeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d, ok := ctx.Deadline(); ok && time.Until(d) > 2*answerMargin {
-		return context.WithDeadline(ctx, d.Add(-answerMargin))
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, lifecycle.WaitDeadline(time.Now(), d))
 	}
 	return context.WithCancel(ctx)
 }

@@ -153,3 +153,31 @@ func TestRecentWritesByRequestID(t *testing.T) {
 		t.Errorf("a sandbox deleted by this process was found: %s", got.Name)
 	}
 }
+
+// TestRequestLocks: one request id at a time, others in parallel, and an
+// unlock may be repeated.
+func TestRequestLocks(t *testing.T) {
+	var l requestLocks
+	unlock := l.lock("ns", "a")
+	other := l.lock("ns", "b") // another id does not wait
+	other()
+	got, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		u := l.lock("ns", "a")
+		close(got)
+		u()
+		close(done)
+	}()
+	select {
+	case <-got:
+		t.Fatal("a second lock of one request id did not wait for the first")
+	case <-time.After(50 * time.Millisecond):
+	}
+	unlock()
+	unlock()
+	<-done
+	l.lock("ns", "")() // no id, no lock
+	if len(l.m) != 0 {
+		t.Errorf("%d locks left after every unlock, want none", len(l.m))
+	}
+}

@@ -78,10 +78,3 @@ func (b *Backend) RenewLease(ctx context.Context, ns, name string) (time.Time, e
 	b.recent.put(target)
 	return next, nil
 }
-
-// cachedRequest: a sandbox made by this request id is in the cache (a
-// retried create, which the quota must not count twice).
-func (b *Backend) cachedRequest(ctx context.Context, ns, id string) bool {
-	sb, err := b.byRequestID(ctx, ns, id)
-	return err == nil && sb != nil
-}

@@ -123,14 +123,34 @@ func (e *Engine) byRequest(p newParams) (*sandbox, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
+	sb := e.sandboxes[p.namespace+"/"+ent.Sandbox]
+	if sb == nil || sb.rec.UID != ent.UID {
+		// Its sandbox is gone (an entry a store kept from before ids
+		// were forgotten with their sandbox): the id is free.
+		return nil, false, nil
+	}
 	if ent.Op != p.op {
 		return nil, true, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonRequestIDReused, "request_id %q was already used by a %s request", p.requestID, ent.Op)
 	}
-	sb := e.sandboxes[p.namespace+"/"+ent.Sandbox]
-	if sb == nil || sb.rec.UID != ent.UID {
-		return nil, true, errinfo.Newf(codes.NotFound, errinfo.ReasonRequestIDSandboxDeleted, "request_id %q made sandbox %q, which has since been deleted", p.requestID, ent.Sandbox)
+	if sb.rec.Deleting {
+		return nil, true, errinfo.Newf(codes.NotFound, errinfo.ReasonRequestIDSandboxDeleted,
+			"request_id %q made sandbox %q, which is being deleted; once it is gone the id makes a new one", p.requestID, ent.Sandbox)
 	}
 	return sb, true, nil
+}
+
+// requestOfLocked is the key of the create or claim request id entry that
+// names rec, or "": forgotten with the sandbox (finishDelete). Forks and
+// snapshots keep theirs. Callers hold e.mu.
+func (e *Engine) requestOfLocked(rec *record) string {
+	if rec.RequestID == "" {
+		return ""
+	}
+	key := rec.Namespace + "/" + rec.RequestID
+	if ent, ok := e.requests[key]; ok && ent.UID == rec.UID && ent.Sandbox == rec.Name && (ent.Op == "create" || ent.Op == "claim") {
+		return key
+	}
+	return ""
 }
 
 // adoptWarm hands out a ready pool member in one store write.
@@ -310,12 +330,21 @@ func (e *Engine) startAsync(sb *sandbox) {
 
 // waitReady waits until sb runs, fails or goes away.
 func (e *Engine) waitReady(ctx context.Context, sb *sandbox) (*sandpodv1.Sandbox, error) {
+	if d, ok := ctx.Deadline(); ok {
+		// Answer before the caller's deadline, so it gets this answer
+		// rather than gRPC's bare one.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, lifecycle.WaitDeadline(time.Now(), d))
+		defer cancel()
+	}
 	sub := e.hub.subscribe()
 	defer e.hub.unsubscribe(sub)
 	for {
 		e.mu.Lock()
 		cur := sb.toProto()
-		gone := e.sandboxes[sb.rec.key()] != sb
+		// A sandbox being deleted is gone too: its phase on the way out
+		// must not read as a start that ended.
+		gone := e.sandboxes[sb.rec.key()] != sb || sb.rec.Deleting
 		e.mu.Unlock()
 		switch {
 		case gone:

@@ -56,6 +56,7 @@ func (p *process) release() {
 
 // launch describes one start of a sandbox's init.
 type launch struct {
+	ctx       context.Context // ends the start (runc is killed)
 	runc      runc
 	id        string // the container's name in runc's state
 	bundle    string // where its config.json goes
@@ -109,7 +110,7 @@ func startProcess(l launch) (*process, error) {
 	if err := writeBundle(l.bundle, c); err != nil {
 		return nil, fmt.Errorf("write runc bundle: %w", err)
 	}
-	pid, err := l.runc.start(l.id, l.bundle, []*os.File{lisFile, gateR}, logFile)
+	pid, err := l.runc.start(l.ctx, l.id, l.bundle, []*os.File{lisFile, gateR}, logFile)
 	if err != nil {
 		_ = l.runc.remove(l.id)
 		return nil, err

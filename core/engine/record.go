@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"sort"
 	"time"
 
@@ -98,6 +99,9 @@ type sandbox struct {
 	proc     *process
 	// busy is set while a start or stop is in progress.
 	busy bool
+	// cancelStart ends the start in progress (nil when none): a delete
+	// stops it instead of waiting for it, or racing it for the files.
+	cancelStart context.CancelFunc
 	// active counts exec and file calls in progress (no idle suspend then).
 	active int
 

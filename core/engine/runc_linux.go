@@ -77,12 +77,12 @@ func writeBundle(dir string, c containerSpec) error {
 // start runs the container detached: runc returns once the container's
 // init (the agent) runs, with extra as its fds 3, 4, ... and stdout and
 // stderr going to log. It returns the init's host PID.
-func (r runc) start(id, bundle string, extra []*os.File, log *os.File) (int, error) {
+func (r runc) start(ctx context.Context, id, bundle string, extra []*os.File, log *os.File) (int, error) {
 	pidFile := filepath.Join(bundle, "init.pid")
 	_ = os.Remove(pidFile)
 	runcLog := filepath.Join(bundle, "runc.log")
 	_ = os.Remove(runcLog)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	cmd := r.command(ctx, "--log", runcLog, "run", "--detach", "--bundle", bundle, "--pid-file", pidFile,
 		"--preserve-fds", strconv.Itoa(len(extra)), id)

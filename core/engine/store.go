@@ -117,8 +117,18 @@ func (s *store) update(fn func(*bolt.Tx) error) error {
 	return nil
 }
 
-func (s *store) delete(key string) error {
-	return s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSandboxes).Delete([]byte(key)) })
+// delete removes a sandbox's record and, when given, the request id entry
+// that names it, in one transaction: an id names at most one live sandbox,
+// and is free again once that sandbox is gone.
+func (s *store) delete(key, reqKey string) error {
+	return s.update(func(tx *bolt.Tx) error {
+		if reqKey != "" {
+			if err := tx.Bucket(bucketRequests).Delete([]byte(reqKey)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketSandboxes).Delete([]byte(key))
+	})
 }
 
 func (s *store) loadAll() ([]record, map[string]requestEntry, map[string]int32, error) {

@@ -234,7 +234,7 @@ func TestBackupFollowsChanges(t *testing.T) {
 	// The last change before a clean stop is in the backup even when the
 	// period has not passed.
 	st.every = time.Hour
-	if err := st.delete("default/a"); err != nil {
+	if err := st.delete("default/a", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.close(); err != nil {

@@ -23,6 +23,23 @@ import (
 // The caller must not hold e.mu.
 func (e *Engine) run(ctx context.Context, sb *sandbox) error { return e.start(ctx, sb, false) }
 
+// awaitStart cancels a start of sb in progress and waits for it to end
+// (runc is killed; the rest of a start checks its context or is short).
+func (e *Engine) awaitStart(sb *sandbox) {
+	for {
+		e.mu.Lock()
+		busy, cancel := sb.busy, sb.cancelStart
+		e.mu.Unlock()
+		if !busy {
+			return
+		}
+		if cancel != nil {
+			cancel()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // start is run; restart marks a restart of an agent that had died or hung,
 // whose failure goes back to the restart policy instead of failing the
 // sandbox at once.
@@ -33,6 +50,9 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 		return nil
 	}
 	sb.busy = true
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sb.cancelStart = cancel
 	sb.workload = lifecycle.WorkloadStarting
 	if !restart {
 		sb.rec.Message = ""
@@ -41,7 +61,7 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 	e.mu.Unlock()
 	e.publish(sb)
 
-	p, err := e.launch(&rec)
+	p, err := e.launch(ctx, &rec)
 	if err == nil {
 		err = e.awaitAgent(ctx, sb, p)
 		if err == nil {
@@ -55,6 +75,7 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 
 	e.mu.Lock()
 	sb.busy = false
+	sb.cancelStart = nil
 	if err != nil {
 		if restart && err != errGone {
 			e.agentDownLocked(sb, time.Now(), "restart failed: "+err.Error(), true)
@@ -97,7 +118,7 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 	return nil
 }
 
-func (e *Engine) launch(rec *record) (*process, error) {
+func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 	base, err := e.idBase(rec)
 	if err != nil {
 		return nil, err
@@ -140,6 +161,7 @@ func (e *Engine) launch(rec *record) (*process, error) {
 		c.Resources = resources(rec.Spec)
 	}
 	return startProcess(launch{
+		ctx:       ctx,
 		runc:      e.runc,
 		id:        id,
 		bundle:    filepath.Join(dir, "bundle"),
@@ -401,7 +423,10 @@ func (e *Engine) stop(sb *sandbox) {
 }
 
 // finishDelete stops a sandbox marked Deleting, removes its files and record.
+// A start in progress is canceled and waited for first: its files and
+// container must not appear after the delete removed them.
 func (e *Engine) finishDelete(sb *sandbox) error {
+	e.awaitStart(sb)
 	e.stop(sb)
 	e.mu.Lock()
 	rec := sb.rec
@@ -419,12 +444,18 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 			return fmt.Errorf("remove files of %s: %w", rec.key(), err)
 		}
 	}
-	if err := e.store.delete(rec.key()); err != nil {
+	e.mu.Lock()
+	reqKey := e.requestOfLocked(&rec)
+	e.mu.Unlock()
+	if err := e.store.delete(rec.key(), reqKey); err != nil {
 		return err
 	}
 	e.mu.Lock()
 	if e.sandboxes[rec.key()] == sb {
 		delete(e.sandboxes, rec.key())
+	}
+	if ent, ok := e.requests[reqKey]; ok && ent.UID == rec.UID {
+		delete(e.requests, reqKey)
 	}
 	e.mu.Unlock()
 	e.hub.publish(event{typ: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_DELETED, sb: e.snapshot(sb)})

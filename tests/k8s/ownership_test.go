@@ -88,3 +88,37 @@ func TestSandboxLeavesForeignObjectsAlone(t *testing.T) {
 		t.Errorf("pvc data-victim after the conflict: err=%v owners=%v", err, pvc.OwnerReferences)
 	}
 }
+
+// A sandbox made again under the name of one just deleted (a request id
+// reused after a delete names its sandbox alike) starts: the children of
+// the earlier one, still going away, are not a name conflict. A finalizer
+// holds the earlier pod here, as a kubelet stopping it would.
+func TestSandboxMadeAgainUnderItsName(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	create(t, makeSandbox(ns, "again"))
+	first := waitSandbox(t, ns, "again", "running", phaseIs(v1alpha1.SandboxRunning))
+	old := waitPod(t, ns, "again", "made", func(p *corev1.Pod, err error) bool { return err == nil })
+	hold := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["sandpod.test/hold"]}}`))
+	if err := env.Client.Patch(ctx, old, hold); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, &v1alpha1.Sandbox{}, ns, "again")
+	create(t, makeSandbox(ns, "again"))
+	sb := waitSandbox(t, ns, "again", "observed", func(sb *v1alpha1.Sandbox) bool {
+		return sb.UID != first.UID && sb.Status.ObservedGeneration == sb.Generation && sb.Status.Phase != ""
+	})
+	if sb.Status.Phase == v1alpha1.SandboxFailed {
+		t.Fatalf("made again while the earlier pod goes away: %s: %s", sb.Status.Phase, sb.Status.Message)
+	}
+	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+	if err := env.Client.Patch(ctx, old, release); err != nil && !isNotFound(err) {
+		t.Fatal(err)
+	}
+	sb = waitSandbox(t, ns, "again", "running again", phaseIs(v1alpha1.SandboxRunning))
+	waitPod(t, ns, "again", "controlled by the new sandbox", func(p *corev1.Pod, err error) bool {
+		return err == nil && metav1.IsControlledBy(p, sb)
+	})
+}

@@ -78,7 +78,8 @@ const (
 // Reasons of things that do not exist (NOT_FOUND) or already do (ALREADY_EXISTS).
 const (
 	// ReasonSandboxNotFound: the sandbox the call names does not exist
-	// (never did, was deleted, or is being deleted). Only answers about the
+	// (never did, was deleted, or is being deleted), or the one a create or
+	// claim waited for was deleted meanwhile. Only answers about the
 	// sandbox itself carry it: a missing template, pool, file or program
 	// does not.
 	ReasonSandboxNotFound Why = "SANDBOX_NOT_FOUND"
@@ -119,9 +120,6 @@ const (
 	// ReasonSandboxNotReady: the sandbox was not ready by the call's
 	// deadline; it keeps starting (DEADLINE_EXCEEDED).
 	ReasonSandboxNotReady Why = "SANDBOX_NOT_READY"
-	// ReasonSandboxDeletedWhileWaiting: the sandbox a call waited for was
-	// deleted meanwhile (ABORTED, on Kubernetes).
-	ReasonSandboxDeletedWhileWaiting Why = "SANDBOX_DELETED_WHILE_WAITING"
 	// ReasonSandboxReplaced: the sandbox was deleted and made again under
 	// its name while the call waited (ExposePort's wait for its port)
 	// (FAILED_PRECONDITION): call again for the new one.

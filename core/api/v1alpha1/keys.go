@@ -19,6 +19,9 @@ const (
 
 	// AnnotationRequestID records the client request id that created a sandbox.
 	AnnotationRequestID = "sandpod.dev/request-id"
+	// AnnotationRequestMethod records which RPC (create or claim) used the
+	// request id, so the other one refuses to reuse it.
+	AnnotationRequestMethod = "sandpod.dev/request-method"
 
 	// AnnotationFromPool names the warm pool a claimed sandbox was adopted
 	// from (set in the adopting write, since the pool label goes then).

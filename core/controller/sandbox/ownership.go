@@ -67,6 +67,12 @@ func (r *Reconciler) ensureChild(ctx context.Context, sb *v1alpha1.Sandbox, obj 
 	if err != nil {
 		return err
 	}
+	if isEarlierIncarnation(existing.GetOwnerReferences(), sb) {
+		if err := r.deleteEarlier(ctx, existing); err != nil {
+			return err
+		}
+		return fmt.Errorf("%s %s of an earlier sandbox named %q is going away", conflictOf(obj).Kind, obj.GetName(), sb.Name)
+	}
 	if !isOwnedBy(existing.GetOwnerReferences(), sb) {
 		return conflictOf(obj)
 	}
@@ -86,6 +92,29 @@ func probeFor(obj client.Object) client.Object {
 
 func secretMeta() *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
+}
+
+// isEarlierIncarnation says whether a child is controlled by a sandbox of
+// this name with another UID: one deleted since (names are unique), whose
+// children the garbage collector removes in the background. A sandbox
+// made again under the name meanwhile (a request id reused right after a
+// delete names it alike) must not be failed with a name conflict for them.
+func isEarlierIncarnation(refs []metav1.OwnerReference, sb *v1alpha1.Sandbox) bool {
+	return ownedBySandboxNamed(refs, sb.Name) && !isOwnedBy(refs, sb)
+}
+
+// deleteEarlier deletes a child of an earlier incarnation, as the garbage
+// collector would (it may not run yet, or at all on a bare API server).
+func (r *Reconciler) deleteEarlier(ctx context.Context, obj client.Object) error {
+	if obj.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	uid := obj.GetUID()
+	err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // reader reads past the cache; tests that build a Reconciler by hand may

@@ -263,6 +263,11 @@ func (r *Reconciler) getPod(ctx context.Context, sb *v1alpha1.Sandbox) (*corev1.
 	if err != nil {
 		return nil, err
 	}
+	if isEarlierIncarnation(pod.OwnerReferences, sb) {
+		// Going away: its deletion requeues this sandbox, which then
+		// makes its own.
+		return nil, r.deleteEarlier(ctx, pod)
+	}
 	if !isOwnedBy(pod.OwnerReferences, sb) {
 		return nil, conflictOf(pod)
 	}
