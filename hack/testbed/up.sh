@@ -401,9 +401,9 @@ start kubelet --config conf/kubelet.yaml --kubeconfig conf/kubelet.kubeconfig --
 start kube-proxy --kubeconfig conf/admin.kubeconfig --cluster-cidr 10.244.0.0/16 --hostname-override $NODE \
   --proxy-mode iptables --conntrack-max-per-core 0 \
   --metrics-bind-address 127.0.0.1:30249 --healthz-bind-address 127.0.0.1:30256
-start_netpol
 
 waitfor node-ready 120 kc wait --for=condition=Ready node/$NODE --timeout=1s || fail_with kubelet
+start_netpol   # after the Node exists: kube-router looks itself up by name
 waitfor default-serviceaccount 60 kc get serviceaccount default || fail_with kcm
 waitfor kube-proxy 60 curl -sf http://127.0.0.1:30256/healthz || fail_with kube-proxy
 waitfor kube-router 120 curl -sf http://127.0.0.1:20244/healthz || fail_with kube-router

@@ -85,7 +85,11 @@ func (r *Reconciler) apiServerAddrs(ctx context.Context) ([]netip.Addr, error) {
 		return nil, nil
 	}
 	es := &discoveryv1.EndpointSlice{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}, es); err != nil {
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}, es)
+	if apierrors.IsNotFound(err) {
+		return nil, nil // an API server that publishes no endpoints (--endpoint-reconciler-type none)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errAPIServerUnknown, err)
 	}
 	var out []netip.Addr
