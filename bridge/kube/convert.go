@@ -85,8 +85,8 @@ func templateToProto(t *v1alpha1.SandboxTemplate) *sandpodv1.Template {
 			(t.Spec.NetworkPolicy.Managed == nil || *t.Spec.NetworkPolicy.Managed),
 	}
 	pod := t.Spec.PodTemplate.Spec
-	if len(pod.Containers) > 0 {
-		c := pod.Containers[0]
+	if i := v1alpha1.AgentContainerIndex(&pod, t.Spec.AgentContainer); i >= 0 {
+		c := pod.Containers[i]
 		out.Image = c.Image
 		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
 			out.MemoryLimitBytes = q.Value()

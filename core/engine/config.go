@@ -269,7 +269,22 @@ func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
 	if len(cs) == 0 {
 		return runSpec{}, fmt.Errorf("config: SandboxTemplate %s: spec.podTemplate.spec.containers is empty", t.Name)
 	}
-	c := cs[0]
+	i := v1alpha1.AgentContainerIndex(&t.Spec.PodTemplate.Spec, t.Spec.AgentContainer)
+	if i < 0 {
+		return runSpec{}, fmt.Errorf("config: SandboxTemplate %s: agentContainer %q names no container of spec.podTemplate.spec.containers", t.Name, t.Spec.AgentContainer)
+	}
+	if len(cs) > 1 {
+		// Dropping a sidecar the sandbox's code relies on would fail later
+		// and obscurely; refuse the template at load instead.
+		var sidecars []string
+		for j := range cs {
+			if j != i {
+				sidecars = append(sidecars, cs[j].Name)
+			}
+		}
+		return runSpec{}, fmt.Errorf("config: SandboxTemplate %s: the local engine runs one container per sandbox; sidecars (%s) need Kubernetes: remove them from this template for sandpod serve", t.Name, strings.Join(sidecars, ", "))
+	}
+	c := cs[i]
 	rs := runSpec{
 		Template:       t.Name,
 		Command:        append(append([]string{}, c.Command...), c.Args...),

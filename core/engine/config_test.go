@@ -55,6 +55,8 @@ func TestParseDefinitionsRejects(t *testing.T) {
 		"unknown field":              {strings.Replace(tmpl, "autoResume: true", "autoResum: true", 1), "autoResum"},
 		"bad name":                   {strings.Replace(tmpl, "name: py}", "name: Py_1}", 1), "DNS label"},
 		"no containers":              {"apiVersion: sandpod.dev/v1alpha1\nkind: SandboxTemplate\nmetadata: {name: a}\nspec: {podTemplate: {spec: {containers: []}}}\n", "containers is empty"},
+		"sidecar":                    {strings.Replace(strings.Replace(tmpl, "      - name: sandbox\n", "      - {name: redis, image: redis}\n      - name: sandbox\n", 1), "  autoResume: true", "  autoResume: true\n  agentContainer: sandbox", 1), "sidecars (redis) need Kubernetes"},
+		"unknown agentContainer":     {strings.Replace(tmpl, "  autoResume: true", "  autoResume: true\n  agentContainer: main", 1), `agentContainer "main" names no container`},
 		"valueFrom env":              {strings.Replace(tmpl, `env: [{name: A, value: "1"}]`, `env: [{name: A, valueFrom: {secretKeyRef: {name: s, key: k}}}]`, 1), "valueFrom"},
 		"pool of a missing template": {"apiVersion: sandpod.dev/v1alpha1\nkind: SandboxWarmPool\nmetadata: {name: p}\nspec: {templateRef: {name: nope}, replicas: 1}\n", "not defined"},
 		"pool too big":               {tmpl + "---\napiVersion: sandpod.dev/v1alpha1\nkind: SandboxWarmPool\nmetadata: {name: p}\nspec: {templateRef: {name: py}, replicas: 5000}\n", "out of range"},

@@ -19,10 +19,11 @@ func SandboxSpecFromTemplate(templateName string, t *v1alpha1.SandboxTemplateSpe
 		pt.Spec.RuntimeClassName = &rc
 	}
 	spec := v1alpha1.SandboxSpec{
-		TemplateRef: &v1alpha1.TemplateRef{Name: templateName},
-		PodTemplate: pt,
-		Service:     t.Service,
-		AutoResume:  t.AutoResume,
+		TemplateRef:    &v1alpha1.TemplateRef{Name: templateName},
+		PodTemplate:    pt,
+		AgentContainer: t.AgentContainer,
+		Service:        t.Service,
+		AutoResume:     t.AutoResume,
 		// The template's default; a claim or request may override it (Take).
 		RestartOnFailure: t.RestartOnFailure,
 		Lifecycle: v1alpha1.Lifecycle{

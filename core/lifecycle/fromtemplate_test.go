@@ -29,6 +29,7 @@ func TestSandboxSpecFromTemplate(t *testing.T) {
 					Containers:       []corev1.Container{{Name: "main", Image: "busybox"}},
 				}},
 				RuntimeClassName: tc.tmplRC,
+				AgentContainer:   "main",
 				Service:          true,
 				Lifecycle:        v1alpha1.TemplateLifecycle{ShutdownPolicy: v1alpha1.ShutdownPolicyRetain},
 			}
@@ -36,7 +37,7 @@ func TestSandboxSpecFromTemplate(t *testing.T) {
 			if diff := cmp.Diff(tc.wantRC, got.PodTemplate.Spec.RuntimeClassName); diff != "" {
 				t.Errorf("runtimeClassName (-want +got):\n%s", diff)
 			}
-			if got.TemplateRef == nil || got.TemplateRef.Name != "py" || !got.Service || got.Lifecycle.ShutdownPolicy != v1alpha1.ShutdownPolicyRetain {
+			if got.TemplateRef == nil || got.TemplateRef.Name != "py" || !got.Service || got.AgentContainer != "main" || got.Lifecycle.ShutdownPolicy != v1alpha1.ShutdownPolicyRetain {
 				t.Errorf("spec = %+v", got)
 			}
 			if got.Lifecycle.ShutdownTime != nil {

@@ -2,6 +2,7 @@ package k8s_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +91,29 @@ func TestSandboxPodSecureDefaultsAndAgent(t *testing.T) {
 	}
 	if last := main.Command[len(main.Command)-2:]; last[0] != "sleep" || last[1] != "infinity" {
 		t.Errorf("agent does not supervise the template command: %v", main.Command)
+	}
+}
+
+// A sandbox with a sidecar before its sandbox container: the agent goes into
+// the container agentContainer names, the sidecar runs as written.
+func TestSandboxAgentContainerWithSidecar(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{Options: optsAgent("example.com/sandpod:test")})
+	sb := makeSandbox(ns, "side")
+	sb.Spec.PodTemplate.Spec.Containers = append([]corev1.Container{{
+		Name: "cache", Image: "python:3.13-slim", Command: []string{"python3", "-m", "http.server", "8000"},
+	}}, sb.Spec.PodTemplate.Spec.Containers...)
+	sb.Spec.AgentContainer = "main"
+	create(t, sb)
+	pod := waitPod(t, ns, "side", "created", func(_ *corev1.Pod, err error) bool { return err == nil })
+	if len(pod.Spec.Containers) != 2 {
+		t.Fatalf("containers = %d, want the sidecar and the sandbox container", len(pod.Spec.Containers))
+	}
+	cache, main := pod.Spec.Containers[0], pod.Spec.Containers[1]
+	if cache.Name != "cache" || strings.Join(cache.Command, " ") != "python3 -m http.server 8000" {
+		t.Errorf("sidecar = %s %v, want it as the template wrote it", cache.Name, cache.Command)
+	}
+	if main.Name != "main" || len(main.Command) < 2 || main.Command[0] != sandbox.AgentBinary {
+		t.Errorf("sandbox container = %s %v, want the agent first", main.Name, main.Command)
 	}
 }
 

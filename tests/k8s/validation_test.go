@@ -226,6 +226,12 @@ func crdCases() map[string]crdCase {
 		"template: no containers": {template("no-containers", func(tp *v1alpha1.SandboxTemplate) {
 			tp.Spec.PodTemplate.Spec.Containers = nil
 		}), "spec.podTemplate.spec.containers"},
+		"template: agentContainer names no container": {template("bad-agent-container", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.AgentContainer = "sidecar"
+		}), "agentContainer must name a container"},
+		"sandbox: agentContainer names no container": {sandbox("bad-agent-container", func(sb *v1alpha1.Sandbox) {
+			sb.Spec.AgentContainer = "sidecar"
+		}), "agentContainer must name a container"},
 		"template: no podTemplate": {createRaw("SandboxTemplate", "no-pod", map[string]any{}), "spec.podTemplate"},
 		"template: uppercase name": {template("Python", func(*v1alpha1.SandboxTemplate) {}), "metadata.name"},
 		// Gaps closed by CEL rules on the types.

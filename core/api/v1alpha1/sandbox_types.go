@@ -8,6 +8,7 @@ import (
 // SandboxSpec is the desired state of a Sandbox: one durable pod.
 // +kubebuilder:validation:XValidation:rule="has(self.templateRef) == has(oldSelf.templateRef)",message="templateRef cannot be added or removed"
 // +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates)",message="volumeClaimTemplates cannot be added or removed"
+// +kubebuilder:validation:XValidation:rule="!has(self.agentContainer) || self.podTemplate.spec.containers.exists(c, c.name == self.agentContainer)",message="agentContainer must name a container of podTemplate.spec.containers"
 type SandboxSpec struct {
 	// TemplateRef is the template the sandbox was made from, if any.
 	// +optional
@@ -15,10 +16,16 @@ type SandboxSpec struct {
 	TemplateRef *TemplateRef `json:"templateRef,omitempty"`
 
 	// PodTemplate is the pod the sandbox runs (copied from the template).
-	// The first container is the sandbox container; the agent is injected
-	// into it.
+	// The sandbox container (agentContainer, else the first) is where the
+	// agent is injected; other containers are sidecars.
 	// +required
 	PodTemplate corev1.PodTemplateSpec `json:"podTemplate"`
+
+	// AgentContainer names the sandbox container (copied from the
+	// template). Default: the first container.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	AgentContainer string `json:"agentContainer,omitempty"`
 
 	// VolumeClaimTemplates become PVCs owned by the sandbox.
 	// +optional

@@ -7,10 +7,19 @@ import (
 
 // SandboxTemplateSpec is a reusable blueprint for sandboxes.
 // +kubebuilder:validation:XValidation:rule="has(self.podTemplate.spec) && size(self.podTemplate.spec.containers) > 0",message="podTemplate.spec.containers needs at least one container (the first is the sandbox container)"
+// +kubebuilder:validation:XValidation:rule="!has(self.agentContainer) || self.podTemplate.spec.containers.exists(c, c.name == self.agentContainer)",message="agentContainer must name a container of podTemplate.spec.containers"
 type SandboxTemplateSpec struct {
-	// PodTemplate is the pod every sandbox of this template runs. The first
-	// container is the sandbox container; the agent is injected into it.
+	// PodTemplate is the pod every sandbox of this template runs. The
+	// sandbox container (agentContainer, else the first) is where the agent
+	// is injected and where exec, files and code run; other containers are
+	// sidecars beside it, sharing its network namespace.
 	PodTemplate corev1.PodTemplateSpec `json:"podTemplate"`
+
+	// AgentContainer names the sandbox container: the one the agent serves.
+	// Default: the first container.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	AgentContainer string `json:"agentContainer,omitempty"`
 
 	// VolumeClaimTemplates become PVCs owned by each sandbox, kept across
 	// suspend and pod replacement.

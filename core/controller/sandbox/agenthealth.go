@@ -38,13 +38,17 @@ func agentLivenessProbe() *corev1.Probe {
 	}
 }
 
-// agentStatus is the status of the container the agent runs in: the pod's
-// first container.
-func agentStatus(pod *corev1.Pod) *corev1.ContainerStatus {
-	if pod == nil || len(pod.Spec.Containers) == 0 {
+// agentStatus is the status of the container the agent runs in: the
+// sandbox's agentContainer, else the pod's first container.
+func agentStatus(pod *corev1.Pod, agentContainer string) *corev1.ContainerStatus {
+	if pod == nil {
 		return nil
 	}
-	name := pod.Spec.Containers[0].Name
+	i := v1alpha1.AgentContainerIndex(&pod.Spec, agentContainer)
+	if i < 0 {
+		return nil
+	}
+	name := pod.Spec.Containers[i].Name
 	for i := range pod.Status.ContainerStatuses {
 		if pod.Status.ContainerStatuses[i].Name == name {
 			return &pod.Status.ContainerStatuses[i]
@@ -56,8 +60,8 @@ func agentStatus(pod *corev1.Pod) *corev1.ContainerStatus {
 // agentRestarts is how often the agent's container restarted in this pod
 // (it died, or its liveness probe found it hung), and for a person what its
 // last exit was; "" when it never restarted.
-func agentRestarts(pod *corev1.Pod) (int32, string) {
-	cs := agentStatus(pod)
+func agentRestarts(pod *corev1.Pod, agentContainer string) (int32, string) {
+	cs := agentStatus(pod, agentContainer)
 	if cs == nil || cs.RestartCount == 0 {
 		return 0, ""
 	}

@@ -46,7 +46,7 @@ func TestAgentRestarts(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, note := agentRestarts(tc.pod)
+			got, note := agentRestarts(tc.pod, "")
 			if got != tc.want {
 				t.Errorf("restarts = %d, want %d", got, tc.want)
 			}
@@ -112,5 +112,23 @@ func TestBuildPodAgentLivenessProbe(t *testing.T) {
 	}
 	if got := pod.Spec.Containers[0].LivenessProbe; got.HTTPGet == nil || got.GRPC != nil {
 		t.Errorf("the template's own liveness probe was replaced: %+v", got)
+	}
+}
+
+// With a sidecar first, the restarts counted are the agent container's, not
+// the sidecar's.
+func TestAgentRestartsOfTheNamedContainer(t *testing.T) {
+	pod := &corev1.Pod{
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "redis"}, {Name: "main"}}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "redis", RestartCount: 5},
+			{Name: "main", RestartCount: 1},
+		}},
+	}
+	if got, _ := agentRestarts(pod, "main"); got != 1 {
+		t.Errorf("agentRestarts(main) = %d, want 1", got)
+	}
+	if got, _ := agentRestarts(pod, ""); got != 5 {
+		t.Errorf("agentRestarts(default: first) = %d, want 5", got)
 	}
 }

@@ -75,6 +75,9 @@ func BuildPod(sb *v1alpha1.Sandbox, cfg PodConfig) (*corev1.Pod, error) {
 	if len(spec.Containers) == 0 {
 		return nil, fmt.Errorf("podTemplate has no containers")
 	}
+	if v1alpha1.AgentContainerIndex(spec, sb.Spec.AgentContainer) < 0 {
+		return nil, fmt.Errorf("agentContainer %q names no container of the podTemplate", sb.Spec.AgentContainer)
+	}
 	if err := cfg.RuntimeClass.Apply(spec); err != nil {
 		return nil, err
 	}
@@ -226,7 +229,7 @@ func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 			SecretName: v1alpha1.SecretName(sb.Name), DefaultMode: &mode,
 		}}},
 	)
-	main := &spec.Containers[0]
+	main := &spec.Containers[v1alpha1.AgentContainerIndex(spec, sb.Spec.AgentContainer)]
 	mountedWorkspace := false
 	for _, m := range main.VolumeMounts {
 		if strings.TrimSuffix(m.MountPath, "/") == WorkspaceDir {
@@ -241,7 +244,8 @@ func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 
 // injectAgent mounts the agent binary (an image volume, or an emptyDir an
 // init container copies it into: cfg.AgentDelivery) and makes the agent
-// the main process of the first container, supervising the
+// the main process of the sandbox container (agentContainer, else the
+// first), supervising the
 // template's command when there is one, with a liveness probe on the agent
 // (agentLivenessProbe) unless the template has one. It adds no readiness
 // probe: a probe
@@ -268,7 +272,7 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 		spec.InitContainers = append([]corev1.Container{install}, spec.InitContainers...)
 	}
 
-	main := &spec.Containers[0]
+	main := &spec.Containers[v1alpha1.AgentContainerIndex(spec, sb.Spec.AgentContainer)]
 	cmd := []string{AgentBinary, "agent",
 		"--listen", fmt.Sprintf("tcp://0.0.0.0:%d", v1alpha1.AgentPort),
 		"--root", WorkspaceDir,

@@ -196,3 +196,47 @@ func TestRuntimeClassPolicy(t *testing.T) {
 		t.Errorf("unknown mode validated")
 	}
 }
+
+// A template with a sidecar: the agent goes into the container the sandbox
+// names, the sidecar keeps its own command and gets neither the agent nor
+// its secret, and a name that matches no container is refused.
+func TestBuildPodAgentContainer(t *testing.T) {
+	sb := makeSandbox("sb").command("python", "app.py").obj()
+	sb.Spec.PodTemplate.Spec.Containers = append([]corev1.Container{{Name: "redis", Image: "redis", Command: []string{"redis-server"}}},
+		sb.Spec.PodTemplate.Spec.Containers...)
+	sb.Spec.AgentContainer = "main"
+	pod, err := BuildPod(sb, PodConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	redis, main := pod.Spec.Containers[0], pod.Spec.Containers[1]
+	if main.Command[0] != AgentBinary || main.Command[len(main.Command)-1] != "app.py" {
+		t.Errorf("main command = %v, want the agent supervising app.py", main.Command)
+	}
+	if diff := cmp.Diff([]string{"redis-server"}, redis.Command); diff != "" {
+		t.Errorf("sidecar command changed (-want +got):\n%s", diff)
+	}
+	for _, m := range redis.VolumeMounts {
+		if m.Name == agentVolume || m.Name == secretVolume {
+			t.Errorf("sidecar mounts %s", m.Name)
+		}
+	}
+	if len(redis.Ports) != 0 || redis.LivenessProbe != nil {
+		t.Errorf("sidecar got the agent's port or probe: %+v %+v", redis.Ports, redis.LivenessProbe)
+	}
+	mounts := map[string]bool{}
+	for _, m := range main.VolumeMounts {
+		mounts[m.MountPath] = true
+	}
+	if !mounts[WorkspaceDir] || !mounts[secretDir] {
+		t.Errorf("main mounts = %v, want the workspace and the agent's secret", main.VolumeMounts)
+	}
+	if redis.SecurityContext == nil || redis.SecurityContext.AllowPrivilegeEscalation == nil || *redis.SecurityContext.AllowPrivilegeEscalation {
+		t.Errorf("sidecar lacks the secure defaults: %+v", redis.SecurityContext)
+	}
+
+	sb.Spec.AgentContainer = "missing"
+	if _, err := BuildPod(sb, PodConfig{}); err == nil {
+		t.Errorf("BuildPod with agentContainer naming no container: no error")
+	}
+}

@@ -57,7 +57,7 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	st.Phase = lifecycle.Phase(in.Observed)
 	st.Message = ""
 	st.PodName, st.PodIPs = "", nil
-	restarts, restartNote := agentRestarts(in.Pod)
+	restarts, restartNote := agentRestarts(in.Pod, sb.Spec.AgentContainer)
 	st.AgentRestarts = restarts
 	if in.Pod != nil {
 		st.PodName = in.Pod.Name
