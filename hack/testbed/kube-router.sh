@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The node bed's NetworkPolicy enforcer: kube-router's network policy
 # controller (iptables and ipset), built from its Go module into
-# ${SANDPOD_CACHE:-$HOME/.cache/sandpod}/kube-router-<version>/ and skipped
-# when there. Only its firewall runs on the bed (--run-firewall; no BGP
-# routing, no service proxy: the bridge CNI plugin and kube-proxy keep
-# those jobs). hack/testbed/build.sh calls it; up.sh starts it.
+# ${SANDPOD_CACHE:-$HOME/.cache/sandpod}/kube-router-netpol-<version>-<src hash>/
+# and skipped when there. Only the firewall is built and run: a small
+# command (hack/testbed/kube-router-netpol, its own Go module) starts
+# kube-router's netpol controller alone, so neither BGP routing, IPVS nor
+# their dependencies (gobgp, gRPC) are compiled: about a third fewer
+# packages than kube-router's own command. The bridge CNI plugin and
+# kube-proxy keep their jobs. hack/testbed/build.sh calls it; up.sh starts it.
 #
 # Why not sigs.k8s.io/kube-network-policies: it hands packets to user space
 # with the nftables "queue" expression, and the kernels of these machines
@@ -15,9 +18,14 @@
 # usage: hack/testbed/kube-router.sh           # build unless cached; prints the dir
 #        hack/testbed/kube-router.sh --print   # only print the dir
 set -euo pipefail
-KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$HERE/kube-router-netpol
+# The version is the one go.mod requires; the hash makes a changed main.go
+# rebuild.
+KUBE_ROUTER_VERSION=$(awk '$1 == "github.com/cloudnativelabs/kube-router/v2" {print $2}' "$SRC/go.mod")
+SUM=$(cat "$SRC/main.go" "$SRC/go.mod" "$SRC/go.sum" | sha256sum | cut -c1-8)
 CACHE=${SANDPOD_CACHE:-$HOME/.cache/sandpod}
-D=$CACHE/kube-router-$KUBE_ROUTER_VERSION
+D=$CACHE/kube-router-netpol-$KUBE_ROUTER_VERSION-$SUM
 if [ "${1:-}" = --print ]; then echo "$D"; exit 0; fi
 log() { echo "[$(date +%T)] $*" >&2; }
 
@@ -29,11 +37,11 @@ if ! command -v ipset >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ipset >&2
 fi
 if [ -x "$D/kube-router" ]; then
-  log "kube-router-$KUBE_ROUTER_VERSION cached"
+  log "$(basename "$D") cached"
 else
-  log "building kube-router $KUBE_ROUTER_VERSION (cold: ~4 minutes)"
+  log "building kube-router $KUBE_ROUTER_VERSION's network policy controller (cold: ~2 minutes)"
   mkdir -p "$D"
-  GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0 GOBIN=$D \
-    go install -trimpath "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
+  (cd "$SRC" && GOWORK=off GOFLAGS= CGO_ENABLED=0 go build -trimpath -o "$D/kube-router.tmp" .)
+  mv "$D/kube-router.tmp" "$D/kube-router"
 fi
 echo "$D"

@@ -267,11 +267,12 @@ start() {
 # table's INPUT, FORWARD and OUTPUT (bridged pod-to-pod traffic crosses
 # FORWARD through br_netfilter), with ipsets of the selected pods and
 # blocks. Traffic from the node itself to a pod is always allowed (kubelet,
-# and the tests' own connections to pod IPs). Health on :20244.
+# and the tests' own connections to pod IPs). The binary is kube-router's
+# netpol controller alone (hack/testbed/kube-router.sh); health on
+# 127.0.0.1:20244 once it has synced.
 start_netpol() {
   start kube-router --kubeconfig conf/admin.kubeconfig --hostname-override $NODE \
-    --run-firewall=true --run-router=false --run-service-proxy=false \
-    --service-cluster-ip-range $SERVICE_CIDR --health-port 20244
+    --service-cluster-ip-range $SERVICE_CIDR --health-addr 127.0.0.1:20244
 }
 
 # fail_with NAME: a component did not come up: show its log's tail.
