@@ -216,7 +216,7 @@ func (k *kwokSuite) bridgeBurstRun(ctx context.Context, r int) error {
 	k.log("kwok: bridge burst run %d: %d claims answered in %s: %.0f claims/s; p50 %.1f ms, p99 %.1f ms; %.2f writes per claim on the critical path; bridge CPU %.2f ms per claim; bridge peak RSS %.1f MiB",
 		r+1, n, last.Sub(t0).Round(time.Millisecond), rate, percentile(lat, 50), percentile(lat, 99),
 		criticalWrites(c0, c1, n, cold), f.cpuPerClaim["burst"][len(f.cpuPerClaim["burst"])-1], f.peakRSS)
-	return k.afterRefill(ctx, "bridge", c0, n)
+	return k.afterRefill(ctx, "bridge", c0, cpu0, n)
 }
 
 // bridgeOpenRun sends ClaimSandbox calls on a fixed schedule at rate, each
@@ -270,7 +270,7 @@ func (k *kwokSuite) bridgeOpenRun(ctx context.Context, r int, rate float64) erro
 	k.addCPU(fmt.Sprintf("bridge open-loop run %d: %d ClaimSandbox calls at %.0f/s, until the last answered", r+1, n, rate), cpu0, &c0)
 	k.log("kwok: bridge open-loop run %d at %.0f/s: p50 %.2f ms, p99 %.2f ms over %d claims; %.2f writes per claim on the critical path",
 		r+1, rate, percentile(lat, 50), percentile(lat, 99), len(lat), criticalWrites(c0, c1, n, cold))
-	return k.afterRefill(ctx, "bridge", c0, n)
+	return k.afterRefill(ctx, "bridge", c0, cpu0, n)
 }
 
 // summarise turns calls into latencies (ms) of the warm ones, the time the

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,11 +50,19 @@ func (k *kwokSuite) recordWritesSince(ctx context.Context, kind string, c0 count
 
 // afterRefill waits until the pool has refilled behind a run of n warm
 // claims, then records the run's API writes per claim, the refill's
-// included.
-func (k *kwokSuite) afterRefill(ctx context.Context, kind string, c0 counters, n int) error {
+// included, and logs the CPU each process spent per claim over the same
+// window (from cpu0): unlike latency, a count and a CPU time hold on a
+// machine other work shares.
+func (k *kwokSuite) afterRefill(ctx context.Context, kind string, c0 counters, cpu0 cpuSnap, n int) error {
 	if err := k.waitIdle(ctx, 5*time.Minute); err != nil {
 		return fmt.Errorf("refill: %w", err)
 	}
+	u := cpuBetween(cpu0, k.cpu())
+	var parts []string
+	for _, p := range sortedKeys(u.CPUSeconds) {
+		parts = append(parts, fmt.Sprintf("%s %.2f ms", p, 1000*u.CPUSeconds[p]/float64(n)))
+	}
+	k.note("%s run of %d claims with its refill: CPU per claim: %s (%.1f s wall)", kind, n, strings.Join(parts, ", "), u.Seconds)
 	return k.recordWritesSince(ctx, kind, c0, n)
 }
 
@@ -127,7 +136,7 @@ func (k *kwokSuite) warmRun(ctx context.Context, r int) error {
 	k.warmLag = append(k.warmLag, lags...)
 	k.addCPU(fmt.Sprintf("warm run %d: %d claims at %.0f/s, until the last is Ready", r+1, n, k.p.WarmRate), cpu0, &c0)
 	k.log("kwok: warm run %d: p50 %.2f ms, p99 %.2f ms over %d warm claims", r+1, percentile(lat, 50), percentile(lat, 99), len(lat))
-	return k.afterRefill(ctx, "warm", c0, n)
+	return k.afterRefill(ctx, "warm", c0, cpu0, n)
 }
 
 // burstRun creates BurstClaims claims at once from BurstWriters goroutines
@@ -195,7 +204,7 @@ func (k *kwokSuite) burstRun(ctx context.Context, r int) error {
 	k.addCPU(fmt.Sprintf("burst run %d: %d claims, until the last is Ready", r+1, n), cpu0, &c0)
 	k.log("kwok: burst run %d: %d claims created in %s, all Ready after %s: %.0f claims/s; p50 %.1f ms, p99 %.1f ms",
 		r+1, n, created.Round(time.Millisecond), last.Sub(t0).Round(time.Millisecond), rate, percentile(lat, 50), percentile(lat, 99))
-	return k.afterRefill(ctx, "burst", c0, n)
+	return k.afterRefill(ctx, "burst", c0, cpu0, n)
 }
 
 // coldRun makes ColdPerRun claims on a template without a pool, then as

@@ -44,6 +44,7 @@ type Backend interface {
 	Agent(ctx context.Context, namespace, name string) (agentconn.Endpoint, error)
 
 	Snapshots
+	Leases
 }
 
 // Snapshots are the snapshot calls of a Backend (snapshot.proto). A backend

@@ -79,6 +79,7 @@ func (s *Server) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbox
 		checkLifetime(req.GetTtl(), req.GetShutdownTime(), s.now()),
 		checkPolicy(req.GetShutdownPolicy()),
 		checkRequestID(req.GetRequestId()),
+		checkLease(req.GetLease()),
 	); err != nil {
 		return nil, err
 	}
@@ -101,6 +102,7 @@ func (s *Server) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRe
 		checkLifetime(req.GetTtl(), req.GetShutdownTime(), s.now()),
 		checkPolicy(req.GetShutdownPolicy()),
 		checkRequestID(req.GetRequestId()),
+		checkLease(req.GetLease()),
 	); err != nil {
 		return nil, err
 	}

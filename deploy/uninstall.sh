@@ -35,7 +35,7 @@ for a in "$@"; do
   esac
 done
 
-kinds="sandboxclaims.sandpod.dev sandboxwarmpools.sandpod.dev sandboxes.sandpod.dev sandboxtemplates.sandpod.dev"
+kinds="sandboxclaims.sandpod.dev sandboxwarmpools.sandpod.dev sandboxes.sandpod.dev sandboxtemplates.sandpod.dev sandboxquotas.sandpod.dev"
 guard="uninstall-guard.sandpod.dev"
 count() { # count KIND: objects of KIND in all namespaces (0 without its CRD)
   $KUBECTL get crd "$1" >/dev/null 2>&1 || { echo 0; return; }
@@ -73,6 +73,8 @@ remove_controller() {
   $KUBECTL delete namespace "$NS" --ignore-not-found --wait=false
   $KUBECTL delete clusterrolebinding sandpod-controller sandpod-bridge --ignore-not-found
   $KUBECTL delete clusterrole sandpod-controller sandpod-bridge --ignore-not-found
+  $KUBECTL delete flowschema sandpod-claims sandpod-refills --ignore-not-found
+  $KUBECTL delete prioritylevelconfiguration sandpod-claims sandpod-refills --ignore-not-found
 }
 
 if [ "$data" = keep ]; then

@@ -36,7 +36,7 @@ FILES = [
         "_async_client.py",
         "_client.py",
         '''"""The synchronous client: :class:`Client`, :class:`Sandbox`, :class:`Files` (and,
-from :mod:`sandpod._sync_io`, :class:`Process`, :class:`Watch`, :class:`SandboxList`).
+from :mod:`sandpod._sync_io`, :class:`SandboxList`).
 
 Generated from :mod:`sandpod._async_client`, its asyncio twin (same names and
 parameters), by ``hack/unasync.py``: edit that file and run ``make generate``.
@@ -58,6 +58,9 @@ NAMES = {
     "AsyncCodeContext": "CodeContext",
     "AsyncSnapshot": "Snapshot",
     "AsyncForkList": "ForkList",
+    "AsyncCondition": "Condition",
+    "AsyncWorker": "Worker",
+    "AsyncLeaseRenewer": "LeaseRenewer",
     "AsyncIterator": "Iterator",
     "AsyncIterable": "Iterable",
     "AsyncGenerator": "Generator",
@@ -96,7 +99,14 @@ REGION_GENERATED_LINE = (
 )
 
 # Modules with both flavours in one file: the sync region is generated in place.
-REGION_FILES = ["_snapshots.py", "_code_client.py"]
+REGION_FILES = [
+    "_snapshots.py",
+    "_code_client.py",
+    "_terminal.py",
+    "_filewatch.py",
+    "_process.py",
+    "_watch.py",
+]
 
 
 def rewrite(text: str, source: str, docstring: str) -> str:

@@ -46,17 +46,20 @@ type Options struct {
 
 // Backend implements bridge.Backend on a cluster.
 type Backend struct {
-	cache    crcache.Cache
-	client   client.Client // writes, and reads through the cache
-	live     client.Reader // reads that must not come from a cache (secrets)
-	hub      *hub
-	taken    *adopt.Taken
-	members  *memberIndex
-	recent   *recentWrites
-	secrets  *secretCache
-	activity *activity
-	log      *slog.Logger
-	now      func() time.Time
+	cache   crcache.Cache
+	client  client.Client // writes, and reads through the cache
+	live    client.Reader // reads that must not come from a cache (secrets)
+	hub     *hub
+	taken   *adopt.Taken
+	members *memberIndex
+	recent  *recentWrites
+	// uncertain: takes whose write's outcome was lost (uncertain.go).
+	uncertain uncertainTakes
+	secrets   *secretCache
+	activity  *activity
+	log       *slog.Logger
+	now       func() time.Time
+	quota     quotaState // quota.go
 
 	// apiReader reads sandboxes from the API server, past the cache: only
 	// to confirm, before refusing a call, that a member is still unclaimed.
@@ -114,13 +117,14 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	recent := newRecentWrites()
 	b := &Backend{
-		cache: c, client: cl, live: cl, hub: newHub(), taken: adopt.NewTaken(), members: newMemberIndex(), recent: newRecentWrites(),
+		cache: c, client: cl, live: cl, hub: newHub(), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
 		secrets: newSecretCache(), log: o.Logger, now: time.Now, apiReader: apiReader,
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
 
-	for _, obj := range []client.Object{&v1alpha1.Sandbox{}, &v1alpha1.SandboxTemplate{}, &v1alpha1.SandboxWarmPool{}} {
+	for _, obj := range []client.Object{&v1alpha1.Sandbox{}, &v1alpha1.SandboxTemplate{}, &v1alpha1.SandboxWarmPool{}, &v1alpha1.SandboxQuota{}} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, fmt.Errorf("informer for %T: %w", obj, err)
@@ -159,8 +163,10 @@ func (b *Backend) onSandbox(o any, t eventType) {
 	if !ok {
 		return
 	}
-	b.recent.seen(sb, t == eventDeleted)
+	// The index first: once a take leaves recent, the index no longer
+	// offers the member (adopt.Taken skips it while recent holds it).
 	b.members.update(sb, t == eventDeleted)
+	b.recent.seen(sb, t == eventDeleted)
 	b.hub.wake(sandboxKey(sb.Namespace, sb.Name))
 	if t == eventDeleted {
 		b.secrets.forget(sb.UID)

@@ -45,30 +45,41 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		return nil, false, err
 	}
 	if id := req.GetRequestId(); id != "" {
-		if sb, err := b.byRequestID(ctx, ns, id); err != nil || sb != nil {
-			if err != nil {
-				return nil, false, err
-			}
+		sb, err := b.byRequestID(ctx, ns, id)
+		if err == nil && sb == nil {
+			sb, err = b.uncertainClaim(ctx, ns, id)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if sb != nil {
 			return b.claimed(ctx, sb)
 		}
 	}
+	release, err := b.admit(ctx, ns, tmpl.Name)
+	if err != nil {
+		return nil, false, err
+	}
 	now := b.now()
 	holder := adopt.Holder{
-		Labels:    req.GetLabels(),
-		Env:       envVars(req.GetEnv()),
-		Lifecycle: lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle),
-		RequestID: req.GetRequestId(),
+		Annotations: handOutAnnotations(now, leaseFor(req.GetLease(), tmpl)),
+		Labels:      req.GetLabels(),
+		Env:         envVars(req.GetEnv()),
+		Lifecycle:   lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle),
+		RequestID:   req.GetRequestId(),
 		// RestartOnFailure: the request's, else the template's default.
 		RestartOnFailure: lifecycle.RestartOnFailure(req.RestartOnFailure, tmpl.Spec.RestartOnFailure),
 	}
 	sb, err := b.adopt(ctx, tmpl, holder)
 	if err != nil {
+		release("")
 		return nil, false, err
 	}
 	if sb != nil {
+		release(sb.Name)
 		return sandboxToProto(sb), true, nil
 	}
-	got, err := b.createFromTemplate(ctx, tmpl, "", req.GetRequestId(), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure)
+	got, err := b.createFromTemplate(ctx, tmpl, "", req.GetRequestId(), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure, holder.Annotations, release)
 	return got, false, err
 }
 
@@ -110,11 +121,13 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h a
 		Apply: func(sb *v1alpha1.Sandbox) { adopt.Take(sb, h) },
 	}.Run(ctx, ns)
 	if err != nil {
+		if h.RequestID != "" && adopt.Uncertain(err) {
+			b.uncertain.put(ns, h.RequestID, name, b.now())
+		}
 		return nil, apiError(err, "take warm sandbox %q", name)
 	}
-	if sb != nil {
-		b.recent.put(sb)
-	}
+	// A take is in b.recent (adopt.Taken records it there): reads see it
+	// before the cache does.
 	return sb, nil
 }
 
@@ -129,17 +142,25 @@ func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbo
 	if err != nil {
 		return nil, err
 	}
+	release := func(string) {}
+	if id := req.GetRequestId(); id == "" || !b.cachedRequest(ctx, ns, id) {
+		if release, err = b.admit(ctx, ns, tmpl.Name); err != nil {
+			return nil, err
+		}
+	}
 	now := b.now()
 	l := lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle)
 	restart := lifecycle.RestartOnFailure(req.RestartOnFailure, tmpl.Spec.RestartOnFailure)
-	return b.createFromTemplate(ctx, tmpl, req.GetName(), req.GetRequestId(), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait(), restart)
+	ann := handOutAnnotations(now, leaseFor(req.GetLease(), tmpl))
+	return b.createFromTemplate(ctx, tmpl, req.GetName(), req.GetRequestId(), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait(), restart, ann, release)
 }
 
 // createFromTemplate creates a sandbox of tmpl, named name, else after the
 // request id, else generated; a retry of the same request id finds the
 // sandbox of its first attempt.
 func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, name, requestID string,
-	labels map[string]string, env []corev1.EnvVar, l v1alpha1.Lifecycle, noWait, restartOnFailure bool) (*sandpodv1.Sandbox, error) {
+	labels map[string]string, env []corev1.EnvVar, l v1alpha1.Lifecycle, noWait, restartOnFailure bool,
+	annotations map[string]string, release func(name string)) (*sandpodv1.Sandbox, error) {
 	sb := &v1alpha1.Sandbox{
 		ObjectMeta: objectMeta(tmpl.Namespace, tmpl.Name, requestID),
 		Spec:       lifecycle.SandboxSpecFromTemplate(tmpl.Name, &tmpl.Spec),
@@ -154,6 +175,12 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 	sb.Spec.Env = env
 	sb.Spec.Lifecycle = l
 	sb.Spec.RestartOnFailure = restartOnFailure
+	if len(annotations) > 0 && sb.Annotations == nil {
+		sb.Annotations = map[string]string{}
+	}
+	for k, v := range annotations {
+		sb.Annotations[k] = v
+	}
 
 	err := b.client.Create(ctx, sb)
 	if apierrors.IsAlreadyExists(err) && requestID != "" {
@@ -163,6 +190,9 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 			sb, err = existing, nil // a retry of the request that created it
 		}
 	}
+	if err != nil {
+		release("")
+	}
 	if apierrors.IsAlreadyExists(err) {
 		return nil, errinfo.Newf(codes.AlreadyExists, errinfo.ReasonSandboxExists, "sandbox %q already exists in namespace %q", sb.Name, sb.Namespace)
 	}
@@ -170,6 +200,7 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 		return nil, apiError(err, "create a %q sandbox", tmpl.Name)
 	}
 	b.recent.put(sb)
+	release(sb.Name) // after recent.put: the quota counts it from there now
 	if noWait {
 		return sandboxToProto(sb), nil
 	}

@@ -56,6 +56,9 @@ func sandboxToProto(sb *v1alpha1.Sandbox) *sandpodv1.Sandbox {
 	if t := sb.Spec.Lifecycle.ShutdownTime; t != nil {
 		out.ShutdownTime = timestamppb.New(t.Time)
 	}
+	if lease, exp, ok := leaseOf(sb); ok {
+		out.Lease, out.LeaseExpireTime = durationpb.New(lease), timestamppb.New(exp)
+	}
 	if t := sb.Status.LastActivityTime; t != nil {
 		out.LastActivityTime = timestamppb.New(t.Time)
 	}

@@ -106,9 +106,9 @@ func TestSandboxToProto(t *testing.T) {
 
 func TestRecentWritesUntilTheCacheCatchesUp(t *testing.T) {
 	r := newRecentWrites()
-	cached := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u1", Generation: 1}}
+	cached := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u1", Generation: 1, ResourceVersion: "1"}}
 	written := cached.DeepCopy()
-	written.Generation = 2
+	written.Generation, written.ResourceVersion = 2, "2"
 	written.Spec.Env = []corev1.EnvVar{{Name: "TASK", Value: "1"}}
 	r.put(written)
 
@@ -118,7 +118,7 @@ func TestRecentWritesUntilTheCacheCatchesUp(t *testing.T) {
 	if got := r.fresher("ns", "a", nil); got == nil || got.Generation != 2 {
 		t.Errorf("not in the cache yet: got %v, want the write", got)
 	}
-	other := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u2", Generation: 1}}
+	other := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u2", Generation: 1, ResourceVersion: "3"}}
 	if got := r.fresher("ns", "a", other); got.UID != "u2" {
 		t.Errorf("a new incarnation of the name: got uid %s", got.UID)
 	}

@@ -166,10 +166,13 @@ func (b *Backend) ExtendSandbox(ctx context.Context, ns, name string, shutdown t
 		return nil, err
 	}
 	spec := map[string]any{"lifecycle": map[string]any{"shutdownTime": metav1.NewTime(shutdown)}}
+	var drop []string
 	if phaseOf(sb) == v1alpha1.SandboxExpired {
 		spec["operatingMode"] = v1alpha1.OperatingModeSuspended
+		// An expired lease goes too (lease.go), or it would expire again.
+		drop = []string{v1alpha1.AnnotationLease, v1alpha1.AnnotationLeaseExpires}
 	}
-	if err := b.patchSpec(ctx, sb, spec); err != nil {
+	if err := b.patchSpec(ctx, sb, spec, drop...); err != nil {
 		return nil, sandboxError(err, ns, name, "extend sandbox %q", name)
 	}
 	return sandboxToProto(sb), nil
@@ -201,7 +204,6 @@ func (b *Backend) DeleteSandbox(ctx context.Context, ns, name string) error {
 	gone := sb.DeepCopy()
 	now := metav1.Now()
 	gone.DeletionTimestamp = &now
-	gone.Generation++
 	b.recent.put(gone)
 	return nil
 }

@@ -25,6 +25,7 @@ type sandboxConfig struct {
 	snapshot     string // WithSnapshot
 	template     string // WithForkTemplate
 	restart      *bool  // WithRestartOnFailure
+	lease        leaseConfig
 }
 
 type sandboxOptionFunc func(*sandboxConfig)
@@ -110,6 +111,7 @@ func (c *Client) Claim(ctx context.Context, template string, opts ...SandboxOpti
 		Snapshot:       cfg.snapshot,
 	}
 	req.RestartOnFailure = cfg.restart
+	req.Lease = durationToProto(cfg.lease.d)
 	var resp *pb.ClaimSandboxResponse
 	err := c.retry(ctx, "claim", func(ctx context.Context, _ int) (err error) {
 		resp, err = c.rpc.ClaimSandbox(ctx, req)
@@ -120,6 +122,7 @@ func (c *Client) Claim(ctx context.Context, template string, opts ...SandboxOpti
 	}
 	s := c.handle(resp.GetSandbox())
 	s.warm = resp.GetWarm()
+	s.startRenewing(cfg.lease.ctx)
 	return s, nil
 }
 
@@ -142,6 +145,7 @@ func (c *Client) Create(ctx context.Context, template string, opts ...SandboxOpt
 		Snapshot:       cfg.snapshot,
 	}
 	req.RestartOnFailure = cfg.restart
+	req.Lease = durationToProto(cfg.lease.d)
 	var resp *pb.CreateSandboxResponse
 	err := c.retry(ctx, "create", func(ctx context.Context, _ int) (err error) {
 		resp, err = c.rpc.CreateSandbox(ctx, req)
@@ -150,7 +154,9 @@ func (c *Client) Create(ctx context.Context, template string, opts ...SandboxOpt
 	if err != nil {
 		return nil, err
 	}
-	return c.handle(resp.GetSandbox()), nil
+	s := c.handle(resp.GetSandbox())
+	s.startRenewing(cfg.lease.ctx)
+	return s, nil
 }
 
 // Get returns the sandbox with the given name (ErrSandboxNotFound if none).
@@ -275,6 +281,7 @@ func (s *Sandbox) extend(ctx context.Context, req *pb.ExtendSandboxRequest) erro
 
 // Delete deletes the sandbox and its files.
 func (s *Sandbox) Delete(ctx context.Context) error {
+	s.StopRenewing()
 	return s.call(ctx, "delete", func(ctx context.Context, attempt int) (*pb.Sandbox, error) {
 		_, err := s.c.rpc.DeleteSandbox(ctx, &pb.DeleteSandboxRequest{Name: s.name, Namespace: s.ns})
 		if attempt > 1 && status.Code(err) == codes.NotFound {

@@ -1,6 +1,7 @@
 package sandpod
 
 import (
+	"context"
 	"sync"
 )
 
@@ -14,9 +15,10 @@ type Sandbox struct {
 	name string
 	ns   string
 
-	mu   sync.Mutex
-	info Info
-	warm bool
+	mu    sync.Mutex
+	info  Info
+	warm  bool
+	renew context.CancelFunc // stops the lease renewal (lease.go)
 }
 
 // Name returns the sandbox's name.

@@ -111,6 +111,10 @@ type Info struct {
 	// AgentRestarts counts restarts of the sandbox's agent after it died or
 	// stopped answering health checks; the Ready condition says why.
 	AgentRestarts int32
+	// Lease is zero without a lease; LeaseExpireTime is when the server
+	// reclaims the sandbox unless its lease is renewed (lease.go).
+	Lease           time.Duration
+	LeaseExpireTime time.Time
 	// Snapshot is the snapshot its files were made from or last restored
 	// to ("" if none).
 	Snapshot string
@@ -152,6 +156,8 @@ func infoFromProto(s *pb.Sandbox) Info {
 		ServiceFQDN:      s.GetServiceFqdn(),
 		AgentRestarts:    s.GetAgentRestarts(),
 		Snapshot:         s.GetSnapshot(),
+		Lease:            durationFromProto(s.GetLease()),
+		LeaseExpireTime:  timeFromProto(s.GetLeaseExpireTime()),
 	}
 	for _, c := range s.GetConditions() {
 		info.Conditions = append(info.Conditions, Condition{

@@ -8,6 +8,7 @@ package adopt
 
 import (
 	"context"
+	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,8 +65,12 @@ func (a Adoption) Run(ctx context.Context, ns string) (sb *v1alpha1.Sandbox, mem
 		if err == nil {
 			err = a.Writer.Patch(ctx, sb, p)
 		}
-		if err != nil && a.Taken != nil {
-			a.Taken.Release(ns, name)
+		if a.Taken != nil {
+			if err == nil {
+				a.Taken.Took(sb)
+			} else {
+				a.Taken.Release(ns, name)
+			}
 		}
 		switch {
 		case err == nil:
@@ -107,4 +112,23 @@ func Candidates(members []*v1alpha1.Sandbox, hash string) Next {
 		}
 		return nil, false
 	}
+}
+
+// Uncertain says whether a take's write failed without telling whether it
+// was applied: the API server may have stored the patch before the
+// connection, the server or the caller's deadline failed (a kube-apiserver
+// killed mid-burst does this). The member may then be the claim's already,
+// and the cache may not show it for a while: a retry of the same claim must
+// read the member from the API server before it takes another, or the
+// claim ends with two sandboxes. An answer from the API server (a refusal,
+// a conflict, a throttle) says the patch was not applied.
+func Uncertain(err error) bool {
+	if err == nil {
+		return false
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status().Code >= 500 || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+	}
+	return true
 }

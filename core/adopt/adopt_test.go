@@ -3,7 +3,9 @@ package adopt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/readyourwrites"
 )
 
 func member(name, hash string, phase v1alpha1.SandboxPhase, age time.Duration) *v1alpha1.Sandbox {
@@ -71,7 +74,11 @@ type scripted struct {
 
 func (s *scripted) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
 	s.patched = append(s.patched, obj.GetName())
-	return s.errs[obj.GetName()]
+	if err := s.errs[obj.GetName()]; err != nil {
+		return err
+	}
+	obj.SetResourceVersion("8") // the API server's answer: the members are at 7
+	return nil
 }
 
 func TestAdoptionRun(t *testing.T) {
@@ -98,7 +105,7 @@ func TestAdoptionRun(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := &scripted{errs: tc.errs}
-			taken := NewTaken()
+			taken := NewTaken(nil)
 			for _, n := range tc.held {
 				taken.Reserve("ns", n)
 			}
@@ -139,5 +146,56 @@ func TestAdoptionRunWithoutTaken(t *testing.T) {
 	sb, _, err := Adoption{Writer: w, Next: Candidates([]*v1alpha1.Sandbox{member("a", "h", v1alpha1.SandboxRunning, 1)}, "h"), Apply: func(*v1alpha1.Sandbox) {}}.Run(context.Background(), "ns")
 	if err != nil || sb == nil || sb.Name != "a" {
 		t.Fatalf("took %v, %v; want a", sb, err)
+	}
+}
+
+func TestUncertain(t *testing.T) {
+	gr := schema.GroupResource{Group: "sandpod.dev", Resource: "sandboxes"}
+	cases := map[string]struct {
+		err  error
+		want bool
+	}{
+		"no error":                  {nil, false},
+		"conflict: another took it": {apierrors.NewConflict(gr, "m", errors.New("rv")), false},
+		"not found":                 {apierrors.NewNotFound(gr, "m"), false},
+		"forbidden":                 {apierrors.NewForbidden(gr, "m", errors.New("no")), false},
+		"throttled":                 {apierrors.NewTooManyRequests("slow down", 1), false},
+		"server timeout":            {apierrors.NewServerTimeout(gr, "patch", 1), true},
+		"gateway timeout":           {apierrors.NewTimeoutError("etcd", 1), true},
+		"internal error":            {apierrors.NewInternalError(errors.New("etcd")), true},
+		"connection reset mid-call": {fmt.Errorf("patch: %w", syscall.ECONNRESET), true},
+		"the caller's deadline":     {context.DeadlineExceeded, true},
+		"wrapped conflict":          {fmt.Errorf("take: %w", apierrors.NewConflict(gr, "m", errors.New("rv"))), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Uncertain(tc.err); got != tc.want {
+				t.Errorf("Uncertain(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// A member this process took stays skipped while the cache still offers it
+// as free (each claim would otherwise pay a refused write for it), and only
+// until the cache shows it taken.
+func TestAdoptionSkipsWhatItTookUntilTheCacheShowsIt(t *testing.T) {
+	stale := []*v1alpha1.Sandbox{member("a", "h", v1alpha1.SandboxRunning, 2), member("b", "h", v1alpha1.SandboxRunning, 1)}
+	w := &scripted{}
+	written := readyourwrites.New[*v1alpha1.Sandbox](0)
+	taken := NewTaken(written)
+	for range 2 {
+		if _, _, err := (Adoption{Writer: w, Taken: taken, Next: Candidates(stale, "h"), Apply: func(*v1alpha1.Sandbox) {}}).Run(context.Background(), "ns"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(w.patched, []string{"a", "b"}) {
+		t.Errorf("patched %v over a cache that shows neither take, want [a b]", w.patched)
+	}
+	seen := member("a", "h", v1alpha1.SandboxRunning, 2)
+	seen.ResourceVersion = "8" // the take's write (member at 7)
+	written.Observe(seen, false)
+	if taken.Held("ns", "a") || !taken.Held("ns", "b") {
+		t.Errorf("held a=%v b=%v once the cache shows a's take, want false true", taken.Held("ns", "a"), taken.Held("ns", "b"))
 	}
 }

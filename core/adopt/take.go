@@ -17,6 +17,8 @@ type Holder struct {
 	RestartOnFailure bool
 	// RequestID is the client request that took it (may be empty).
 	RequestID string
+	// Annotations are set in the same write (the bridge's lease and claim time).
+	Annotations map[string]string
 }
 
 // Take rewrites a member as no longer in its pool: the pool label and the
@@ -40,6 +42,9 @@ func Take(sb *v1alpha1.Sandbox, h Holder) {
 	delete(sb.Labels, v1alpha1.LabelPool)
 	if h.RequestID != "" {
 		sb.Annotations[v1alpha1.AnnotationRequestID] = h.RequestID
+	}
+	for k, v := range h.Annotations {
+		sb.Annotations[k] = v
 	}
 	var refs []metav1.OwnerReference
 	for _, ref := range sb.OwnerReferences {

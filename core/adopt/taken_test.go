@@ -7,7 +7,7 @@ import (
 
 func TestTaken(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tk := NewTaken()
+	tk := NewTaken(nil)
 	tk.now = func() time.Time { return now }
 	if !tk.Reserve("ns", "a") {
 		t.Fatal("first reserve refused")

@@ -1,6 +1,10 @@
 package controller
 
 import (
+	"strings"
+	"sync"
+	"sync/atomic"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,9 +31,10 @@ func trimPodTransform(in any) (any, error) {
 // TrimPod is what the controller keeps of a sandbox pod: the identity the
 // sandbox reconciler matches and deletes it by (name, UID, labels, owners,
 // deletion), and the status it maps to the sandbox's phase, conditions,
-// IPs, waiting reason and agent restarts (sandbox.WorkloadOf, ComputeStatus).
+// IPs, waiting reason and agent restarts (sandbox.WorkloadOf, ComputeStatus):
+// of the pod's conditions, only Ready's status.
 // The spec is the controller's own (BuildPod) and is never read back, so it
-// goes, but for the containers' names (the agent runs in the first).
+// goes, but for the containers' names (the agent runs in one of them).
 // Nothing may update a pod from the cache: the update would carry no spec.
 func TrimPod(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{
@@ -48,20 +53,56 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 		},
 	}
 	if len(p.Spec.Containers) > 0 {
-		out.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-		for i, c := range p.Spec.Containers {
-			out.Spec.Containers[i].Name = c.Name
+		out.Spec.Containers = containerNames(p.Spec.Containers)
+	}
+	// Of the conditions only Ready is read (sandbox.WorkloadOf), and only
+	// its status: the others (scheduled, initialized, containers ready,
+	// sandbox ready) and the probe and transition times would be four of
+	// every five conditions held per pod.
+	out.Status.Conditions = nil
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+			break
 		}
 	}
-	// The per-condition probe times change on every kubelet status write
-	// and are never read; dropping them keeps one copy of each condition.
-	if len(out.Status.Conditions) > 0 {
-		conds := make([]corev1.PodCondition, len(p.Status.Conditions))
-		for i, c := range p.Status.Conditions {
-			conds[i] = corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
-		}
-		out.Status.Conditions = conds
+	return out
+}
+
+// sharedContainers holds one shared, read-only []corev1.Container with
+// only the names, per list of container names: a Container is 408 bytes,
+// and every pod of a template has the same names, so the cache keeps one
+// list instead of one per pod (2 MiB at 5,000 pods). Cached objects are
+// never written (a Get hands out a deep copy). Past maxSharedContainers
+// lists it stops sharing.
+var sharedContainers sync.Map // names joined by NUL -> []corev1.Container
+
+const maxSharedContainers = 1024
+
+var sharedContainerCount atomic.Int64
+
+// containerNames is cs with only the names (the sandbox reconciler finds
+// the agent's container by name: v1alpha1.AgentContainerIndex).
+func containerNames(cs []corev1.Container) []corev1.Container {
+	names := make([]string, len(cs))
+	for i := range cs {
+		names[i] = cs[i].Name
 	}
+	key := strings.Join(names, "\x00")
+	if v, ok := sharedContainers.Load(key); ok {
+		return v.([]corev1.Container)
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		out[i].Name = cs[i].Name
+	}
+	if sharedContainerCount.Load() >= maxSharedContainers {
+		return out
+	}
+	if v, loaded := sharedContainers.LoadOrStore(key, out); loaded {
+		return v.([]corev1.Container)
+	}
+	sharedContainerCount.Add(1)
 	return out
 }
 

@@ -26,9 +26,12 @@ func fullPod() *corev1.Pod {
 		Status: corev1.PodStatus{
 			Phase:  corev1.PodRunning,
 			PodIPs: []corev1.PodIP{{IP: "10.0.0.5"}},
-			Conditions: []corev1.PodCondition{{
-				Type: corev1.PodReady, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now,
-			}},
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, Reason: "r", LastProbeTime: now, LastTransitionTime: now},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			},
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "main", Ready: true, Image: "python", ImageID: "sha256:x", RestartCount: 2,
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", ContainerID: "x"}},
@@ -72,7 +75,12 @@ func TestTrimPod(t *testing.T) {
 					t.Errorf("waiting reason lost: %+v", got.Status.InitContainerStatuses[i])
 				}
 			}
-			// What it never reads is gone.
+			// What it never reads is gone: of the conditions, all but
+			// Ready's status.
+			if len(got.Status.Conditions) > 1 || (len(pod.Status.Conditions) > 0 &&
+				!equality.Semantic.DeepEqual(got.Status.Conditions, []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}})) {
+				t.Errorf("conditions kept: %+v", got.Status.Conditions)
+			}
 			if got.ManagedFields != nil || got.Annotations != nil || !equality.Semantic.DeepEqual(got.Spec, corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}}) {
 				t.Errorf("kept more than needed: %+v", got)
 			}
@@ -111,5 +119,24 @@ func TestCachedForm(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
 	if got := CachedForm(svc); got.GetManagedFields() != nil || svc.ManagedFields == nil {
 		t.Errorf("managedFields not stripped from a copy: %+v (argument %+v)", got, svc)
+	}
+}
+
+func TestTrimPodSharesTheContainerNames(t *testing.T) {
+	a, b := TrimPod(fullPod()), TrimPod(fullPod())
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] {
+		t.Errorf("two pods of one template keep a container each")
+	}
+	other := fullPod()
+	other.Spec.Containers[0].Name = "other"
+	if got := TrimPod(other).Spec.Containers[0].Name; got != "other" {
+		t.Errorf("container name %q, want other", got)
+	}
+	// A sidecar's name is kept: the agent may run in any container.
+	sidecar := fullPod()
+	sidecar.Spec.Containers = append(sidecar.Spec.Containers, corev1.Container{Name: "sidecar", Image: "x"})
+	got := TrimPod(sidecar).Spec.Containers
+	if len(got) != 2 || got[1].Name != "sidecar" || got[1].Image != "" {
+		t.Errorf("containers %+v, want main and sidecar by name only", got)
 	}
 }

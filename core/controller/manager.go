@@ -148,7 +148,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"), Taken: adopt.NewTaken()}
+	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"), Taken: adopt.NewTaken(nil)}
 	return ctrl.NewControllerManagedBy(mgr).Named("sandboxclaim").
 		For(&v1alpha1.SandboxClaim{}).
 		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(claimOfSandbox)).

@@ -35,7 +35,7 @@ func (e *Engine) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbox
 	p := newParams{
 		namespace: ns, template: req.GetTemplate(), name: req.GetName(), labels: req.GetLabels(), env: req.GetEnv(),
 		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "create",
-		snapshot: req.GetSnapshot(), restart: req.RestartOnFailure,
+		snapshot: req.GetSnapshot(), restart: req.RestartOnFailure, lease: leaseOf(req.GetLease()),
 	}
 	if req.GetShutdownTime() != nil {
 		t := req.GetShutdownTime().AsTime()
@@ -61,7 +61,7 @@ func (e *Engine) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRe
 	p := newParams{
 		namespace: ns, template: req.GetTemplate(), labels: req.GetLabels(), env: req.GetEnv(),
 		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "claim",
-		snapshot: req.GetSnapshot(), restart: req.RestartOnFailure,
+		snapshot: req.GetSnapshot(), restart: req.RestartOnFailure, lease: leaseOf(req.GetLease()),
 	}
 	if req.GetShutdownTime() != nil {
 		t := req.GetShutdownTime().AsTime()
@@ -96,7 +96,22 @@ type newParams struct {
 	snapshot string
 	// restart: the request's restart_on_failure (nil when unset).
 	restart *bool
+	// lease: the request's lease (nil: the template's default).
+	lease *time.Duration
 }
+
+// leaseOf is a request's lease, nil when unset.
+func leaseOf(d *durationpb.Duration) *time.Duration {
+	if d == nil {
+		return nil
+	}
+	v := d.AsDuration()
+	return &v
+}
+
+// quotaCounted: requests of these ops count against SandboxQuotas here (a
+// fork checks all its sandboxes at once, fork.go; pool members never count).
+func quotaCounted(op string) bool { return op == "claim" || op == "create" }
 
 // byRequest returns the sandbox an earlier request with the same id made.
 // Callers hold e.mu.
@@ -149,6 +164,11 @@ func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) 
 	if len(cands) == 0 {
 		return nil, false, false, nil
 	}
+	if quotaCounted(p.op) {
+		if err := e.admitLocked(p.namespace, p.template, 1, true); err != nil {
+			return nil, false, false, err
+		}
+	}
 	sb = e.sandboxes[p.namespace+"/"+cands[0]]
 	now := time.Now()
 	next := sb.rec
@@ -160,6 +180,9 @@ func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) 
 	next.RequestID = p.requestID
 	next.RestartOnFailure = p.restart
 	next.LastActivity = now
+	if p.op != "fork" {
+		setLease(&next, leaseFor(p.lease, sb.rec.Spec), now)
+	}
 	var ent *requestEntry
 	if p.requestID != "" {
 		ent = &requestEntry{Op: p.op, Sandbox: next.Name, UID: next.UID}
@@ -197,6 +220,11 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 	spec, ok := e.templates[p.namespace+"/"+p.template]
 	if !ok {
 		return nil, false, e.noTemplate(p.namespace, p.template)
+	}
+	if quotaCounted(p.op) {
+		if err := e.admitLocked(p.namespace, p.template, 1, true); err != nil {
+			return nil, false, err
+		}
 	}
 	name := p.name
 	if name == "" {
@@ -237,6 +265,9 @@ func (e *Engine) newRecordLocked(p newParams, spec runSpec, name string) record 
 		Snapshot:       p.snapshot,
 	}
 	rec.RestartOnFailure = p.restart
+	if quotaCounted(p.op) {
+		setLease(&rec, leaseFor(p.lease, spec), now)
+	}
 	if p.pool != "" {
 		rec.ShutdownTime = nil // pool members wait without a clock; a claim sets it
 	}

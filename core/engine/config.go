@@ -24,6 +24,8 @@ import (
 type Definitions struct {
 	Templates []v1alpha1.SandboxTemplate
 	Pools     []v1alpha1.SandboxWarmPool
+	// Quotas are the SandboxQuotas (quota.go).
+	Quotas []v1alpha1.SandboxQuota
 	// Engine holds the settings of a LocalEngineConfig document, if any.
 	Engine *LocalEngineConfig
 }
@@ -141,6 +143,15 @@ func (d *Definitions) add(file string, b []byte) error {
 				return fmt.Errorf("config %s, SandboxWarmPool: %w", file, err)
 			}
 			d.Pools = append(d.Pools, p)
+		case "SandboxQuota":
+			var q v1alpha1.SandboxQuota
+			if err := yaml.UnmarshalStrict(j, &q); err != nil {
+				return fmt.Errorf("config %s, SandboxQuota: %w", file, err)
+			}
+			if err := checkQuota(&q); err != nil {
+				return err
+			}
+			d.Quotas = append(d.Quotas, q)
 		case "LocalEngineConfig":
 			var c LocalEngineConfig
 			if err := yaml.UnmarshalStrict(j, &c); err != nil {
@@ -154,7 +165,7 @@ func (d *Definitions) add(file string, b []byte) error {
 			}
 			d.Engine = &c
 		default:
-			return fmt.Errorf("config %s, document %d: kind %q is not served by the local engine (want SandboxTemplate, SandboxWarmPool or LocalEngineConfig)", file, i, tm.Kind)
+			return fmt.Errorf("config %s, document %d: kind %q is not served by the local engine (want SandboxTemplate, SandboxWarmPool, SandboxQuota or LocalEngineConfig)", file, i, tm.Kind)
 		}
 	}
 }
@@ -220,17 +231,19 @@ func checkName(kind, name string) error {
 // runSpec is everything the engine needs to run a sandbox of a template,
 // resolved once and stored with each sandbox so it outlives config changes.
 type runSpec struct {
-	Template       string                  `json:"template"`
-	Command        []string                `json:"command,omitempty"`
-	Env            map[string]string       `json:"env,omitempty"`
-	MemoryBytes    int64                   `json:"memoryBytes,omitempty"`
-	CPUMillis      int64                   `json:"cpuMillis,omitempty"`
-	PidsLimit      int64                   `json:"pidsLimit,omitempty"`
-	NetIsolated    bool                    `json:"netIsolated,omitempty"`
-	AutoResume     bool                    `json:"autoResume,omitempty"`
-	IdleTimeout    metav1.Duration         `json:"idleTimeout,omitempty"`
-	IdleAction     v1alpha1.IdleAction     `json:"idleAction,omitempty"`
-	DefaultTTL     metav1.Duration         `json:"defaultTTL,omitempty"`
+	Template    string              `json:"template"`
+	Command     []string            `json:"command,omitempty"`
+	Env         map[string]string   `json:"env,omitempty"`
+	MemoryBytes int64               `json:"memoryBytes,omitempty"`
+	CPUMillis   int64               `json:"cpuMillis,omitempty"`
+	PidsLimit   int64               `json:"pidsLimit,omitempty"`
+	NetIsolated bool                `json:"netIsolated,omitempty"`
+	AutoResume  bool                `json:"autoResume,omitempty"`
+	IdleTimeout metav1.Duration     `json:"idleTimeout,omitempty"`
+	IdleAction  v1alpha1.IdleAction `json:"idleAction,omitempty"`
+	DefaultTTL  metav1.Duration     `json:"defaultTTL,omitempty"`
+	// DefaultLease: the template's lease of claims and creates without one.
+	DefaultLease   metav1.Duration         `json:"defaultLease,omitempty"`
 	ShutdownPolicy v1alpha1.ShutdownPolicy `json:"shutdownPolicy,omitempty"`
 	Image          string                  `json:"image,omitempty"`
 	RuntimeClass   string                  `json:"runtimeClass,omitempty"`
@@ -329,6 +342,12 @@ func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
 	}
 	if d := t.Spec.Lifecycle.DefaultTTL; d != nil {
 		rs.DefaultTTL = *d
+	}
+	if d := t.Spec.Lifecycle.DefaultLease; d != nil {
+		if d.Duration < lifecycle.MinLease || d.Duration > lifecycle.MaxLease {
+			return rs, fmt.Errorf("config: SandboxTemplate %s: spec.lifecycle.defaultLease %s is outside %s..%s", t.Name, d.Duration, lifecycle.MinLease, lifecycle.MaxLease)
+		}
+		rs.DefaultLease = *d
 	}
 	if t.Spec.RuntimeClassName != nil {
 		rs.RuntimeClass = *t.Spec.RuntimeClassName

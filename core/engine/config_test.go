@@ -46,6 +46,25 @@ func TestParseDefinitions(t *testing.T) {
 	}
 }
 
+func TestParseSandboxQuota(t *testing.T) {
+	defs, err := ParseDefinitions("t", []byte(strings.Replace(tmpl, "defaultTTL: 1h,", "defaultTTL: 1h, defaultLease: 30s,", 1)+
+		"---\napiVersion: sandpod.dev/v1alpha1\nkind: SandboxQuota\nmetadata: {name: team}\nspec: {maxSandboxes: 5, maxClaimsPerMinute: 60, pools: [p]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defs.Quotas) != 1 {
+		t.Fatalf("quotas %+v", defs.Quotas)
+	}
+	q := defs.Quotas[0]
+	if q.Namespace != DefaultNamespace || *q.Spec.MaxSandboxes != 5 || *q.Spec.MaxClaimsPerMinute != 60 || q.Spec.Pools[0] != "p" {
+		t.Errorf("quota %+v", q)
+	}
+	rs, err := resolveTemplate(&defs.Templates[0])
+	if err != nil || rs.DefaultLease.Duration.String() != "30s" {
+		t.Errorf("defaultLease %v (%v)", rs.DefaultLease, err)
+	}
+}
+
 func TestParseDefinitionsRejects(t *testing.T) {
 	cases := map[string]struct {
 		yaml, wantErr string
@@ -64,6 +83,9 @@ func TestParseDefinitionsRejects(t *testing.T) {
 		"not yaml":                   {"{{{", "document 1"},
 		"egress allowlist":           {strings.Replace(tmpl, "networkPolicy: {egress: None}", "networkPolicy: {egress: Allowlist, allowedEgress: [{cidr: 10.0.0.0/8}]}", 1), "Allowlist is enforced only on Kubernetes"},
 		"allowlist with egress none": {strings.Replace(tmpl, "networkPolicy: {egress: None}", "networkPolicy: {egress: None, allowedEgress: [{cidr: 10.0.0.0/8}]}", 1), "allowedEgress goes with egress: Allowlist"},
+		"quota without limits":       {"apiVersion: sandpod.dev/v1alpha1\nkind: SandboxQuota\nmetadata: {name: q}\nspec: {templates: [py]}\n", "maxSandboxes, spec.maxClaimsPerMinute or both"},
+		"negative quota":             {"apiVersion: sandpod.dev/v1alpha1\nkind: SandboxQuota\nmetadata: {name: q}\nspec: {maxSandboxes: -1}\n", "negative"},
+		"lease too short":            {strings.Replace(tmpl, "defaultTTL: 1h,", "defaultTTL: 1h, defaultLease: 1s,", 1), "defaultLease"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

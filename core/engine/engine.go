@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -67,6 +68,10 @@ type Engine struct {
 	pools       map[string]*pool        // ns/name
 	requests    map[string]requestEntry // ns/request-id
 	poolBackoff map[string]backoff      // pool key -> start failures
+	// quotas are the SandboxQuotas; claimLog the sandboxes handed out in
+	// each namespace in the last minute (quota.go).
+	quotas   []v1alpha1.SandboxQuota
+	claimLog map[string][]lifecycle.QuotaClaim
 	// orphans are sandbox directories (ns/name) that no record owns, found
 	// at start: their names are not given out again, so a new sandbox never
 	// shares the files (or the processes) of one the store forgot.
@@ -178,6 +183,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		templates:   map[string]runSpec{},
 		pools:       map[string]*pool{},
 		poolBackoff: map[string]backoff{},
+		quotas:      cfg.Definitions.Quotas,
+		claimLog:    map[string][]lifecycle.QuotaClaim{},
 		orphans:     map[string]bool{},
 		snaps:       map[string]*snapRecord{},
 		limits:      fromDefs.Snapshots.withDefaults(),
@@ -228,6 +235,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		"agentRestart", fmt.Sprintf("%s, back-off %s..%s, reset after %s", cfg.AgentRestart.Policy, cfg.AgentRestart.InitialBackoff.Duration, cfg.AgentRestart.MaxBackoff.Duration, cfg.AgentRestart.ResetAfter.Duration),
 		"isolation", "runc "+runcBin+": user namespace on a host id range of its own, pid, mount, network, uts, ipc and cgroup namespaces, own root file system, seccomp, no_new_privs")
 	e.recover(ctx, recs)
+	e.leaseGrace(time.Now())
 	return e, nil
 }
 

@@ -195,6 +195,9 @@ func (e *Engine) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxRequ
 	// claim takes them), then new sandboxes for the rest. Sandbox i keeps
 	// its request id either way, so a retry finds each one again.
 	n := int(req.GetCount())
+	if err := e.admitFork(p, n, rid); err != nil {
+		return nil, nil, err
+	}
 	sbs := make([]*sandbox, n)
 	var cold []int
 	for i := range n {
@@ -454,4 +457,26 @@ func (e *Engine) mountIfLayered(rec *record) error {
 	upper, work := e.upperDirs(rec)
 	_, err := mountLayered(wd, snapFiles(e.cfg.StateDir, rec.Namespace, rec.Snapshot), upper, work, rec.IDBase)
 	return err
+}
+
+// admitFork checks the quotas for the sandboxes of a fork that its request
+// id has not made yet, all at once (so a fork is not cut half way), and
+// counts them as handed out.
+func (e *Engine) admitFork(p newParams, n int, rid string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := e.snapForLocked(&p); err != nil {
+		return err
+	}
+	fresh := n
+	if rid != "" {
+		for i := range n {
+			q := p
+			q.requestID = rid + "#" + strconv.Itoa(i)
+			if _, found, _ := e.byRequest(q); found {
+				fresh--
+			}
+		}
+	}
+	return e.admitLocked(p.namespace, p.template, fresh, true)
 }

@@ -44,6 +44,8 @@ type action struct {
 	kind string // "create", "delete", "restart", "suspend", "pause", "retain"
 	sb   *sandbox
 	pool *pool
+	// lease: the action is the sandbox's lease running out (lease.go).
+	lease bool
 }
 
 func (e *Engine) reconcile(ctx context.Context) time.Duration {
@@ -73,6 +75,20 @@ func (e *Engine) reconcile(ctx context.Context) time.Duration {
 			continue
 		default:
 			waits = append(waits, wait)
+		}
+		if r.Claimed && !r.Expired {
+			// A lease its client stopped renewing ends the sandbox as its
+			// shutdown time would.
+			switch act, wait := lifecycle.LeaseExpiry(now, r.LeaseExpires, r.ShutdownPolicy); act {
+			case lifecycle.ExpiryDelete:
+				actions = append(actions, action{kind: "delete", sb: sb, lease: true})
+				continue
+			case lifecycle.ExpiryRetain:
+				actions = append(actions, action{kind: "retain", sb: sb, lease: true})
+				continue
+			default:
+				waits = append(waits, wait)
+			}
 		}
 		if r.Claimed && sb.active == 0 && sb.phase() == v1alpha1.SandboxRunning {
 			switch act, wait := lifecycle.IdleDue(now, r.LastActivity, r.Spec.IdleTimeout.Duration, r.Spec.IdleAction); act {
@@ -140,6 +156,9 @@ func (e *Engine) reconcile(ctx context.Context) time.Duration {
 func (e *Engine) act(ctx context.Context, a action) {
 	switch a.kind {
 	case "delete":
+		if a.lease {
+			e.log.Info("lease expired: deleting", "sandbox", a.sb.rec.key())
+		}
 		if err := e.markDeleting(a.sb); err == nil {
 			go func() {
 				if err := e.finishDelete(a.sb); err != nil {
@@ -152,6 +171,10 @@ func (e *Engine) act(ctx context.Context, a action) {
 		next := a.sb.rec
 		next.Expired = true
 		next.Message = "shutdown time reached; retained with its files"
+		if a.lease {
+			next.Message = "lease expired (its client stopped renewing it); retained with its files"
+			next.LeaseExpires = nil
+		}
 		err := e.store.put(&next, "", nil)
 		if err == nil {
 			a.sb.rec = next

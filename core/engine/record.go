@@ -73,6 +73,11 @@ type record struct {
 	SnapshotUID string `json:"snapshotUID,omitempty"`
 	Seeded      bool   `json:"seeded,omitempty"`
 	Layered     bool   `json:"layered,omitempty"`
+
+	// Lease and LeaseExpires (lease.go): reclaimed at LeaseExpires unless
+	// its client renews it.
+	Lease        time.Duration `json:"lease,omitempty"`
+	LeaseExpires *time.Time    `json:"leaseExpires,omitempty"`
 }
 
 func (r *record) key() string { return r.Namespace + "/" + r.Name }
@@ -132,6 +137,9 @@ func (s *sandbox) toProto() *sandpodv1.Sandbox {
 	}
 	if r.ShutdownTime != nil {
 		out.ShutdownTime = timestamppb.New(*r.ShutdownTime)
+	}
+	if r.Lease > 0 && r.LeaseExpires != nil {
+		out.Lease, out.LeaseExpireTime = durationpb.New(r.Lease), timestamppb.New(*r.LeaseExpires)
 	}
 	if d := r.Spec.IdleTimeout.Duration; d > 0 {
 		out.IdleTimeout = durationpb.New(d)

@@ -13,6 +13,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -22,7 +23,7 @@ import (
 	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
-var sandpodCRDs = []string{"sandboxes.sandpod.dev", "sandboxtemplates.sandpod.dev", "sandboxwarmpools.sandpod.dev", "sandboxclaims.sandpod.dev"}
+var sandpodCRDs = []string{"sandboxes.sandpod.dev", "sandboxtemplates.sandpod.dev", "sandboxwarmpools.sandpod.dev", "sandboxclaims.sandpod.dev", "sandboxquotas.sandpod.dev"}
 
 const guardName = "uninstall-guard.sandpod.dev"
 
@@ -129,6 +130,13 @@ func TestGuardedUninstall(t *testing.T) {
 	for _, o := range []client.Object{&admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}} {
 		if err := bed.Get(o, "", guardName); !isNotFound(err) {
 			t.Errorf("%T %s after uninstall: err=%v, want NotFound", o, guardName, err)
+		}
+	}
+	for _, o := range []client.Object{&flowcontrolv1.FlowSchema{}, &flowcontrolv1.PriorityLevelConfiguration{}} {
+		for _, name := range []string{"sandpod-claims", "sandpod-refills"} {
+			if err := bed.Get(o, "", name); !isNotFound(err) {
+				t.Errorf("%T %s after uninstall: err=%v, want NotFound", o, name, err)
+			}
 		}
 	}
 	// The kwok bed has no kube-controller-manager to drop the PVC's

@@ -25,7 +25,7 @@ import grpc.aio
 
 from . import _async_io as _io
 from . import _base, _code_client
-from ._async_io import AsyncProcess, AsyncWatch, ClaimBatch
+from ._async_io import ClaimBatch
 from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Source, Timeout, UseClientDefault
 from ._code import CodeContextInfo, Execution, Result
 from ._code_client import AsyncCodeContext
@@ -39,6 +39,7 @@ from ._errors import (
     from_rpc_error,
 )
 from ._filewatch import AsyncFileWatch
+from ._lease import AsyncLeaseRenewer
 from ._models import (
     CommandResult,
     ExposedPort,
@@ -51,13 +52,16 @@ from ._models import (
     label_selector,
     sandbox_html,
 )
+from ._process import AsyncProcess
 from ._progress import WaitBar
 from ._retry import RetryPolicy, RetryState
 from ._snapshots import AsyncForkList, AsyncSnapshot, SnapshotInfo, fork_request, snapshot_name
 from ._terminal import AsyncTerminal, terminal_start
+from ._watch import AsyncWatch
 from .v1 import (
     code_pb2,
     files_pb2,
+    lease_pb2,
     preview_pb2,
     sandbox_service_pb2,
     sandbox_service_pb2_grpc,
@@ -128,6 +132,8 @@ class AsyncClient:
         self._closed = False
         #: Whether the channel has been connected once (see _await_server).
         self._reached = False
+        #: Renews the leases of open handles (sandpod._lease).
+        self._leases = AsyncLeaseRenewer(self)
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -154,6 +160,7 @@ class AsyncClient:
         """Closes the channel. Sandboxes live on: reconnect with ``get(name)``."""
         if not self._closed:
             self._closed = True
+            await self._leases.close()
             await _io.close_channel(self)
 
     async def __aenter__(self) -> AsyncClient:
@@ -218,8 +225,14 @@ class AsyncClient:
                     raise from_rpc_error(err, request_id=request_id) from None
                 await asyncio.sleep(delay)
 
-    def _handle(self, pb: Any, on_exit: OnExit, warm: bool | None = None) -> AsyncSandbox:
-        return AsyncSandbox(self, SandboxInfo.from_pb(pb), on_exit=on_exit, warm=warm)
+    def _handle(
+        self, pb: Any, on_exit: OnExit, warm: bool | None = None, *, renew: bool = True
+    ) -> AsyncSandbox:
+        """A handle; one with a lease is renewed while it is open (``renew``)."""
+        sb = AsyncSandbox(self, SandboxInfo.from_pb(pb), on_exit=on_exit, warm=warm)
+        if renew and sb.info.lease > 0:
+            self._leases.add(sb)
+        return sb
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -236,6 +249,7 @@ class AsyncClient:
         request_id: str | None = None,
         snapshot: AsyncSnapshot | str | None = None,
         restart_on_failure: bool | None = None,
+        lease: Timeout = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncSandbox:
@@ -245,7 +259,10 @@ class AsyncClient:
         never hands out a second sandbox. ``on_exit`` says what leaving a ``with`` block
         does: ``"delete"``, ``"suspend"`` or ``"keep"``. ``restart_on_failure`` replaces
         the sandbox's workload when it exits non-zero (same name and files); ``None``
-        keeps the template's default.
+        keeps the template's default. ``lease`` (seconds or a timedelta, 2 s..24 h; the
+        template's default when ``None``): the server reclaims the sandbox when this
+        client has not renewed it for that long; the client renews it in the
+        background while the handle is open (see docs/python.md#leases).
         """
         on_exit = _base.check_on_exit(on_exit)
         req = _base.claim_request(
@@ -260,6 +277,7 @@ class AsyncClient:
             snapshot=snapshot_name(snapshot),
             restart_on_failure=restart_on_failure,
         )
+        _base.set_lease(req, lease)
         return await self._claim(req, on_exit, timeout, wait_bar=True)
 
     async def _claim(
@@ -297,12 +315,13 @@ class AsyncClient:
         wait: bool = True,
         snapshot: AsyncSnapshot | str | None = None,
         restart_on_failure: bool | None = None,
+        lease: Timeout = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> AsyncSandbox:
         """Creates a sandbox cold (not from a pool) and, unless ``wait=False``, waits
-        until it runs. Retries reuse one ``request_id``. ``restart_on_failure`` as in
-        :meth:`claim`."""
+        until it runs. Retries reuse one ``request_id``. ``restart_on_failure`` and
+        ``lease`` as in :meth:`claim`."""
         on_exit = _base.check_on_exit(on_exit)
         rid = request_id or _base.new_request_id()
         req = _base.create_request(
@@ -319,6 +338,7 @@ class AsyncClient:
             snapshot=snapshot_name(snapshot),
             restart_on_failure=restart_on_failure,
         )
+        _base.set_lease(req, lease)
         resp = await self._unary(
             "CreateSandbox",
             req,
@@ -362,7 +382,7 @@ class AsyncClient:
                 self._settings.ns(namespace), labels, include_pool_members, token
             )
             resp = await self._unary("ListSandboxes", req, timeout=timeout)
-            out.extend(self._handle(sb, "keep") for sb in resp.sandboxes)
+            out.extend(self._handle(sb, "keep", renew=False) for sb in resp.sandboxes)
             token = resp.next_page_token
             if not token:
                 return out
@@ -400,6 +420,7 @@ class AsyncClient:
         labels: Mapping[str, str] | None = None,
         env: Mapping[str, str] | None = None,
         namespace: str | None = None,
+        lease: Timeout = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> ClaimBatch:
@@ -414,7 +435,7 @@ class AsyncClient:
         ns = self._settings.ns(namespace)
 
         def make_request() -> sandbox_service_pb2.ClaimSandboxRequest:
-            return _base.claim_request(
+            req = _base.claim_request(
                 template,
                 ns,
                 ttl=ttl,
@@ -424,6 +445,8 @@ class AsyncClient:
                 env=env,
                 request_id=_base.new_request_id(),
             )
+            _base.set_lease(req, lease)
+            return req
 
         return _io.claim_many(self, template, n, concurrency, make_request, on_exit, timeout)
 
@@ -658,6 +681,7 @@ class AsyncSandbox:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._client._leases.drop(self)  # leaving the block closes the handle
         if self.on_exit == "keep" or self._deleted:
             return
         try:
@@ -682,6 +706,7 @@ class AsyncSandbox:
 
     def _gone(self, why: str) -> None:
         """Marks the handle's sandbox as gone: its repr and HTML say Deleted."""
+        self._client._leases.drop(self)
         self._deleted = True
         self.info = dataclasses.replace(self.info, phase=Phase.DELETED, message=why)
 
@@ -708,6 +733,18 @@ class AsyncSandbox:
             "GetSandbox", _pb.GetSandboxRequest(**self._ref()), timeout=timeout
         )
         return self._update(resp.sandbox)
+
+    async def renew_lease(
+        self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> _dt.datetime | None:
+        """Renews the sandbox's lease now and returns when it ends unless renewed again
+        (the client does this in the background while the handle is open). Raises
+        FailedPrecondition (reason ``NO_LEASE``) for a sandbox without a lease."""
+        req = lease_pb2.RenewLeaseRequest(**self._ref())
+        resp = await self._unary("RenewLease", req, timeout=timeout)
+        when = _base.ts_or_none(resp.lease_expire_time, resp.HasField("lease_expire_time"))
+        self.info = dataclasses.replace(self.info, lease_expire_time=when)
+        return when
 
     async def suspend(
         self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT

@@ -3,8 +3,9 @@ where :mod:`sandpod._sync_io` has threads and blocking gRPC calls.
 
 :mod:`sandpod._async_client` is written once for both flavours (``hack/unasync.py``
 generates :mod:`sandpod._client` from it); whatever cannot be (the channel, stream
-reading, exec senders, claim_many, watches) lives here, with the same names as in
-:mod:`sandpod._sync_io`. Hand-written.
+reading, exec senders, claim_many, opening watches, and the condition and worker that
+the handles written once in ``_process``, ``_terminal``, ``_watch`` and ``_filewatch``
+use) lives here, with the same names as in :mod:`sandpod._sync_io`. Hand-written.
 """
 
 from __future__ import annotations
@@ -19,19 +20,20 @@ import grpc.aio
 
 from . import _base
 from ._base import OnExit, Timeout, UseClientDefault
-from ._errors import SandboxTimeout, SandpodError, ServerError, Unavailable, from_rpc_error
-from ._filewatch import AsyncFileWatch
-from ._models import CommandResult, Output, OutputDecoder, WatchEvent
+from ._errors import ServerError, Unavailable
+from ._models import CommandResult, Output, OutputDecoder
 from ._progress import CountBar, WaitBar
-from ._terminal import AsyncTerminal
 from .v1 import exec_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
 if TYPE_CHECKING:
     from ._async_client import AsyncClient, AsyncSandbox
+    from ._filewatch import AsyncFileWatch
+    from ._process import AsyncProcess
+    from ._terminal import AsyncTerminal
+    from ._watch import AsyncWatch
 
-__all__ = ["AsyncProcess", "AsyncWatch", "ClaimBatch"]
+__all__ = ["AsyncCondition", "AsyncWorker", "ClaimBatch"]
 
-Data = bytes | bytearray | memoryview | str
 _UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 
 
@@ -116,6 +118,13 @@ async def delete_all(sandboxes: Iterable[AsyncSandbox]) -> None:
     await asyncio.gather(*(sb._release() for sb in sandboxes), return_exceptions=True)
 
 
+async def read(call: Any) -> Any:
+    """The next message of a server stream, None at its end (an error status raises;
+    so does a call cancelled by us: asyncio.CancelledError)."""
+    resp = await call.read()
+    return None if resp is grpc.aio.EOF else resp
+
+
 async def responses(call: Any) -> AsyncIterator[Any]:
     """The messages of a server stream until its end (an error status raises)."""
     while True:
@@ -125,11 +134,65 @@ async def responses(call: Any) -> AsyncIterator[Any]:
         yield resp
 
 
+# --- primitives of the handles written once (_terminal, _filewatch) ---------------
+
+
+class AsyncCondition:
+    """An asyncio condition whose waits take a timeout, as a threading one's do
+    (:class:`sandpod._sync_io.Condition` is the twin)."""
+
+    def __init__(self) -> None:
+        self._cond = asyncio.Condition()
+
+    async def __aenter__(self) -> AsyncCondition:
+        await self._cond.acquire()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._cond.release()
+
+    def notify_all(self) -> None:
+        self._cond.notify_all()
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Waits (holding the lock) for a notify; False if ``timeout`` ran out first."""
+        try:
+            await asyncio.wait_for(self._cond.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def wait_for(self, predicate: Callable[[], object], timeout: float | None) -> bool:
+        """Waits (holding the lock) until ``predicate()`` is true; False if ``timeout``
+        ran out first."""
+        try:
+            await asyncio.wait_for(self._cond.wait_for(predicate), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+
+class AsyncWorker:
+    """Runs a coroutine function as a task of its own: a handle's reader
+    (:class:`sandpod._sync_io.Worker` runs it on a thread)."""
+
+    def __init__(self, target: Callable[[], Any], name: str) -> None:
+        self._task = asyncio.create_task(target(), name=name)
+
+    async def join(self, timeout: float | None = None) -> bool:
+        """Waits up to ``timeout`` seconds for the end (never cancels it); True if it
+        ended."""
+        await asyncio.wait({self._task}, timeout=timeout)
+        return self._task.done()
+
+
 # --- watches ------------------------------------------------------------------------
 
 
 def open_watch(client: AsyncClient, req: Any, deadline: float | None) -> AsyncWatch:
     """Starts ``AsyncClient.watch``: at once (the first read waits for the server)."""
+    from ._watch import AsyncWatch  # it uses this module's helpers
+
     call = client._stub.WatchSandboxes(req, timeout=deadline, metadata=client._metadata)
     return AsyncWatch(call, bounded=deadline is not None, client=client)
 
@@ -137,6 +200,8 @@ def open_watch(client: AsyncClient, req: Any, deadline: float | None) -> AsyncWa
 def open_file_watch(sandbox: AsyncSandbox, req: Any, deadline: float | None) -> AsyncFileWatch:
     """Starts ``AsyncFiles.watch``: the AsyncFileWatch opens the call when first
     awaited or iterated."""
+    from ._filewatch import AsyncFileWatch  # it uses this module's helpers
+
     client = sandbox._client
 
     async def opener() -> Any:
@@ -144,58 +209,6 @@ def open_file_watch(sandbox: AsyncSandbox, req: Any, deadline: float | None) -> 
         return client._stub.WatchFiles(req, timeout=deadline, metadata=client._metadata)
 
     return AsyncFileWatch(sandbox, opener, bounded=deadline is not None)
-
-
-class AsyncWatch:
-    """The async iterator of :class:`WatchEvent` returned by ``AsyncClient.watch``."""
-
-    def __init__(self, call: Any, *, bounded: bool, client: AsyncClient | None = None) -> None:
-        self._call = call
-        self._bounded = bounded
-        self._closed = False
-        self._client = client
-
-    def __aiter__(self) -> AsyncWatch:
-        return self
-
-    async def __anext__(self) -> WatchEvent:
-        try:
-            resp = await self._call.read()
-        except grpc.RpcError as err:
-            if _base.watch_ended(err, self._closed, self._bounded):
-                raise StopAsyncIteration from None
-            client = self._client
-            if client is not None and not client._reached and err.code() == _UNAVAILABLE:
-                # watch() cannot wait for the connection (it returns at once): say here
-                # what the other calls say when there was never a server to talk to.
-                raise Unavailable(
-                    _base.no_server_message(client.address, 0, err.details() or "unavailable"),
-                    code=_UNAVAILABLE,
-                ) from None
-            raise from_rpc_error(err) from None
-        except asyncio.CancelledError:
-            if self._closed:
-                raise StopAsyncIteration from None
-            raise
-        if resp is grpc.aio.EOF:
-            raise StopAsyncIteration
-        return WatchEvent.from_pb(resp)
-
-    def close(self) -> None:
-        """Stops the stream."""
-        self._closed = True
-        self._call.cancel()
-
-    async def __aenter__(self) -> AsyncWatch:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 # --- claim_many ---------------------------------------------------------------------
@@ -383,7 +396,7 @@ async def run_exec(
     except grpc.RpcError as err:
         raise sandbox._noted(_base.exec_error(err, text, limit)) from None
     finally:
-        await sender.aclose()
+        await sender.close()
         call.cancel()
 
 
@@ -397,11 +410,11 @@ async def _started(
     try:
         resp = await call.read()
     except grpc.RpcError as err:
-        await sender.aclose()
+        await sender.close()
         call.cancel()
         raise sandbox._noted(_base.exec_error(err, text, limit)) from None
     if resp is grpc.aio.EOF:
-        await sender.aclose()
+        await sender.close()
         call.cancel()
         raise ServerError(f"{what} {text!r} ended before it started")
     sender.on_response(resp)
@@ -412,6 +425,8 @@ async def start_process(
     sandbox: AsyncSandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None
 ) -> AsyncProcess:
     """``AsyncSandbox.start``."""
+    from ._process import AsyncProcess  # it uses this module's helpers
+
     call, sender, resp = await _started(sandbox, first, text, limit, "exec of")
     return AsyncProcess(sandbox, call, sender, text, limit, resp)
 
@@ -420,6 +435,8 @@ async def start_terminal(
     sandbox: AsyncSandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None
 ) -> AsyncTerminal:
     """``AsyncSandbox.terminal``."""
+    from ._terminal import AsyncTerminal  # it uses this module's helpers
+
     call, sender, resp = await _started(sandbox, first, text, limit, "terminal")
     return AsyncTerminal(sandbox, call, sender, text, resp)
 
@@ -489,13 +506,15 @@ class _ExecSender:
         self._input.end()
         self._wake()
 
-    async def aclose(self) -> None:
-        """Ends sending: the call is over. A write still waiting for the server is
-        abandoned (the call is cancelled or done)."""
+    async def close(self) -> None:
+        """Ends sending, and the call: the reader saw its end or gives up on it. A write
+        still waiting for the server is abandoned. (The sync sender has no call to end:
+        a sync call ends with its reads.)"""
         self.end()
         if not self._task.done():
             self._task.cancel()
         await asyncio.wait([self._task])
+        self._call.cancel()
 
     async def _run(self) -> None:
         first = True
@@ -517,152 +536,3 @@ class _ExecSender:
                     return
             elif not await _send(self._call, msg):
                 return
-
-
-class AsyncProcess:
-    """The asyncio twin of :class:`sandpod.Process` (``async for``, ``await wait()``)."""
-
-    def __init__(
-        self,
-        sandbox: AsyncSandbox,
-        call: Any,
-        sender: _ExecSender,
-        command: str,
-        limit: float | None,
-        first: exec_pb2.ExecResponse,
-    ) -> None:
-        self.sandbox = sandbox
-        self.command = command
-        self._call = call
-        self._sender = sender
-        self._limit = limit
-        self._decoder = OutputDecoder()
-        self._events: list[Output] = []
-        self._changed = asyncio.Event()
-        self._result: CommandResult | None = None
-        self._error: SandpodError | None = None
-        self._done = False
-        self._stdin_closed = False
-        self.pid = 0
-        if first.WhichOneof("msg") == "started":
-            self.pid = first.started.pid
-        else:
-            self._consume(first)
-        self._task = asyncio.create_task(self._read())
-
-    def _consume(self, resp: exec_pb2.ExecResponse) -> None:
-        if resp.WhichOneof("msg") == "exit":
-            self._result = self._decoder.result(resp.exit, self.command)
-            self._done = True
-        else:
-            out = self._decoder.feed_response(resp)
-            if out is not None:
-                self._events.append(out)
-        self._changed.set()
-
-    async def _read(self) -> None:
-        try:
-            while not self._done:
-                resp = await self._call.read()
-                if resp is grpc.aio.EOF:
-                    self._error = ServerError(f"exec of {self.command!r} ended without an exit")
-                    break
-                self._sender.on_response(resp)
-                self._consume(resp)
-        except grpc.RpcError as err:
-            self._error = self.sandbox._noted(_base.exec_error(err, self.command, self._limit))
-        finally:
-            self._done = True
-            self._changed.set()
-            await self._sender.aclose()
-            self._call.cancel()
-
-    def __repr__(self) -> str:
-        state = "running" if self.running else "exited"
-        return f"AsyncProcess(pid={self.pid}, command={self.command!r}, {state})"
-
-    @property
-    def running(self) -> bool:
-        return not self._done
-
-    @property
-    def result(self) -> CommandResult | None:
-        """The result once the process exited, else None."""
-        return self._result
-
-    @property
-    def stdout(self) -> str:
-        """Standard output so far."""
-        return bytes(self._decoder.buffers["stdout"]).decode("utf-8", "replace")
-
-    @property
-    def stderr(self) -> str:
-        """Standard error so far."""
-        return bytes(self._decoder.buffers["stderr"]).decode("utf-8", "replace")
-
-    async def __aiter__(self) -> AsyncIterator[Output]:
-        i = 0
-        while True:
-            while i < len(self._events):
-                i += 1
-                yield self._events[i - 1]
-            if self._done:
-                if self._error is not None:
-                    raise self._error
-                return
-            self._changed.clear()
-            await self._changed.wait()
-
-    async def write_stdin(self, data: Data) -> None:
-        """See :meth:`sandpod.Process.write_stdin` (never waits for the command)."""
-        if self._stdin_closed:
-            raise ValueError("stdin is closed")
-        if self.running:
-            self._sender.put_stdin(_base.as_bytes(data))
-
-    async def close_stdin(self) -> None:
-        """Closes the command's standard input (it sees end-of-file)."""
-        if not self._stdin_closed:
-            self._stdin_closed = True
-            self._sender.close_stdin()
-
-    async def send_signal(self, signal: int) -> None:
-        """See :meth:`sandpod.Process.send_signal`."""
-        if self.running:
-            self._sender.signal(signal)
-
-    async def terminate(self) -> None:
-        """Sends SIGTERM."""
-        await self.send_signal(15)
-
-    async def kill(self) -> None:
-        """Sends SIGKILL."""
-        await self.send_signal(9)
-
-    async def wait(self, timeout: Timeout = None, *, check: bool = False) -> CommandResult:
-        """See :meth:`sandpod.Process.wait`."""
-        limit = None if timeout is None else _base.seconds_of(timeout)
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), limit)
-        except asyncio.TimeoutError:
-            raise SandboxTimeout(f"process {self.pid} ({self.command!r}) still running") from None
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result.check() if check else self._result
-
-    async def __aenter__(self) -> AsyncProcess:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self.running:
-            try:
-                await self.kill()
-                await asyncio.wait_for(asyncio.shield(self._task), 10)
-            except (SandpodError, asyncio.TimeoutError):
-                self._call.cancel()

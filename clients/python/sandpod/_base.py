@@ -22,6 +22,7 @@ from ._models import (
     policy_to_pb,
     seconds_of,
     to_duration,
+    ts_to_datetime,
 )
 from ._retry import RetryPolicy
 from .v1 import exec_pb2, files_pb2, preview_pb2, sandbox_service_pb2
@@ -223,6 +224,17 @@ def _lifecycle_fields(
     if shutdown_time is not None:
         fields["shutdown_time"] = datetime_to_ts(shutdown_time)
     return fields
+
+
+def set_lease(req: Any, lease: Timeout) -> None:
+    """Sets the lease of a create or claim request; ``None`` keeps the template's."""
+    if lease is not None:
+        req.lease.CopyFrom(to_duration(lease))
+
+
+def ts_or_none(ts: Any, present: bool) -> _dt.datetime | None:
+    """A timestamp field as a datetime, ``None`` when unset."""
+    return ts_to_datetime(ts, present)
 
 
 def _restart_field(restart_on_failure: bool | None) -> dict[str, bool]:

@@ -2,7 +2,7 @@
 # Edit _async_client.py (and, for what differs by flavour, _sync_io.py) and run
 # 'make generate'.
 """The synchronous client: :class:`Client`, :class:`Sandbox`, :class:`Files` (and,
-from :mod:`sandpod._sync_io`, :class:`Process`, :class:`Watch`, :class:`SandboxList`).
+from :mod:`sandpod._sync_io`, :class:`SandboxList`).
 
 Generated from :mod:`sandpod._async_client`, its asyncio twin (same names and
 parameters), by ``hack/unasync.py``: edit that file and run ``make generate``.
@@ -37,6 +37,7 @@ from ._errors import (
     from_rpc_error,
 )
 from ._filewatch import FileWatch
+from ._lease import LeaseRenewer
 from ._models import (
     CommandResult,
     ExposedPort,
@@ -49,14 +50,17 @@ from ._models import (
     label_selector,
     sandbox_html,
 )
+from ._process import Process
 from ._progress import WaitBar
 from ._retry import RetryPolicy, RetryState
 from ._snapshots import ForkList, Snapshot, SnapshotInfo, fork_request, snapshot_name
-from ._sync_io import Process, SandboxList, Watch
+from ._sync_io import SandboxList
 from ._terminal import Terminal, terminal_start
+from ._watch import Watch
 from .v1 import (
     code_pb2,
     files_pb2,
+    lease_pb2,
     preview_pb2,
     sandbox_service_pb2,
     sandbox_service_pb2_grpc,
@@ -127,6 +131,8 @@ class Client:
         self._closed = False
         #: Whether the channel has been connected once (see _await_server).
         self._reached = False
+        #: Renews the leases of open handles (sandpod._lease).
+        self._leases = LeaseRenewer(self)
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -142,6 +148,7 @@ class Client:
         """Closes the channel. Sandboxes live on: reconnect with ``get(name)``."""
         if not self._closed:
             self._closed = True
+            self._leases.close()
             _io.close_channel(self)
 
     def __enter__(self) -> Client:
@@ -206,8 +213,14 @@ class Client:
                     raise from_rpc_error(err, request_id=request_id) from None
                 time.sleep(delay)
 
-    def _handle(self, pb: Any, on_exit: OnExit, warm: bool | None = None) -> Sandbox:
-        return Sandbox(self, SandboxInfo.from_pb(pb), on_exit=on_exit, warm=warm)
+    def _handle(
+        self, pb: Any, on_exit: OnExit, warm: bool | None = None, *, renew: bool = True
+    ) -> Sandbox:
+        """A handle; one with a lease is renewed while it is open (``renew``)."""
+        sb = Sandbox(self, SandboxInfo.from_pb(pb), on_exit=on_exit, warm=warm)
+        if renew and sb.info.lease > 0:
+            self._leases.add(sb)
+        return sb
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -224,6 +237,7 @@ class Client:
         request_id: str | None = None,
         snapshot: Snapshot | str | None = None,
         restart_on_failure: bool | None = None,
+        lease: Timeout = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> Sandbox:
@@ -233,7 +247,10 @@ class Client:
         never hands out a second sandbox. ``on_exit`` says what leaving a ``with`` block
         does: ``"delete"``, ``"suspend"`` or ``"keep"``. ``restart_on_failure`` replaces
         the sandbox's workload when it exits non-zero (same name and files); ``None``
-        keeps the template's default.
+        keeps the template's default. ``lease`` (seconds or a timedelta, 2 s..24 h; the
+        template's default when ``None``): the server reclaims the sandbox when this
+        client has not renewed it for that long; the client renews it in the
+        background while the handle is open (see docs/python.md#leases).
         """
         on_exit = _base.check_on_exit(on_exit)
         req = _base.claim_request(
@@ -248,6 +265,7 @@ class Client:
             snapshot=snapshot_name(snapshot),
             restart_on_failure=restart_on_failure,
         )
+        _base.set_lease(req, lease)
         return self._claim(req, on_exit, timeout, wait_bar=True)
 
     def _claim(
@@ -285,12 +303,13 @@ class Client:
         wait: bool = True,
         snapshot: Snapshot | str | None = None,
         restart_on_failure: bool | None = None,
+        lease: Timeout = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> Sandbox:
         """Creates a sandbox cold (not from a pool) and, unless ``wait=False``, waits
-        until it runs. Retries reuse one ``request_id``. ``restart_on_failure`` as in
-        :meth:`claim`."""
+        until it runs. Retries reuse one ``request_id``. ``restart_on_failure`` and
+        ``lease`` as in :meth:`claim`."""
         on_exit = _base.check_on_exit(on_exit)
         rid = request_id or _base.new_request_id()
         req = _base.create_request(
@@ -307,6 +326,7 @@ class Client:
             snapshot=snapshot_name(snapshot),
             restart_on_failure=restart_on_failure,
         )
+        _base.set_lease(req, lease)
         resp = self._unary(
             "CreateSandbox",
             req,
@@ -350,7 +370,7 @@ class Client:
                 self._settings.ns(namespace), labels, include_pool_members, token
             )
             resp = self._unary("ListSandboxes", req, timeout=timeout)
-            out.extend(self._handle(sb, "keep") for sb in resp.sandboxes)
+            out.extend(self._handle(sb, "keep", renew=False) for sb in resp.sandboxes)
             token = resp.next_page_token
             if not token:
                 return out
@@ -388,6 +408,7 @@ class Client:
         labels: Mapping[str, str] | None = None,
         env: Mapping[str, str] | None = None,
         namespace: str | None = None,
+        lease: Timeout = None,
         on_exit: OnExit = "delete",
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> SandboxList:
@@ -402,7 +423,7 @@ class Client:
         ns = self._settings.ns(namespace)
 
         def make_request() -> sandbox_service_pb2.ClaimSandboxRequest:
-            return _base.claim_request(
+            req = _base.claim_request(
                 template,
                 ns,
                 ttl=ttl,
@@ -412,6 +433,8 @@ class Client:
                 env=env,
                 request_id=_base.new_request_id(),
             )
+            _base.set_lease(req, lease)
+            return req
 
         return _io.claim_many(self, template, n, concurrency, make_request, on_exit, timeout)
 
@@ -643,6 +666,7 @@ class Sandbox:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._client._leases.drop(self)  # leaving the block closes the handle
         if self.on_exit == "keep" or self._deleted:
             return
         try:
@@ -667,6 +691,7 @@ class Sandbox:
 
     def _gone(self, why: str) -> None:
         """Marks the handle's sandbox as gone: its repr and HTML say Deleted."""
+        self._client._leases.drop(self)
         self._deleted = True
         self.info = dataclasses.replace(self.info, phase=Phase.DELETED, message=why)
 
@@ -689,6 +714,18 @@ class Sandbox:
         """Fetches the current state into ``info`` and returns self."""
         resp = self._unary("GetSandbox", _pb.GetSandboxRequest(**self._ref()), timeout=timeout)
         return self._update(resp.sandbox)
+
+    def renew_lease(
+        self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT
+    ) -> _dt.datetime | None:
+        """Renews the sandbox's lease now and returns when it ends unless renewed again
+        (the client does this in the background while the handle is open). Raises
+        FailedPrecondition (reason ``NO_LEASE``) for a sandbox without a lease."""
+        req = lease_pb2.RenewLeaseRequest(**self._ref())
+        resp = self._unary("RenewLease", req, timeout=timeout)
+        when = _base.ts_or_none(resp.lease_expire_time, resp.HasField("lease_expire_time"))
+        self.info = dataclasses.replace(self.info, lease_expire_time=when)
+        return when
 
     def suspend(self, *, timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT) -> Sandbox:
         """Stops the sandbox's processes; files, name and identity are kept."""

@@ -1,4 +1,8 @@
-"""File watching: the changes under a directory of a sandbox (``Files.watch``)."""
+"""File watching: the changes under a directory of a sandbox (``Files.watch``).
+
+:class:`AsyncFileWatch` is the source; :class:`FileWatch` below it is generated from it
+by ``hack/unasync.py``.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,13 @@ import asyncio
 import dataclasses
 import enum
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from types import TracebackType
 from typing import Any
 
 import grpc
-import grpc.aio
 
+from . import _async_io, _base, _sync_io
 from ._errors import ServerError, from_rpc_error
 from .v1 import files_pb2
 
@@ -57,82 +61,28 @@ class FileEvent:
         )
 
 
-def _ended(err: grpc.RpcError, closed: bool, bounded: bool) -> bool:
-    code = err.code()
-    return (closed and code == grpc.StatusCode.CANCELLED) or (
-        bounded and code == grpc.StatusCode.DEADLINE_EXCEEDED
-    )
-
-
 def _not_ready(resp: Any) -> ServerError | None:
-    if resp is None or resp is grpc.aio.EOF:
+    if resp is None:
         return ServerError("the watch ended before it was ready")
     if not resp.events or resp.events[0].type != files_pb2.FileEvent.TYPE_READY:
         return ServerError("the watch did not start with its ready event")
     return None
 
 
-class FileWatch:
-    """The iterator of :class:`FileEvent` returned by ``Files.watch``: it is ready (every
-    change after ``watch`` returned is reported) and ends when closed, at its timeout,
-    or when the watched directory itself is removed (after that REMOVE event)."""
-
-    def __init__(self, sandbox: Any, call: Any, *, bounded: bool) -> None:
-        self._sandbox = sandbox
-        self._call = call
-        self._bounded = bounded
-        self._closed = False
-        self._pending: deque[files_pb2.FileEvent] = deque()
-        try:
-            first = next(call, None)
-        except grpc.RpcError as err:
-            raise sandbox._noted(from_rpc_error(err)) from None
-        if (bad := _not_ready(first)) is not None:
-            call.cancel()
-            raise bad
-        self.path: str = first.events[0].path  #: the watched directory
-        self._pending.extend(first.events[1:])
-
-    def __iter__(self) -> FileWatch:
-        return self
-
-    def __next__(self) -> FileEvent:
-        while not self._pending:
-            try:
-                resp = next(self._call)
-            except StopIteration:
-                raise
-            except grpc.RpcError as err:
-                if _ended(err, self._closed, self._bounded):
-                    raise StopIteration from None
-                raise self._sandbox._noted(from_rpc_error(err)) from None
-            self._pending.extend(resp.events)
-        return FileEvent.from_pb(self._pending.popleft())
-
-    def close(self) -> None:
-        """Stops the watch."""
-        self._closed = True
-        self._call.cancel()
-
-    def __enter__(self) -> FileWatch:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+# unasync: begin source: the asyncio handle; its sync twin below is generated
 
 
 class AsyncFileWatch:
-    """The asyncio twin of :class:`sandpod.FileWatch`. ``await`` it (or enter it with
-    ``async with``) to wait until it is ready; ``async for`` waits for that by itself."""
+    """The iterator of :class:`FileEvent` returned by ``Files.watch``: it is ready (every
+    change after ``watch`` returned is reported) and ends when closed, at its timeout,
+    or when the watched directory itself is removed (after that REMOVE event).
 
-    def __init__(self, sandbox: Any, opener: Any, *, bounded: bool) -> None:
+    The sync one is ready when ``watch`` returns; the asyncio one once awaited or
+    entered as a context manager (iterating it waits for that by itself)."""
+
+    def __init__(self, sandbox: Any, opener: Callable[[], Any], *, bounded: bool) -> None:
         self._sandbox = sandbox
-        self._opener = opener  # a coroutine function that opens the call
+        self._opener = opener  # opens the call (the asyncio one is a coroutine function)
         self._call: Any = None
         self._bounded = bounded
         self._closed = False
@@ -146,7 +96,7 @@ class AsyncFileWatch:
         if self._call is None:
             self._call = await self._opener()
         try:
-            first = await self._call.read()
+            first = await _async_io.read(self._call)
         except grpc.RpcError as err:
             raise self._sandbox._noted(from_rpc_error(err)) from None
         if (bad := _not_ready(first)) is not None:
@@ -157,9 +107,11 @@ class AsyncFileWatch:
         self._ready = True
         return self
 
+    # unasync: async-only
     def __await__(self) -> Generator[Any, None, AsyncFileWatch]:
         return self._wait_ready().__await__()
 
+    # unasync: end
     def __aiter__(self) -> AsyncFileWatch:
         return self
 
@@ -169,16 +121,18 @@ class AsyncFileWatch:
         await self._wait_ready()
         while not self._pending:
             try:
-                resp = await self._call.read()
+                resp = await _async_io.read(self._call)
             except grpc.RpcError as err:
-                if _ended(err, self._closed, self._bounded):
+                if _base.watch_ended(err, self._closed, self._bounded):
                     raise StopAsyncIteration from None
                 raise self._sandbox._noted(from_rpc_error(err)) from None
+            # unasync: async-only
             except asyncio.CancelledError:
                 if self._closed:
                     raise StopAsyncIteration from None
                 raise
-            if resp is grpc.aio.EOF:
+            # unasync: end
+            if resp is None:
                 raise StopAsyncIteration
             self._pending.extend(resp.events)
         return FileEvent.from_pb(self._pending.popleft())
@@ -199,3 +153,84 @@ class AsyncFileWatch:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+# unasync: end source
+
+
+# unasync: begin generated from the source above by hack/unasync.py; do not edit
+
+
+class FileWatch:
+    """The iterator of :class:`FileEvent` returned by ``Files.watch``: it is ready (every
+    change after ``watch`` returned is reported) and ends when closed, at its timeout,
+    or when the watched directory itself is removed (after that REMOVE event).
+
+    The sync one is ready when ``watch`` returns; the asyncio one once awaited or
+    entered as a context manager (iterating it waits for that by itself)."""
+
+    def __init__(self, sandbox: Any, opener: Callable[[], Any], *, bounded: bool) -> None:
+        self._sandbox = sandbox
+        self._opener = opener  # opens the call (the asyncio one is a coroutine function)
+        self._call: Any = None
+        self._bounded = bounded
+        self._closed = False
+        self._ready = False
+        self._pending: deque[files_pb2.FileEvent] = deque()
+        self.path: str = ""  #: the watched directory, once ready
+
+    def _wait_ready(self) -> FileWatch:
+        if self._ready:
+            return self
+        if self._call is None:
+            self._call = self._opener()
+        try:
+            first = _sync_io.read(self._call)
+        except grpc.RpcError as err:
+            raise self._sandbox._noted(from_rpc_error(err)) from None
+        if (bad := _not_ready(first)) is not None:
+            self._call.cancel()
+            raise bad
+        self.path = first.events[0].path
+        self._pending.extend(first.events[1:])
+        self._ready = True
+        return self
+
+    def __iter__(self) -> FileWatch:
+        return self
+
+    def __next__(self) -> FileEvent:
+        if self._closed:
+            raise StopIteration
+        self._wait_ready()
+        while not self._pending:
+            try:
+                resp = _sync_io.read(self._call)
+            except grpc.RpcError as err:
+                if _base.watch_ended(err, self._closed, self._bounded):
+                    raise StopIteration from None
+                raise self._sandbox._noted(from_rpc_error(err)) from None
+            if resp is None:
+                raise StopIteration
+            self._pending.extend(resp.events)
+        return FileEvent.from_pb(self._pending.popleft())
+
+    def close(self) -> None:
+        """Stops the watch."""
+        self._closed = True
+        if self._call is not None:
+            self._call.cancel()
+
+    def __enter__(self) -> FileWatch:
+        return self._wait_ready()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+# unasync: end generated

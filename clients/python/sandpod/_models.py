@@ -183,6 +183,9 @@ class SandboxInfo:
     agent_restarts: int = 0
     #: The snapshot its files were made from or last restored to ("" if none).
     snapshot: str = ""
+    #: Its lease in seconds (0: none): reclaimed unless renewed (docs/python.md#leases).
+    lease: float = 0.0
+    lease_expire_time: _dt.datetime | None = None
 
     @classmethod
     def from_pb(cls, pb: sandbox_pb2.Sandbox) -> SandboxInfo:
@@ -208,6 +211,10 @@ class SandboxInfo:
                 for c in pb.conditions
             ),
             create_time=ts_to_datetime(pb.create_time, pb.HasField("create_time")),
+            lease=pb.lease.ToTimedelta().total_seconds() if pb.HasField("lease") else 0.0,
+            lease_expire_time=ts_to_datetime(
+                pb.lease_expire_time, pb.HasField("lease_expire_time")
+            ),
             shutdown_time=ts_to_datetime(pb.shutdown_time, pb.HasField("shutdown_time")),
             shutdown_policy=policy_from_pb(pb.shutdown_policy),
             last_activity_time=ts_to_datetime(

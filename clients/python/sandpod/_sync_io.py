@@ -3,8 +3,10 @@ blocking gRPC calls where :mod:`sandpod._async_io` has tasks and ``grpc.aio``.
 
 :mod:`sandpod._client` is generated from :mod:`sandpod._async_client` by
 ``hack/unasync.py``, which only drops ``async``/``await`` and renames; whatever cannot be
-written once for both (the channel, stream reading, exec senders, claim_many, watches)
-lives here, with the same names as in :mod:`sandpod._async_io`. Hand-written.
+written once for both (the channel, stream reading, exec senders, claim_many, opening
+watches, and the condition and worker that the handles written once in ``_process``,
+``_terminal``, ``_watch`` and ``_filewatch`` use) lives here, with the same names as in
+:mod:`sandpod._async_io`. Hand-written.
 """
 
 from __future__ import annotations
@@ -19,19 +21,19 @@ import grpc
 
 from . import _base
 from ._base import OnExit, Timeout, UseClientDefault
-from ._errors import SandboxTimeout, SandpodError, ServerError, Unavailable, from_rpc_error
-from ._filewatch import FileWatch
-from ._models import CommandResult, Output, OutputDecoder, WatchEvent
+from ._errors import ServerError, Unavailable
+from ._models import CommandResult, Output, OutputDecoder
 from ._progress import CountBar, WaitBar
-from ._terminal import Terminal
 from .v1 import exec_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
 
 if TYPE_CHECKING:
     from ._client import Client, Sandbox
+    from ._filewatch import FileWatch
+    from ._process import Process
+    from ._terminal import Terminal
+    from ._watch import Watch
 
-__all__ = ["Process", "SandboxList", "Watch"]
-
-Data = bytes | bytearray | memoryview | str
+__all__ = ["Condition", "SandboxList", "Worker"]
 
 
 def initial_channel(
@@ -112,9 +114,58 @@ def delete_all(sandboxes: Iterable[Sandbox]) -> None:
             fut.exception()
 
 
+def read(call: Any) -> Any:
+    """The next message of a server stream, None at its end (an error status raises;
+    so does a call cancelled by us: grpc.RpcError, CANCELLED)."""
+    return next(call, None)
+
+
 def responses(call: Any) -> Iterator[Any]:
     """The messages of a server stream until its end (an error status raises)."""
     return iter(call)
+
+
+# --- primitives of the handles written once (_terminal, _filewatch) ---------------
+
+
+class Condition:
+    """A threading condition, the twin of :class:`sandpod._async_io.AsyncCondition`."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+
+    def __enter__(self) -> Condition:
+        self._cond.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._cond.release()
+
+    def notify_all(self) -> None:
+        self._cond.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Waits (holding the lock) for a notify; False if ``timeout`` ran out first."""
+        return self._cond.wait(timeout)
+
+    def wait_for(self, predicate: Callable[[], object], timeout: float | None) -> bool:
+        """Waits (holding the lock) until ``predicate()`` is true; False if ``timeout``
+        ran out first."""
+        return bool(self._cond.wait_for(predicate, timeout))
+
+
+class Worker:
+    """Runs a function on a daemon thread of its own: a handle's reader (the twin of
+    :class:`sandpod._async_io.AsyncWorker`, which runs a task)."""
+
+    def __init__(self, target: Callable[[], Any], name: str) -> None:
+        self._thread = threading.Thread(target=target, name=name, daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Waits up to ``timeout`` seconds for the end; True if it ended."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
 
 # --- watches ------------------------------------------------------------------------
@@ -122,6 +173,8 @@ def responses(call: Any) -> Iterator[Any]:
 
 def open_watch(client: Client, req: Any, deadline: float | None) -> Watch:
     """Starts ``Client.watch``; returns once the server has the watch live."""
+    from ._watch import Watch  # it uses this module's helpers
+
     client._await_server(deadline)
     call = client._stub.WatchSandboxes(req, timeout=deadline, metadata=client._metadata)
     call.initial_metadata()  # the server sends its headers once the watch is live
@@ -129,47 +182,16 @@ def open_watch(client: Client, req: Any, deadline: float | None) -> Watch:
 
 
 def open_file_watch(sandbox: Sandbox, req: Any, deadline: float | None) -> FileWatch:
-    """Starts ``Files.watch``; FileWatch waits until the watch is in place."""
+    """Starts ``Files.watch``; returns once the watch is in place (ready)."""
+    from ._filewatch import FileWatch  # it uses this module's helpers
+
     client = sandbox._client
-    client._await_server(deadline)
-    call = client._stub.WatchFiles(req, timeout=deadline, metadata=client._metadata)
-    return FileWatch(sandbox, call, bounded=deadline is not None)
 
+    def opener() -> Any:
+        client._await_server(deadline)
+        return client._stub.WatchFiles(req, timeout=deadline, metadata=client._metadata)
 
-class Watch:
-    """The iterator of :class:`WatchEvent` returned by ``Client.watch``."""
-
-    def __init__(self, call: Any, *, bounded: bool) -> None:
-        self._call = call
-        self._bounded = bounded
-        self._closed = False
-
-    def __iter__(self) -> Watch:
-        return self
-
-    def __next__(self) -> WatchEvent:
-        try:
-            return WatchEvent.from_pb(next(self._call))
-        except grpc.RpcError as err:
-            if _base.watch_ended(err, self._closed, self._bounded):
-                raise StopIteration from None
-            raise from_rpc_error(err) from None
-
-    def close(self) -> None:
-        """Stops the stream."""
-        self._closed = True
-        self._call.cancel()
-
-    def __enter__(self) -> Watch:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+    return FileWatch(sandbox, opener, bounded=deadline is not None)._wait_ready()
 
 
 # --- claim_many ---------------------------------------------------------------------
@@ -297,20 +319,41 @@ def run_exec(
         call.cancel()
 
 
+def _started(
+    sandbox: Sandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None, what: str
+) -> tuple[Any, _ExecSender, exec_pb2.ExecResponse]:
+    """Opens an exec and reads its first response (``started``, or an early end)."""
+    call, sender = _open_exec(sandbox, first, limit)
+    try:
+        resp = next(call)
+    except grpc.RpcError as err:
+        sender.end()
+        raise sandbox._noted(_base.exec_error(err, text, limit)) from None
+    except StopIteration:
+        sender.end()
+        raise ServerError(f"{what} {text!r} ended before it started") from None
+    sender.on_response(resp)
+    return call, sender, resp
+
+
 def start_process(
     sandbox: Sandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None
 ) -> Process:
-    """``Sandbox.start``: the Process reads the first response itself."""
-    call, sender = _open_exec(sandbox, first, limit)
-    return Process(sandbox, call, sender, text, limit)
+    """``Sandbox.start``."""
+    from ._process import Process  # it uses this module's helpers
+
+    call, sender, resp = _started(sandbox, first, text, limit, "exec of")
+    return Process(sandbox, call, sender, text, limit, resp)
 
 
 def start_terminal(
     sandbox: Sandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None
 ) -> Terminal:
-    """``Sandbox.terminal``: the Terminal reads the first response itself."""
-    call, sender = _open_exec(sandbox, first, limit)
-    return Terminal(sandbox, call, sender, text)
+    """``Sandbox.terminal``."""
+    from ._terminal import Terminal  # it uses this module's helpers
+
+    call, sender, resp = _started(sandbox, first, text, limit, "terminal")
+    return Terminal(sandbox, call, sender, text, resp)
 
 
 class _ExecSender:
@@ -347,6 +390,10 @@ class _ExecSender:
             self._input.end()
             self._cond.notify_all()
 
+    def close(self) -> None:
+        """Ends sending: the call is over (gRPC's sending thread stops)."""
+        self.end()
+
     def on_response(self, resp: exec_pb2.ExecResponse) -> None:
         with self._cond:
             if self._input.on_response(resp):
@@ -362,180 +409,3 @@ class _ExecSender:
                     self._cond.wait()
                     msg = self._input.pop()
             yield msg
-
-
-class Process:
-    """A command running in a sandbox (from ``Sandbox.start``).
-
-    Iterating yields its :class:`Output` chunks as they arrive (also after it exited,
-    from the beginning); ``wait()`` returns the :class:`CommandResult`. As a context
-    manager it kills the command at exit if it is still running.
-    """
-
-    def __init__(
-        self,
-        sandbox: Sandbox,
-        call: Any,
-        sender: _ExecSender,
-        command: str,
-        limit: float | None,
-    ) -> None:
-        self.sandbox = sandbox
-        self.command = command
-        self._call = call
-        self._sender = sender
-        self._limit = limit
-        self._decoder = OutputDecoder()
-        self._events: list[Output] = []
-        self._cond = threading.Condition()
-        self._result: CommandResult | None = None
-        self._error: SandpodError | None = None
-        self._done = False
-        self._stdin_closed = False
-        self.pid = 0
-        try:
-            first = next(call)
-        except grpc.RpcError as err:
-            sender.end()
-            raise sandbox._noted(_base.exec_error(err, command, limit)) from None
-        except StopIteration:
-            sender.end()
-            raise ServerError(f"exec of {command!r} ended before it started") from None
-        sender.on_response(first)
-        if first.WhichOneof("msg") == "started":
-            self.pid = first.started.pid
-        else:
-            self._consume(first)
-        self._thread = threading.Thread(
-            target=self._read, name=f"sandpod-exec-{sandbox.name}", daemon=True
-        )
-        self._thread.start()
-
-    def _consume(self, resp: exec_pb2.ExecResponse) -> None:
-        kind = resp.WhichOneof("msg")
-        with self._cond:
-            if kind == "exit":
-                self._result = self._decoder.result(resp.exit, self.command)
-                self._done = True
-            elif kind in ("stdout", "stderr"):
-                out = self._decoder.feed_response(resp)
-                if out is not None:
-                    self._events.append(out)
-            self._cond.notify_all()
-
-    def _read(self) -> None:
-        try:
-            for resp in self._call:
-                self._sender.on_response(resp)
-                self._consume(resp)
-                if self._done:
-                    break
-            else:
-                self._error = ServerError(f"exec of {self.command!r} ended without an exit")
-        except grpc.RpcError as err:
-            self._error = self.sandbox._noted(_base.exec_error(err, self.command, self._limit))
-        finally:
-            self._sender.end()
-            with self._cond:
-                self._done = True
-                self._cond.notify_all()
-
-    def __repr__(self) -> str:
-        state = (
-            "running"
-            if self.running
-            else f"exited {self._result.exit_code if self._result else '?'}"
-        )
-        return f"Process(pid={self.pid}, command={self.command!r}, {state})"
-
-    @property
-    def running(self) -> bool:
-        with self._cond:
-            return not self._done
-
-    @property
-    def result(self) -> CommandResult | None:
-        """The result once the process exited, else None."""
-        return self._result
-
-    @property
-    def stdout(self) -> str:
-        """Standard output so far."""
-        with self._cond:
-            return bytes(self._decoder.buffers["stdout"]).decode("utf-8", "replace")
-
-    @property
-    def stderr(self) -> str:
-        """Standard error so far."""
-        with self._cond:
-            return bytes(self._decoder.buffers["stderr"]).decode("utf-8", "replace")
-
-    def __iter__(self) -> Iterator[Output]:
-        i = 0
-        while True:
-            with self._cond:
-                while i >= len(self._events) and not self._done:
-                    self._cond.wait()
-                batch = self._events[i:]
-                done = self._done
-            i += len(batch)
-            yield from batch
-            if done and i >= len(self._events):
-                if self._error is not None:
-                    raise self._error
-                return
-
-    def write_stdin(self, data: Data) -> None:
-        """Sends bytes (or UTF-8 text) to the command's standard input. Never blocks:
-        what the command has not read yet beyond the server's stdin window (a few MiB)
-        waits in this process's memory."""
-        if self._stdin_closed:
-            raise ValueError("stdin is closed")
-        self._sender.put_stdin(_base.as_bytes(data))
-
-    def close_stdin(self) -> None:
-        """Closes the command's standard input (it sees end-of-file)."""
-        if not self._stdin_closed:
-            self._stdin_closed = True
-            self._sender.close_stdin()
-
-    def send_signal(self, signal: int) -> None:
-        """Sends a signal to the command's whole process group, at once: ahead of any
-        stdin the command has not read."""
-        if self.running:
-            self._sender.signal(signal)
-
-    def terminate(self) -> None:
-        """Sends SIGTERM."""
-        self.send_signal(15)
-
-    def kill(self) -> None:
-        """Sends SIGKILL."""
-        self.send_signal(9)
-
-    def wait(self, timeout: Timeout = None, *, check: bool = False) -> CommandResult:
-        """Waits for the exit and returns the result; raises SandboxTimeout if ``timeout``
-        runs out first (the process keeps running)."""
-        limit = None if timeout is None else _base.seconds_of(timeout)
-        self._thread.join(limit)
-        if self._thread.is_alive():
-            raise SandboxTimeout(f"process {self.pid} ({self.command!r}) still running")
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result.check() if check else self._result
-
-    def __enter__(self) -> Process:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self.running:
-            self.kill()
-            self._thread.join(10)
-            if self._thread.is_alive():
-                self._call.cancel()

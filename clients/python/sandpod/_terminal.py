@@ -2,24 +2,25 @@
 
 The server gives the command a terminal of its own (a new session, the terminal as its
 controlling terminal): what is sent is typed, what comes back is what the terminal
-shows. Sync and asyncio handles share the matching and start logic here.
+shows.
+
+:class:`AsyncTerminal` is the source; :class:`Terminal` below it is generated from it by
+``hack/unasync.py`` (the reader task becomes a thread, the asyncio condition a
+threading one: see ``_async_io`` and ``_sync_io``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Union
 
 import grpc
-import grpc.aio
 
-from . import _base
+from . import _async_io, _base, _sync_io
 from ._errors import SandboxTimeout, SandpodError, ServerError, from_rpc_error
 from .v1 import exec_pb2
 
@@ -94,6 +95,186 @@ def _exit_code(exit: exec_pb2.ExitStatus) -> int:
     return exit.exit_code if exit.HasField("exit_code") else 0
 
 
+# unasync: begin source: the asyncio handle; its sync twin below is generated
+
+
+class AsyncTerminal:
+    """A command on a terminal of the sandbox (from ``Sandbox.terminal``).
+
+    ``send`` types into it (``"\\r"`` is Enter, ``"\\x03"`` Ctrl-C, ``"\\x7f"`` backspace),
+    ``resize`` changes its size; what it shows comes back as bytes: iterate over the
+    handle for chunks as they arrive, or ``read()`` what is there, or ``expect()`` a
+    text. Each byte of output is handed out once, by whichever of these takes it.
+    ``wait()`` returns the exit code; ``close()`` (or leaving the ``with`` block) ends
+    the command and everything it started on the terminal.
+    """
+
+    def __init__(
+        self, sandbox: Any, call: Any, sender: Any, command: str, first: exec_pb2.ExecResponse
+    ) -> None:
+        self.sandbox = sandbox
+        self.command = command
+        self._call = call
+        self._sender = sender
+        self._buf = bytearray()
+        self._changed = _async_io.AsyncCondition()
+        self._exit: exec_pb2.ExitStatus | None = None
+        self._error: SandpodError | None = None
+        self._done = False
+        self.pid = 0
+        if first.WhichOneof("msg") == "started":
+            self.pid = first.started.pid
+        else:
+            self._apply(first)
+        self._reader = _async_io.AsyncWorker(self._read, f"sandpod-terminal-{sandbox.name}")
+
+    def _apply(self, resp: exec_pb2.ExecResponse) -> None:
+        kind = resp.WhichOneof("msg")
+        if kind == "exit":
+            self._exit = resp.exit
+            self._done = True
+        elif kind in ("stdout", "stderr"):
+            self._buf += getattr(resp, kind)
+
+    async def _consume(self, resp: exec_pb2.ExecResponse) -> None:
+        async with self._changed:
+            self._apply(resp)
+            self._changed.notify_all()
+
+    async def _read(self) -> None:
+        try:
+            while not self._done:
+                resp = await _async_io.read(self._call)
+                if resp is None:
+                    self._error = ServerError(f"terminal {self.command!r} ended without an exit")
+                    break
+                self._sender.on_response(resp)
+                await self._consume(resp)
+        except grpc.RpcError as err:
+            if err.code() != grpc.StatusCode.CANCELLED:  # cancelled: closed by us
+                self._error = self.sandbox._noted(from_rpc_error(err))
+        # unasync: async-only
+        except asyncio.CancelledError:
+            pass  # grpc.aio's read of a call closed by us
+        # unasync: end
+        finally:
+            await self._sender.close()
+            async with self._changed:
+                self._done = True
+                self._changed.notify_all()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else f"exited {self.exit_code}"
+        return f"AsyncTerminal(pid={self.pid}, command={self.command!r}, {state})"
+
+    @property
+    def running(self) -> bool:
+        return not self._done
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code once the command ended (-1 if a signal killed it), else None."""
+        return None if self._exit is None else _exit_code(self._exit)
+
+    async def send(self, data: bytes | str) -> None:
+        """Types bytes (or UTF-8 text) into the terminal. Never blocks."""
+        if self.running:
+            self._sender.put_stdin(_base.as_bytes(data))
+
+    async def resize(self, rows: int, cols: int) -> None:
+        """Changes the terminal's size (each 1 to 1000); the command gets SIGWINCH."""
+        size = check_size(rows, cols)
+        if self.running:
+            self._sender.resize(size)
+
+    def _take(self, end: int) -> bytes:
+        out = bytes(self._buf[:end])
+        del self._buf[:end]
+        return out
+
+    async def read(self, timeout: float | None = None) -> bytes:
+        """What the terminal showed and nobody took yet, waiting up to ``timeout``
+        seconds (None: as long as it takes) for something. ``b""`` on timeout, or when
+        the command ended and everything was read."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: bool(self._buf) or self._done, timeout)
+            return self._take(len(self._buf))
+
+    async def expect(self, pattern: Pattern, timeout: float | None = 30.0) -> str:
+        """Waits until the terminal shows ``pattern`` (text, bytes or a compiled regular
+        expression) and returns what it showed up to the end of the match, as text;
+        that much is taken. Raises :class:`SandboxTimeout` after ``timeout`` seconds,
+        and EOFError if the command ends first (both say what was shown)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        async with self._changed:
+            while True:
+                end = match(self._buf, pattern)
+                if end >= 0:
+                    return _shown(self._take(end))
+                if self._done:
+                    if self._error is not None:
+                        raise self._error
+                    raise EOFError(
+                        f"the terminal ended before showing {pattern!r}; "
+                        f"it showed {_shown(self._buf[-500:])!r}"
+                    )
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise SandboxTimeout(
+                        f"the terminal did not show {pattern!r} within {timeout}s; "
+                        f"it showed {_shown(self._buf[-500:])!r}"
+                    )
+                await self._changed.wait(left)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        while True:
+            chunk = await self.read()
+            if not chunk:
+                if self._error is not None:
+                    raise self._error
+                return
+            yield chunk
+
+    async def wait(self, timeout: float | None = None) -> int:
+        """Waits for the command to end and returns its exit code (-1 if a signal
+        killed it); raises SandboxTimeout if ``timeout`` runs out first."""
+        if not await self._reader.join(timeout):
+            raise SandboxTimeout(f"terminal {self.command!r} still running")
+        if self._error is not None:
+            raise self._error
+        if self._exit is None:
+            raise ServerError(f"terminal {self.command!r} was closed before it ended")
+        return _exit_code(self._exit)
+
+    async def close(self) -> None:
+        """Ends the command and everything it started on the terminal (if still
+        running) and the call."""
+        if self.running:
+            self._sender.end()
+            self._call.cancel()  # the server kills the terminal's session
+        await self._reader.join(10)
+
+    async def __aenter__(self) -> AsyncTerminal:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+# unasync: end source
+
+
+# unasync: begin generated from the source above by hack/unasync.py; do not edit
+
+
 class Terminal:
     """A command on a terminal of the sandbox (from ``Sandbox.terminal``).
 
@@ -105,62 +286,55 @@ class Terminal:
     the command and everything it started on the terminal.
     """
 
-    def __init__(self, sandbox: Any, call: Any, sender: Any, command: str) -> None:
+    def __init__(
+        self, sandbox: Any, call: Any, sender: Any, command: str, first: exec_pb2.ExecResponse
+    ) -> None:
         self.sandbox = sandbox
         self.command = command
         self._call = call
         self._sender = sender
         self._buf = bytearray()
-        self._cond = threading.Condition()
+        self._changed = _sync_io.Condition()
         self._exit: exec_pb2.ExitStatus | None = None
         self._error: SandpodError | None = None
         self._done = False
         self.pid = 0
-        try:
-            first = next(call)
-        except grpc.RpcError as err:
-            sender.end()
-            raise sandbox._noted(from_rpc_error(err)) from None
-        except StopIteration:
-            sender.end()
-            raise ServerError(f"terminal {command!r} ended before it started") from None
-        sender.on_response(first)
         if first.WhichOneof("msg") == "started":
             self.pid = first.started.pid
         else:
-            self._consume(first)
-        self._thread = threading.Thread(
-            target=self._read, name=f"sandpod-terminal-{sandbox.name}", daemon=True
-        )
-        self._thread.start()
+            self._apply(first)
+        self._reader = _sync_io.Worker(self._read, f"sandpod-terminal-{sandbox.name}")
+
+    def _apply(self, resp: exec_pb2.ExecResponse) -> None:
+        kind = resp.WhichOneof("msg")
+        if kind == "exit":
+            self._exit = resp.exit
+            self._done = True
+        elif kind in ("stdout", "stderr"):
+            self._buf += getattr(resp, kind)
 
     def _consume(self, resp: exec_pb2.ExecResponse) -> None:
-        kind = resp.WhichOneof("msg")
-        with self._cond:
-            if kind == "exit":
-                self._exit = resp.exit
-                self._done = True
-            elif kind in ("stdout", "stderr"):
-                self._buf += getattr(resp, kind)
-            self._cond.notify_all()
+        with self._changed:
+            self._apply(resp)
+            self._changed.notify_all()
 
     def _read(self) -> None:
         try:
-            for resp in self._call:
+            while not self._done:
+                resp = _sync_io.read(self._call)
+                if resp is None:
+                    self._error = ServerError(f"terminal {self.command!r} ended without an exit")
+                    break
                 self._sender.on_response(resp)
                 self._consume(resp)
-                if self._done:
-                    break
-            else:
-                self._error = ServerError(f"terminal {self.command!r} ended without an exit")
         except grpc.RpcError as err:
             if err.code() != grpc.StatusCode.CANCELLED:  # cancelled: closed by us
                 self._error = self.sandbox._noted(from_rpc_error(err))
         finally:
-            self._sender.end()
-            with self._cond:
+            self._sender.close()
+            with self._changed:
                 self._done = True
-                self._cond.notify_all()
+                self._changed.notify_all()
 
     def __repr__(self) -> str:
         state = "running" if self.running else f"exited {self.exit_code}"
@@ -168,8 +342,7 @@ class Terminal:
 
     @property
     def running(self) -> bool:
-        with self._cond:
-            return not self._done
+        return not self._done
 
     @property
     def exit_code(self) -> int | None:
@@ -196,8 +369,8 @@ class Terminal:
         """What the terminal showed and nobody took yet, waiting up to ``timeout``
         seconds (None: as long as it takes) for something. ``b""`` on timeout, or when
         the command ended and everything was read."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._buf or self._done, timeout)
+        with self._changed:
+            self._changed.wait_for(lambda: bool(self._buf) or self._done, timeout)
             return self._take(len(self._buf))
 
     def expect(self, pattern: Pattern, timeout: float | None = 30.0) -> str:
@@ -206,7 +379,7 @@ class Terminal:
         that much is taken. Raises :class:`SandboxTimeout` after ``timeout`` seconds,
         and EOFError if the command ends first (both say what was shown)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
+        with self._changed:
             while True:
                 end = match(self._buf, pattern)
                 if end >= 0:
@@ -224,9 +397,12 @@ class Terminal:
                         f"the terminal did not show {pattern!r} within {timeout}s; "
                         f"it showed {_shown(self._buf[-500:])!r}"
                     )
-                self._cond.wait(left)
+                self._changed.wait(left)
 
     def __iter__(self) -> Iterator[bytes]:
+        return self._chunks()
+
+    def _chunks(self) -> Iterator[bytes]:
         while True:
             chunk = self.read()
             if not chunk:
@@ -238,8 +414,7 @@ class Terminal:
     def wait(self, timeout: float | None = None) -> int:
         """Waits for the command to end and returns its exit code (-1 if a signal
         killed it); raises SandboxTimeout if ``timeout`` runs out first."""
-        self._thread.join(timeout)
-        if self._thread.is_alive():
+        if not self._reader.join(timeout):
             raise SandboxTimeout(f"terminal {self.command!r} still running")
         if self._error is not None:
             raise self._error
@@ -253,7 +428,7 @@ class Terminal:
         if self.running:
             self._sender.end()
             self._call.cancel()  # the server kills the terminal's session
-        self._thread.join(10)
+        self._reader.join(10)
 
     def __enter__(self) -> Terminal:
         return self
@@ -267,157 +442,4 @@ class Terminal:
         self.close()
 
 
-class AsyncTerminal:
-    """The asyncio twin of :class:`sandpod.Terminal` (``async for`` chunks, ``await``
-    its methods)."""
-
-    def __init__(
-        self, sandbox: Any, call: Any, sender: Any, command: str, first: exec_pb2.ExecResponse
-    ) -> None:
-        self.sandbox = sandbox
-        self.command = command
-        self._call = call
-        self._sender = sender
-        self._buf = bytearray()
-        self._changed = asyncio.Condition()
-        self._exit: exec_pb2.ExitStatus | None = None
-        self._error: SandpodError | None = None
-        self._done = False
-        self.pid = first.started.pid if first.WhichOneof("msg") == "started" else 0
-        self._task = asyncio.create_task(self._read())
-
-    async def _read(self) -> None:
-        try:
-            while not self._done:
-                resp = await self._call.read()
-                if resp is grpc.aio.EOF:
-                    self._error = ServerError(f"terminal {self.command!r} ended without an exit")
-                    break
-                self._sender.on_response(resp)
-                kind = resp.WhichOneof("msg")
-                async with self._changed:
-                    if kind == "exit":
-                        self._exit = resp.exit
-                        self._done = True
-                    elif kind in ("stdout", "stderr"):
-                        self._buf += getattr(resp, kind)
-                    self._changed.notify_all()
-        except grpc.RpcError as err:
-            if err.code() != grpc.StatusCode.CANCELLED:
-                self._error = self.sandbox._noted(from_rpc_error(err))
-        except asyncio.CancelledError:
-            pass
-        finally:
-            self._done = True
-            async with self._changed:
-                self._changed.notify_all()
-            await self._sender.aclose()
-            self._call.cancel()
-
-    def __repr__(self) -> str:
-        state = "running" if self.running else f"exited {self.exit_code}"
-        return f"AsyncTerminal(pid={self.pid}, command={self.command!r}, {state})"
-
-    @property
-    def running(self) -> bool:
-        return not self._done
-
-    @property
-    def exit_code(self) -> int | None:
-        """See :attr:`sandpod.Terminal.exit_code`."""
-        return None if self._exit is None else _exit_code(self._exit)
-
-    async def send(self, data: bytes | str) -> None:
-        """See :meth:`sandpod.Terminal.send`."""
-        if self.running:
-            self._sender.put_stdin(_base.as_bytes(data))
-
-    async def resize(self, rows: int, cols: int) -> None:
-        """See :meth:`sandpod.Terminal.resize`."""
-        size = check_size(rows, cols)
-        if self.running:
-            self._sender.resize(size)
-
-    def _take(self, end: int) -> bytes:
-        out = bytes(self._buf[:end])
-        del self._buf[:end]
-        return out
-
-    async def read(self, timeout: float | None = None) -> bytes:
-        """See :meth:`sandpod.Terminal.read`."""
-        async with self._changed:
-            try:
-                await asyncio.wait_for(
-                    self._changed.wait_for(lambda: bool(self._buf) or self._done), timeout
-                )
-            except asyncio.TimeoutError:
-                return b""
-            return self._take(len(self._buf))
-
-    async def expect(self, pattern: Pattern, timeout: float | None = 30.0) -> str:
-        """See :meth:`sandpod.Terminal.expect`."""
-
-        async def seen() -> str:
-            async with self._changed:
-                while True:
-                    end = match(self._buf, pattern)
-                    if end >= 0:
-                        return _shown(self._take(end))
-                    if self._done:
-                        if self._error is not None:
-                            raise self._error
-                        raise EOFError(
-                            f"the terminal ended before showing {pattern!r}; "
-                            f"it showed {_shown(self._buf[-500:])!r}"
-                        )
-                    await self._changed.wait()
-
-        try:
-            return await asyncio.wait_for(seen(), timeout)
-        except asyncio.TimeoutError:
-            raise SandboxTimeout(
-                f"the terminal did not show {pattern!r} within {timeout}s; "
-                f"it showed {_shown(self._buf[-500:])!r}"
-            ) from None
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._chunks()
-
-    async def _chunks(self) -> AsyncIterator[bytes]:
-        while True:
-            chunk = await self.read()
-            if not chunk:
-                if self._error is not None:
-                    raise self._error
-                return
-            yield chunk
-
-    async def wait(self, timeout: float | None = None) -> int:
-        """See :meth:`sandpod.Terminal.wait`."""
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), timeout)
-        except asyncio.TimeoutError:
-            raise SandboxTimeout(f"terminal {self.command!r} still running") from None
-        if self._error is not None:
-            raise self._error
-        if self._exit is None:
-            raise ServerError(f"terminal {self.command!r} was closed before it ended")
-        return _exit_code(self._exit)
-
-    async def close(self) -> None:
-        """See :meth:`sandpod.Terminal.close`."""
-        if self.running:
-            self._call.cancel()
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(self._task), 10)
-
-    async def __aenter__(self) -> AsyncTerminal:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+# unasync: end generated

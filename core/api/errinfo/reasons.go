@@ -164,8 +164,17 @@ const (
 	// refused to make the sandbox's objects (PERMISSION_DENIED, the API
 	// server's Forbidden).
 	ReasonQuotaExceeded Why = "QUOTA_EXCEEDED"
+	// ReasonSandboxQuotaExceeded: a SandboxQuota's maxSandboxes would be
+	// passed (RESOURCE_EXHAUSTED; metadata quota, limit, max, used).
+	ReasonSandboxQuotaExceeded Why = "SANDBOX_QUOTA_EXCEEDED"
+	// ReasonClaimRateExceeded: a SandboxQuota's maxClaimsPerMinute would be
+	// passed (RESOURCE_EXHAUSTED; metadata also retry_after).
+	ReasonClaimRateExceeded Why = "CLAIM_RATE_EXCEEDED"
 	// ReasonPoolLimitExceeded: replicas above the local engine's limit.
 	ReasonPoolLimitExceeded Why = "POOL_LIMIT_EXCEEDED"
+	// ReasonNoLease: RenewLease of a sandbox that has no lease
+	// (FAILED_PRECONDITION).
+	ReasonNoLease Why = "NO_LEASE"
 	// ReasonTooManyInitialEvents: a watch with initial events matches more
 	// sandboxes than one answer holds: narrow the selector.
 	ReasonTooManyInitialEvents Why = "TOO_MANY_INITIAL_EVENTS"

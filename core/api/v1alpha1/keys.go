@@ -24,6 +24,15 @@ const (
 	// from (set in the adopting write, since the pool label goes then).
 	AnnotationFromPool = "sandpod.dev/from-pool"
 
+	// AnnotationLease and AnnotationLeaseExpires hold a sandbox's lease (a
+	// Go duration) and when it ends unless renewed (RFC 3339): the bridge
+	// writes them at claim or create and on renewals (at most once per a
+	// third of the lease), the controller reclaims the sandbox after it.
+	AnnotationLease        = "sandpod.dev/lease"
+	AnnotationLeaseExpires = "sandpod.dev/lease-expires"
+	// AnnotationClaimedAt is when the bridge handed a sandbox out (RFC 3339,
+	// set in the adopting write): claims per minute are counted from it.
+	AnnotationClaimedAt = "sandpod.dev/claimed-at"
 	// Finalizer guards cleanup of a sandbox's children.
 	Finalizer = "sandpod.dev/finalizer"
 )

@@ -26,4 +26,9 @@ const (
 	ReasonTemplateNotFound = "TemplateNotFound"
 	ReasonReconciled       = "Reconciled"
 	ReasonPoolFilling      = "Filling"
+	// ReasonQuotaExceeded: a claim waits because a SandboxQuota of its
+	// namespace is full (the message names the quota and the limit).
+	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonLeaseExpired: the sandbox's client stopped renewing its lease.
+	ReasonLeaseExpired = "LeaseExpired"
 )

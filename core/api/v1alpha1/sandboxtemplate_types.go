@@ -61,6 +61,14 @@ type SandboxTemplateSpec struct {
 
 // TemplateLifecycle holds the lifecycle defaults of a template.
 type TemplateLifecycle struct {
+	// DefaultLease is the lease of sandboxes the bridge creates or claims
+	// without one: reclaimed when their client has not renewed them for
+	// this long (docs/api.md#leases). Unset means no lease. SandboxClaim
+	// objects never get one (the claim object is their handle).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('2s') && duration(self) <= duration('24h')",message="must be a duration from 2s to 24h"
+	DefaultLease *metav1.Duration `json:"defaultLease,omitempty"`
+
 	// DefaultTTL is the time to live of a sandbox when its request gives none.
 	// Unset means no scheduled end.
 	// +optional

@@ -32,6 +32,8 @@ func Bind(sb *v1alpha1.Sandbox, c *v1alpha1.SandboxClaim, t *v1alpha1.SandboxTem
 		RequestID: c.Annotations[v1alpha1.AnnotationRequestID],
 		// The claim's choice, else the template's default.
 		RestartOnFailure: lifecycle.RestartOnFailure(c.Spec.RestartOnFailure, t.Spec.RestartOnFailure),
+		// When it was handed out: SandboxQuota's claims per minute.
+		Annotations: map[string]string{v1alpha1.AnnotationClaimedAt: now.UTC().Format(time.RFC3339Nano)},
 	})
 	sb.Labels[v1alpha1.LabelClaim] = c.Name
 	sb.Labels[v1alpha1.LabelTemplate] = t.Name
@@ -65,6 +67,8 @@ type claimView struct {
 	PReason  string
 	Adopted  bool // bound in this pass
 	WasBound bool
+	// Retry: look again this much later (a quota held the claim back).
+	Retry time.Duration
 }
 
 // ComputeStatus is the status of a claim after a pass.

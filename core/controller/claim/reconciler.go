@@ -25,33 +25,44 @@ import (
 	"github.com/sandpod/sandpod/core/controller/metrics"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	"github.com/sandpod/sandpod/core/patch"
+	"github.com/sandpod/sandpod/core/readyourwrites"
 )
 
 // Reconciler binds claims to sandboxes. Reads come from the informer cache
 // through field indexes; the only list-free live read is a Get that confirms
 // a bound sandbox is really gone.
+//
+// What a pass wrote is read back by the next one even when the cache has not
+// caught up with it (readyourwrites): the sandbox it adopted or created (so
+// a claim whose status write was lost or is not in the cache yet never
+// adopts a second member) and the claim status it wrote (so it is not
+// written again).
 type Reconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 	Clock     clock.Clock
 	Recorder  events.EventRecorder
-	// Taken spreads concurrent claims over the pool (see adopt.Taken).
+	// Taken spreads concurrent claims over the pool (see adopt.Taken). Its
+	// store (Taken.Written) also holds the sandboxes this reconciler
+	// created, so all its sandbox writes are read back from one place.
 	Taken *adopt.Taken
 
-	mu    sync.Mutex
-	state map[types.NamespacedName]*claimMemo
+	mu     sync.Mutex
+	state  map[types.NamespacedName]*claimMemo
+	claims *readyourwrites.Store[*v1alpha1.SandboxClaim] // status writes
 }
 
-// claimMemo is what this process remembers of a claim between passes: its
-// binding (so a stale cache never makes it adopt twice) and when it was first
-// seen (for the latency metric).
+// claimMemo is what this process remembers of a claim for the latency
+// metric: when it was first seen, and whether it was bound and warm.
 type claimMemo struct {
 	uid       types.UID
-	sandbox   string
+	bound     bool
 	warm      bool
 	firstSeen time.Time
 	observed  bool
-	written   *v1alpha1.SandboxClaimStatus // last status this process wrote
+	// uncertain is the member an adoption was written to when the write
+	// failed without telling whether it was applied (adopt.Uncertain).
+	uncertain string
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxclaims,verbs=get;list;watch;delete
@@ -67,16 +78,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
+	// The cache may not show our last status write yet: build on it.
+	c = r.claimWrites().Get(c.Namespace, c.Name, c)
 	if c.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
 	now := r.Clock.Now()
 	memo := r.memo(c, now)
-	if memo.written != nil && c.Status.SandboxName == "" && memo.written.SandboxName != "" {
-		// The cache has not seen our last status write yet: build on it.
-		c = c.DeepCopy()
-		c.Status = *memo.written.DeepCopy()
-	}
 
 	view, err := r.bind(ctx, c, memo, now)
 	if err != nil {
@@ -97,23 +105,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if view.Adopted {
 		mode := modeOf(view.Warm)
 		metrics.Claims.WithLabelValues(mode).Inc()
-		if r.Recorder != nil {
-			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, reasonOf(view.Warm), "Bind", "bound sandbox %s", view.Name)
+		// A warm bind has no event: the claim's status already says it
+		// (sandboxName, warm), and an event is one more API write per claim
+		// in a burst (the bridge's claims have none either). A cold create
+		// keeps its event: it is rare and slow, and worth a line in
+		// `kubectl describe`.
+		if r.Recorder != nil && !view.Warm {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, v1alpha1.ReasonColdCreated, "Bind", "bound sandbox %s", view.Name)
 		}
 	}
 	if becameReady {
 		r.observeLatency(req.NamespacedName, r.Clock.Now())
 	}
-	return reconcile.Result{RequeueAfter: ttlWait}, nil
+	return reconcile.Result{RequeueAfter: lifecycle.NextWakeup(ttlWait, view.Retry)}, nil
 }
 
 // bind finds the claim's sandbox, or adopts or creates one.
 func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo claimMemo, now time.Time) (claimView, error) {
 	v := claimView{Now: now, Warm: memo.warm}
 	name := c.Status.SandboxName
-	if name == "" {
-		name = memo.sandbox
-	}
 	if name == "" {
 		var err error
 		if name, err = r.findBound(ctx, c); err != nil {
@@ -126,10 +136,22 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 			return v, err
 		}
 		v.Name, v.Sandbox, v.Gone = name, sb, sb == nil
-		if memo.sandbox == "" {
-			r.remember(c, name, memo.warm)
+		if !memo.bound {
+			r.remember(c, memo.warm)
 		}
 		return v, nil
+	}
+
+	if memo.uncertain != "" {
+		sb, err := r.uncertainAdoption(ctx, c, memo.uncertain)
+		if err != nil {
+			return v, err
+		}
+		if sb != nil {
+			r.remember(c, true)
+			v.Name, v.Sandbox, v.Adopted, v.Warm = sb.Name, sb, true, true
+			return v, nil
+		}
 	}
 
 	tmpl := &v1alpha1.SandboxTemplate{}
@@ -139,6 +161,16 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 			return v, nil
 		}
 		return v, err
+	}
+	// Over a SandboxQuota the claim waits, its Ready condition naming the
+	// limit (reason QuotaExceeded), and looks again later.
+	no, wait, err := r.checkQuota(ctx, c, tmpl, now)
+	if err != nil {
+		return v, err
+	}
+	if no != nil {
+		v.Problem, v.PReason, v.Retry = no.Message(c.Namespace, tmpl.Name), v1alpha1.ReasonQuotaExceeded, wait
+		return v, nil
 	}
 	sb, err := r.adopt(ctx, c, tmpl, now)
 	if err != nil {
@@ -150,13 +182,14 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 			return v, err
 		}
 	}
-	r.remember(c, sb.Name, v.Warm)
+	r.remember(c, v.Warm)
 	v.Name, v.Sandbox, v.Adopted = sb.Name, sb, true
 	return v, nil
 }
 
-// findBound looks for a sandbox already bound to this claim (a pass whose
-// status write was lost).
+// findBound looks for a sandbox already bound to this claim: one a pass
+// adopted or created when its status write was lost or is not in the cache
+// yet (the sandbox may not be in the cache either: then it is in written()).
 func (r *Reconciler) findBound(ctx context.Context, c *v1alpha1.SandboxClaim) (string, error) {
 	var list v1alpha1.SandboxList
 	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{index.SandboxClaim: c.Name}); err != nil {
@@ -167,14 +200,22 @@ func (r *Reconciler) findBound(ctx context.Context, c *v1alpha1.SandboxClaim) (s
 			return list.Items[i].Name, nil
 		}
 	}
+	if w := r.written().Pending(c.Namespace, func(sb *v1alpha1.Sandbox) bool { return IsBoundTo(sb, c) }); len(w) > 0 {
+		return w[0].Name, nil
+	}
 	return "", nil
 }
 
-// getSandbox reads a bound sandbox from the cache, confirming a miss with a
-// live read (a just-created sandbox may not be in the cache yet).
+// getSandbox reads a bound sandbox from the cache, or what this process
+// wrote to it when the cache holds an older version. A miss is confirmed
+// with a live read, not answered from what this process wrote: the sandbox
+// may be new (not in the cache yet) or deleted since (gone from it).
 func (r *Reconciler) getSandbox(ctx context.Context, ns, name string) (*v1alpha1.Sandbox, error) {
 	sb := &v1alpha1.Sandbox{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
+	if err == nil {
+		return r.written().Get(ns, name, sb), nil
+	}
 	if apierrors.IsNotFound(err) && r.APIReader != nil {
 		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
 	}
@@ -220,9 +261,38 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 		},
 	}.Run(ctx, c.Namespace)
 	if err != nil {
+		if adopt.Uncertain(err) {
+			r.setUncertain(c, name)
+		}
 		return nil, fmt.Errorf("adopt %s: %w", name, err)
 	}
 	return sb, nil
+}
+
+// uncertainAdoption reads from the API server the member a previous pass
+// wrote an adoption to without learning whether it was applied: the cache
+// may not show that write yet (a restarted kube-apiserver), and taking
+// another member would bind the claim twice. It returns the member when the
+// adoption landed, nil when it did not.
+func (r *Reconciler) uncertainAdoption(ctx context.Context, c *v1alpha1.SandboxClaim, name string) (*v1alpha1.Sandbox, error) {
+	sb := &v1alpha1.Sandbox{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, sb)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	r.setUncertain(c, "")
+	if err != nil || sb.DeletionTimestamp != nil || !IsBoundTo(sb, c) {
+		return nil, nil
+	}
+	return sb, nil
+}
+
+func (r *Reconciler) setUncertain(c *v1alpha1.SandboxClaim, member string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.state[client.ObjectKeyFromObject(c)]; m != nil && m.uid == c.UID {
+		m.uncertain = member
+	}
 }
 
 // createCold creates the claim's own sandbox, named after the claim.
@@ -230,6 +300,7 @@ func (r *Reconciler) createCold(ctx context.Context, c *v1alpha1.SandboxClaim, t
 	sb := ColdSandbox(c, tmpl, now)
 	err := r.Client.Create(ctx, sb)
 	if err == nil {
+		r.written().Put(sb.DeepCopy())
 		return sb, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -248,6 +319,7 @@ func (r *Reconciler) createCold(ctx context.Context, c *v1alpha1.SandboxClaim, t
 	if err := r.Client.Create(ctx, sb); err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
+	r.written().Put(sb.DeepCopy())
 	return sb, nil
 }
 
@@ -281,19 +353,11 @@ func controlledByClaimNamed(sb *v1alpha1.Sandbox, name string) bool {
 	return false
 }
 
-// writeStatus patches the status when it changed. It also skips a status
-// this process already wrote, which a cache that has not caught up with that
-// write would otherwise make it write twice.
+// writeStatus patches the status when it changed. The write is kept
+// (claimWrites), so that a pass reading a cache that has not caught up with
+// it computes from it and does not write it twice.
 func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.SandboxClaim, st v1alpha1.SandboxClaimStatus) error {
 	if equality.Semantic.DeepEqual(c.Status, st) {
-		return nil
-	}
-	key := client.ObjectKeyFromObject(c)
-	r.mu.Lock()
-	m := r.state[key]
-	written := m != nil && m.uid == c.UID && m.written != nil && equality.Semantic.DeepEqual(*m.written, st)
-	r.mu.Unlock()
-	if written {
 		return nil
 	}
 	p, err := patch.Status(c.Status, st)
@@ -304,13 +368,27 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.SandboxClaim, 
 	if err := r.Client.Status().Patch(ctx, c, p); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.mu.Lock()
-	if m := r.state[key]; m != nil && m.uid == c.UID {
-		cp := st.DeepCopy()
-		m.written = cp
-	}
-	r.mu.Unlock()
+	r.claimWrites().Put(c.DeepCopy())
 	return nil
+}
+
+// written is the store of sandboxes this process adopted or created.
+func (r *Reconciler) written() *readyourwrites.Store[*v1alpha1.Sandbox] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Taken == nil {
+		r.Taken = adopt.NewTaken(nil)
+	}
+	return r.Taken.Written()
+}
+
+func (r *Reconciler) claimWrites() *readyourwrites.Store[*v1alpha1.SandboxClaim] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.claims == nil {
+		r.claims = readyourwrites.New[*v1alpha1.SandboxClaim](0)
+	}
+	return r.claims
 }
 
 func (r *Reconciler) memo(c *v1alpha1.SandboxClaim, now time.Time) claimMemo {
@@ -328,24 +406,25 @@ func (r *Reconciler) memo(c *v1alpha1.SandboxClaim, now time.Time) claimMemo {
 	return *m
 }
 
-func (r *Reconciler) remember(c *v1alpha1.SandboxClaim, sandbox string, warm bool) {
+func (r *Reconciler) remember(c *v1alpha1.SandboxClaim, warm bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m := r.state[client.ObjectKeyFromObject(c)]; m != nil && m.uid == c.UID {
-		m.sandbox, m.warm = sandbox, warm
+		m.bound, m.warm = true, warm
 	}
 }
 
 func (r *Reconciler) observeLatency(key types.NamespacedName, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if m := r.state[key]; m != nil && !m.observed && m.sandbox != "" {
+	if m := r.state[key]; m != nil && !m.observed && m.bound {
 		m.observed = true
 		metrics.ClaimLatency.WithLabelValues(modeOf(m.warm)).Observe(now.Sub(m.firstSeen).Seconds())
 	}
 }
 
 func (r *Reconciler) forget(key types.NamespacedName) {
+	r.claimWrites().Forget(key.Namespace, key.Name)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.state, key)
@@ -356,11 +435,4 @@ func modeOf(warm bool) string {
 		return "warm"
 	}
 	return "cold"
-}
-
-func reasonOf(warm bool) string {
-	if warm {
-		return v1alpha1.ReasonWarmAdopted
-	}
-	return v1alpha1.ReasonColdCreated
 }

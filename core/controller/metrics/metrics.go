@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -58,25 +60,56 @@ func (c *sandboxesByPhase) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	reader := c.reader
 	c.mu.Unlock()
-	var list v1alpha1.SandboxList
-	// Read-only, so no deep copy of every cached sandbox per scrape.
-	if err := reader.List(context.Background(), &list, client.UnsafeDisableDeepCopy); err != nil {
-		return
-	}
 	counts := map[v1alpha1.SandboxPhase]int{
 		v1alpha1.SandboxPending: 0, v1alpha1.SandboxRunning: 0, v1alpha1.SandboxSuspended: 0,
 		v1alpha1.SandboxExpired: 0, v1alpha1.SandboxFailed: 0, v1alpha1.SandboxTerminating: 0,
 	}
-	for i := range list.Items {
-		p := list.Items[i].Status.Phase
+	count := func(sb *v1alpha1.Sandbox) {
+		p := sb.Status.Phase
 		if p == "" {
 			p = v1alpha1.SandboxPending
 		}
 		counts[p]++
 	}
+	if objs, ok := storeOf(reader); ok {
+		// The informer's own objects, read only: a cache List, even
+		// without deep copies, copies every sandbox struct into a new
+		// slice (4 MiB of garbage per scrape at 5,000 sandboxes).
+		for _, o := range objs {
+			if sb, ok := o.(*v1alpha1.Sandbox); ok {
+				count(sb)
+			}
+		}
+	} else {
+		var list v1alpha1.SandboxList
+		if err := reader.List(context.Background(), &list, client.UnsafeDisableDeepCopy); err != nil {
+			return
+		}
+		for i := range list.Items {
+			count(&list.Items[i])
+		}
+	}
 	for p, n := range counts {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), string(p))
 	}
+}
+
+// storeOf lists the sandbox informer's store of reader when reader is a
+// controller-runtime cache (whose informers are client-go's).
+func storeOf(reader client.Reader) ([]any, bool) {
+	informers, ok := reader.(cache.Informers)
+	if !ok {
+		return nil, false
+	}
+	inf, err := informers.GetInformer(context.Background(), &v1alpha1.Sandbox{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, false
+	}
+	withStore, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return nil, false
+	}
+	return withStore.GetStore().List(), true
 }
 
 var (

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,7 +47,7 @@ func conflictOf(obj client.Object) *NameConflictError {
 // someone else's.
 func (r *Reconciler) ensureChild(ctx context.Context, sb *v1alpha1.Sandbox, obj client.Object, fill func() error) error {
 	key := client.ObjectKeyFromObject(obj)
-	existing := obj.DeepCopyObject().(client.Object)
+	existing := probeFor(obj)
 	err := r.Client.Get(ctx, key, existing)
 	if apierrors.IsNotFound(err) {
 		if fill != nil {
@@ -70,6 +71,21 @@ func (r *Reconciler) ensureChild(ctx context.Context, sb *v1alpha1.Sandbox, obj 
 		return conflictOf(obj)
 	}
 	return nil
+}
+
+// probeFor is what ensureChild reads an existing child into: a Secret as
+// metadata only (the check needs its owners; the agent's keys in it are of
+// no use to the controller once made, and at a restart it reads every
+// sandbox's Secret once), anything else whole.
+func probeFor(obj client.Object) client.Object {
+	if _, ok := obj.(*corev1.Secret); ok {
+		return secretMeta()
+	}
+	return obj.DeepCopyObject().(client.Object)
+}
+
+func secretMeta() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
 }
 
 // reader reads past the cache; tests that build a Reconciler by hand may
@@ -99,7 +115,7 @@ func (s *seenSecrets) forget(key types.NamespacedName) { s.m.Delete(key) }
 // a sandbox of that name controls it. It reads the Secret by name: the
 // controller may not list Secrets.
 func (r *Reconciler) deleteOrphanSecret(ctx context.Context, key types.NamespacedName) error {
-	sec := &corev1.Secret{}
+	sec := secretMeta()
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: v1alpha1.SecretName(key.Name)}, sec)
 	if apierrors.IsNotFound(err) {
 		return nil

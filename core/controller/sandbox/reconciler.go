@@ -9,17 +9,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	"github.com/sandpod/sandpod/core/patch"
+	"github.com/sandpod/sandpod/core/readyourwrites"
 )
 
 // Reconciler keeps each Sandbox's pod, storage, service and secret in line
@@ -36,7 +37,13 @@ type Reconciler struct {
 	Pod       PodConfig
 
 	secrets seenSecrets
-	written writtenStatuses
+	// written holds the status writes of this process until the cache shows
+	// them. A pass woken by a child (the pod or secret it just made) often
+	// runs before the informer has delivered its last status write; without
+	// it the pass would compute the same status against the old one and
+	// send it again, a write that changes nothing (the kwok bench counted
+	// half a status patch per warm claim of those).
+	written readyourwrites.Store[*v1alpha1.Sandbox]
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes,verbs=get;list;watch;create;patch;delete
@@ -49,15 +56,14 @@ type Reconciler struct {
 
 // Reconcile runs one pass: fetch, expiry, idle suspend, children, pod, status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	sb := &v1alpha1.Sandbox{}
-	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
+	sb, err := r.get(ctx, req.NamespacedName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
-			r.written.forget(req.NamespacedName)
+			r.written.Forget(req.Namespace, req.Name)
 			return reconcile.Result{}, r.cleanupOrphans(ctx, req.NamespacedName)
 		}
 		return reconcile.Result{}, err
 	}
-	r.written.catchUp(sb)
 	if sb.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil // children go with it (owner references)
 	}
@@ -65,8 +71,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var ev eventQueue
 
 	// 1. Expiry: Delete removes the sandbox, Retain stops it.
+	// A lease its client stopped renewing (the bridge's annotation) ends
+	// the sandbox as its shutdown time would.
 	expiry, expiryWait := decideExpiry(now, sb)
+	leaseAct, leaseWait := decideLease(now, sb)
+	leaseExpired := expiry == lifecycle.ExpiryNone && leaseAct != lifecycle.ExpiryNone
+	if leaseExpired {
+		expiry = leaseAct
+	}
 	if expiry == lifecycle.ExpiryDelete {
+		if leaseExpired {
+			log.FromContext(ctx).Info("lease expired: deleting", "sandbox", req.NamespacedName)
+		}
 		err := r.Client.Delete(ctx, sb, client.PropagationPolicy("Background"), client.Preconditions{UID: &sb.UID})
 		return reconcile.Result{}, ignoreNotFound(err)
 	}
@@ -102,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Expired:  expiry == lifecycle.ExpiryRetain,
 		Workload: WorkloadOf(pod),
 	}
-	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended}
+	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended, LeaseExpired: leaseExpired}
 	if childErr != nil {
 		in.Refused, in.RefusedReason = childErr.Error(), v1alpha1.ReasonInvalidSpec
 		if IsNameConflict(childErr) {
@@ -119,12 +135,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	ev.emit(r.Recorder)
-	wake := lifecycle.NextWakeup(expiryWait, idleWait)
+	wake := lifecycle.NextWakeup(expiryWait, idleWait, leaseWait)
 	if in.RefusedReason == v1alpha1.ReasonNameConflict {
 		// The cache does not see the foreign object go away: look again.
 		wake = lifecycle.NextWakeup(wake, conflictRecheck)
 	}
 	return reconcile.Result{RequeueAfter: wake}, nil
+}
+
+// get reads a sandbox from the cache, or the status this process last wrote
+// to it when the cache does not show that write yet.
+func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*v1alpha1.Sandbox, error) {
+	sb := &v1alpha1.Sandbox{}
+	if err := r.Client.Get(ctx, key, sb); err != nil {
+		return nil, err
+	}
+	return r.written.Get(key.Namespace, key.Name, sb), nil
 }
 
 // conflictRecheck is how often a sandbox blocked by a foreign object looks
@@ -151,6 +177,19 @@ func decideExpiry(now time.Time, sb *v1alpha1.Sandbox) (lifecycle.ExpiryAction, 
 		shutdown = &t
 	}
 	return lifecycle.DecideExpiry(now, shutdown, lifecycle.EffectivePolicy(sb.Spec.Lifecycle.ShutdownPolicy, ""))
+}
+
+// decideLease reads the lease the bridge keeps in the sandbox's annotations
+// (sandpod.dev/lease-expires); a sandbox without one has no lease.
+func decideLease(now time.Time, sb *v1alpha1.Sandbox) (lifecycle.ExpiryAction, time.Duration) {
+	if _, ok := sb.Annotations[v1alpha1.AnnotationLease]; !ok {
+		return lifecycle.ExpiryNone, 0
+	}
+	t, err := time.Parse(time.RFC3339Nano, sb.Annotations[v1alpha1.AnnotationLeaseExpires])
+	if err != nil {
+		return lifecycle.ExpiryNone, 0
+	}
+	return lifecycle.LeaseExpiry(now, &t, lifecycle.EffectivePolicy(sb.Spec.Lifecycle.ShutdownPolicy, ""))
 }
 
 // idleSuspend sets operatingMode Suspended on a running sandbox idle past its
@@ -297,19 +336,20 @@ func (r *Reconciler) podNameTaken(ctx context.Context, sb *v1alpha1.Sandbox, pod
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v1alpha1.SandboxStatus) error {
-	if equality.Semantic.DeepEqual(sb.Status, st) {
+	if !statusWorthWriting(sb, st) {
 		return nil
 	}
 	p, err := patch.Status(sb.Status, st)
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	key, uid, baseRV := client.ObjectKeyFromObject(sb), sb.UID, sb.ResourceVersion // the patch rewrites sb
 	sb.Status = st
 	if err := r.Client.Status().Patch(ctx, sb, p); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	r.written.record(key, uid, baseRV, st)
+	// The patch left the API server's answer in sb, which the pass only
+	// reads from now on: the store keeps it.
+	r.written.Put(sb)
 	return nil
 }
 

@@ -46,6 +46,8 @@ type statusInput struct {
 	// Refused is set when the pod cannot be made (e.g. RuntimeClass policy).
 	Refused       string
 	RefusedReason string
+	// LeaseExpired: the sandbox expired because its lease ran out.
+	LeaseExpired bool
 }
 
 // ComputeStatus is the status a sandbox should have after a pass. It starts
@@ -129,6 +131,9 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	expReason := v1alpha1.ReasonRunning
 	if in.Observed.Expired {
 		expReason = v1alpha1.ReasonShutdownTimeReached
+		if in.LeaseExpired {
+			expReason = v1alpha1.ReasonLeaseExpired
+		}
 	}
 	set(v1alpha1.ConditionExpired, in.Observed.Expired, expReason, "")
 
@@ -136,7 +141,7 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	finReason := v1alpha1.ReasonRunning
 	switch {
 	case in.Observed.Expired:
-		finReason = v1alpha1.ReasonShutdownTimeReached
+		finReason = expReason
 	case in.Refused != "":
 		finReason = in.RefusedReason
 	case finished:

@@ -9,6 +9,18 @@ import (
 // shown yet, so the next pass does not create them again. An expectation
 // older than ttl is dropped (the watch event was lost or the create failed
 // late), so a pool can never stall on one.
+//
+// It is the one lagging-cache guard that does not use readyourwrites.Store,
+// which the other reconcilers and the bridge read their writes back through.
+// A Store answers "what is ns/name now": a read of an object by name merges
+// the cache's version with the newest one this process wrote. A pool asks
+// something else: how many of its creates its list of members is still
+// missing, under names it has never read, and when the next of them lapses.
+// That lapse is part of the pool's decision, not a safety bound: the pass
+// requeues for it (InFlight's second result), so a pool whose create event
+// was lost refills then instead of waiting for an unrelated event. It is the
+// expectations of Kubernetes' own ReplicaSet controller, a count per owner,
+// and it never reads a created object back.
 type Expectations struct {
 	ttl time.Duration
 	mu  sync.Mutex

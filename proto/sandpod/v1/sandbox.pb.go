@@ -321,9 +321,13 @@ type Sandbox struct {
 	// processes are not). The Ready condition's message says when and why.
 	AgentRestarts int32 `protobuf:"varint,18,opt,name=agent_restarts,json=agentRestarts,proto3" json:"agent_restarts,omitempty"`
 	// The snapshot its workspace was made from or last restored to, if any.
-	Snapshot      string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Snapshot string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// Its lease, if it has one (lease.proto): reclaimed at lease_expire_time
+	// unless its client renews it.
+	Lease           *durationpb.Duration   `protobuf:"bytes,44,opt,name=lease,proto3" json:"lease,omitempty"`
+	LeaseExpireTime *timestamppb.Timestamp `protobuf:"bytes,45,opt,name=lease_expire_time,json=leaseExpireTime,proto3" json:"lease_expire_time,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Sandbox) Reset() {
@@ -489,6 +493,20 @@ func (x *Sandbox) GetSnapshot() string {
 	return ""
 }
 
+func (x *Sandbox) GetLease() *durationpb.Duration {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+func (x *Sandbox) GetLeaseExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LeaseExpireTime
+	}
+	return nil
+}
+
 // Template is a read-only view of a SandboxTemplate.
 type Template struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -510,7 +528,9 @@ type Template struct {
 	CpuLimitMillis int64 `protobuf:"varint,11,opt,name=cpu_limit_millis,json=cpuLimitMillis,proto3" json:"cpu_limit_millis,omitempty"`
 	PidsLimit      int64 `protobuf:"varint,12,opt,name=pids_limit,json=pidsLimit,proto3" json:"pids_limit,omitempty"`
 	// What idle_timeout does: suspend (default) or pause.
-	IdleAction    IdleAction `protobuf:"varint,13,opt,name=idle_action,json=idleAction,proto3,enum=sandpod.v1.IdleAction" json:"idle_action,omitempty"`
+	IdleAction IdleAction `protobuf:"varint,13,opt,name=idle_action,json=idleAction,proto3,enum=sandpod.v1.IdleAction" json:"idle_action,omitempty"`
+	// The lease of sandboxes created or claimed without one; unset: none.
+	DefaultLease  *durationpb.Duration `protobuf:"bytes,44,opt,name=default_lease,json=defaultLease,proto3" json:"default_lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -636,6 +656,13 @@ func (x *Template) GetIdleAction() IdleAction {
 	return IdleAction_IDLE_ACTION_UNSPECIFIED
 }
 
+func (x *Template) GetDefaultLease() *durationpb.Duration {
+	if x != nil {
+		return x.DefaultLease
+	}
+	return nil
+}
+
 // WarmPool keeps a number of ready sandboxes of one template.
 type WarmPool struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -735,7 +762,7 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12L\n" +
-	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"\xd1\x06\n" +
+	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"\xca\a\n" +
 	"\aSandbox\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x10\n" +
@@ -759,10 +786,12 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\benv_keys\x18\x10 \x03(\tR\aenvKeys\x12!\n" +
 	"\fservice_fqdn\x18\x11 \x01(\tR\vserviceFqdn\x12%\n" +
 	"\x0eagent_restarts\x18\x12 \x01(\x05R\ragentRestarts\x12\x1a\n" +
-	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x1a9\n" +
+	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x12/\n" +
+	"\x05lease\x18, \x01(\v2\x19.google.protobuf.DurationR\x05lease\x12F\n" +
+	"\x11lease_expire_time\x18- \x01(\v2\x1a.google.protobuf.TimestampR\x0fleaseExpireTime\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbb\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfb\x04\n" +
 	"\bTemplate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x14\n" +
@@ -781,7 +810,8 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"pids_limit\x18\f \x01(\x03R\tpidsLimit\x127\n" +
 	"\vidle_action\x18\r \x01(\x0e2\x16.sandpod.v1.IdleActionR\n" +
-	"idleAction\"\xc6\x01\n" +
+	"idleAction\x12>\n" +
+	"\rdefault_lease\x18, \x01(\v2\x19.google.protobuf.DurationR\fdefaultLease\"\xc6\x01\n" +
 	"\bWarmPool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1a\n" +
@@ -844,15 +874,18 @@ var file_sandpod_v1_sandbox_proto_depIdxs = []int32{
 	2,  // 6: sandpod.v1.Sandbox.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
 	8,  // 7: sandpod.v1.Sandbox.last_activity_time:type_name -> google.protobuf.Timestamp
 	9,  // 8: sandpod.v1.Sandbox.idle_timeout:type_name -> google.protobuf.Duration
-	9,  // 9: sandpod.v1.Template.idle_timeout:type_name -> google.protobuf.Duration
-	9,  // 10: sandpod.v1.Template.default_ttl:type_name -> google.protobuf.Duration
-	2,  // 11: sandpod.v1.Template.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
-	1,  // 12: sandpod.v1.Template.idle_action:type_name -> sandpod.v1.IdleAction
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	9,  // 9: sandpod.v1.Sandbox.lease:type_name -> google.protobuf.Duration
+	8,  // 10: sandpod.v1.Sandbox.lease_expire_time:type_name -> google.protobuf.Timestamp
+	9,  // 11: sandpod.v1.Template.idle_timeout:type_name -> google.protobuf.Duration
+	9,  // 12: sandpod.v1.Template.default_ttl:type_name -> google.protobuf.Duration
+	2,  // 13: sandpod.v1.Template.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
+	1,  // 14: sandpod.v1.Template.idle_action:type_name -> sandpod.v1.IdleAction
+	9,  // 15: sandpod.v1.Template.default_lease:type_name -> google.protobuf.Duration
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_sandpod_v1_sandbox_proto_init() }

@@ -102,8 +102,11 @@ type CreateSandboxRequest struct {
 	// Replace the sandbox's workload when it exits non-zero (same name and
 	// volumes) instead of reporting it FAILED; the template's default when unset.
 	RestartOnFailure *bool `protobuf:"varint,37,opt,name=restart_on_failure,json=restartOnFailure,proto3,oneof" json:"restart_on_failure,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Reclaim the sandbox when its client has not renewed it (RenewLease) for
+	// this long (2s..24h); the template's default_lease when unset.
+	Lease         *durationpb.Duration `protobuf:"bytes,44,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateSandboxRequest) Reset() {
@@ -220,6 +223,13 @@ func (x *CreateSandboxRequest) GetRestartOnFailure() bool {
 	return false
 }
 
+func (x *CreateSandboxRequest) GetLease() *durationpb.Duration {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
 type CreateSandboxResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Sandbox       *Sandbox               `protobuf:"bytes,1,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
@@ -279,8 +289,10 @@ type ClaimSandboxRequest struct {
 	Snapshot string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	// As in CreateSandboxRequest: the template's default when unset.
 	RestartOnFailure *bool `protobuf:"varint,37,opt,name=restart_on_failure,json=restartOnFailure,proto3,oneof" json:"restart_on_failure,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// As in CreateSandboxRequest.
+	Lease         *durationpb.Duration `protobuf:"bytes,44,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClaimSandboxRequest) Reset() {
@@ -381,6 +393,13 @@ func (x *ClaimSandboxRequest) GetRestartOnFailure() bool {
 		return *x.RestartOnFailure
 	}
 	return false
+}
+
+func (x *ClaimSandboxRequest) GetLease() *durationpb.Duration {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
 }
 
 type ClaimSandboxResponse struct {
@@ -1714,7 +1733,7 @@ var File_sandpod_v1_sandbox_service_proto protoreflect.FileDescriptor
 const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	" sandpod/v1/sandbox_service.proto\x12\n" +
-	"sandpod.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\x1a\x19sandpod/v1/snapshot.proto\"\xab\x05\n" +
+	"sandpod.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sandpod/v1/code.proto\x1a\x15sandpod/v1/exec.proto\x1a\x16sandpod/v1/files.proto\x1a\x16sandpod/v1/lease.proto\x1a\x18sandpod/v1/preview.proto\x1a\x18sandpod/v1/sandbox.proto\x1a\x19sandpod/v1/snapshot.proto\"\xdc\x05\n" +
 	"\x14CreateSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -1729,7 +1748,8 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\ano_wait\x18\n" +
 	" \x01(\bR\x06noWait\x12\x1a\n" +
 	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x121\n" +
-	"\x12restart_on_failure\x18% \x01(\bH\x00R\x10restartOnFailure\x88\x01\x01\x1a9\n" +
+	"\x12restart_on_failure\x18% \x01(\bH\x00R\x10restartOnFailure\x88\x01\x01\x12/\n" +
+	"\x05lease\x18, \x01(\v2\x19.google.protobuf.DurationR\x05lease\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -1738,7 +1758,7 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x15\n" +
 	"\x13_restart_on_failure\"F\n" +
 	"\x15CreateSandboxResponse\x12-\n" +
-	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\"\xfb\x04\n" +
+	"\asandbox\x18\x01 \x01(\v2\x13.sandpod.v1.SandboxR\asandbox\"\xac\x05\n" +
 	"\x13ClaimSandboxRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12C\n" +
@@ -1750,7 +1770,8 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\b \x01(\tR\trequestId\x12\x1a\n" +
 	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x121\n" +
-	"\x12restart_on_failure\x18% \x01(\bH\x00R\x10restartOnFailure\x88\x01\x01\x1a9\n" +
+	"\x12restart_on_failure\x18% \x01(\bH\x00R\x10restartOnFailure\x88\x01\x01\x12/\n" +
+	"\x05lease\x18, \x01(\v2\x19.google.protobuf.DurationR\x05lease\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -1843,7 +1864,7 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\breplicas\x18\x03 \x01(\x05R\breplicas\"J\n" +
 	"\x15ScaleWarmPoolResponse\x121\n" +
-	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\xe4#\n" +
+	"\twarm_pool\x18\x01 \x01(\v2\x14.sandpod.v1.WarmPoolR\bwarmPool2\x9b%\n" +
 	"\x0eSandboxService\x12\x99\x01\n" +
 	"\rCreateSandbox\x12 .sandpod.v1.CreateSandboxRequest\x1a!.sandpod.v1.CreateSandboxResponse\"C\x82\xd3\xe4\x93\x02=:\x01*Z):\x01*\"$/v1/namespaces/{namespace}/sandboxes\"\r/v1/sandboxes\x12\xa2\x01\n" +
 	"\fClaimSandbox\x12\x1f.sandpod.v1.ClaimSandboxRequest\x1a .sandpod.v1.ClaimSandboxResponse\"O\x82\xd3\xe4\x93\x02I:\x01*Z/:\x01*\"*/v1/namespaces/{namespace}/sandboxes:claim\"\x13/v1/sandboxes:claim\x12\x98\x01\n" +
@@ -1883,7 +1904,9 @@ const file_sandpod_v1_sandbox_service_proto_rawDesc = "" +
 	"\rListSnapshots\x12 .sandpod.v1.ListSnapshotsRequest\x1a!.sandpod.v1.ListSnapshotsResponse\x12W\n" +
 	"\x0eDeleteSnapshot\x12!.sandpod.v1.DeleteSnapshotRequest\x1a\".sandpod.v1.DeleteSnapshotResponse\x12N\n" +
 	"\vForkSandbox\x12\x1e.sandpod.v1.ForkSandboxRequest\x1a\x1f.sandpod.v1.ForkSandboxResponse\x12W\n" +
-	"\x0eRestoreSandbox\x12!.sandpod.v1.RestoreSandboxRequest\x1a\".sandpod.v1.RestoreSandboxResponseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
+	"\x0eRestoreSandbox\x12!.sandpod.v1.RestoreSandboxRequest\x1a\".sandpod.v1.RestoreSandboxResponse\x12\xb4\x01\n" +
+	"\n" +
+	"RenewLease\x12\x1d.sandpod.v1.RenewLeaseRequest\x1a\x1e.sandpod.v1.RenewLeaseResponse\"g\x82\xd3\xe4\x93\x02a:\x01*Z;:\x01*\"6/v1/namespaces/{namespace}/sandboxes/{name}:renewLease\"\x1f/v1/sandboxes/{name}:renewLeaseB7Z5github.com/sandpod/sandpod/proto/sandpod/v1;sandpodv1b\x06proto3"
 
 var (
 	file_sandpod_v1_sandbox_service_proto_rawDescOnce sync.Once
@@ -1960,27 +1983,29 @@ var file_sandpod_v1_sandbox_service_proto_goTypes = []any{
 	(*DeleteSnapshotRequest)(nil),         // 57: sandpod.v1.DeleteSnapshotRequest
 	(*ForkSandboxRequest)(nil),            // 58: sandpod.v1.ForkSandboxRequest
 	(*RestoreSandboxRequest)(nil),         // 59: sandpod.v1.RestoreSandboxRequest
-	(*ExecResponse)(nil),                  // 60: sandpod.v1.ExecResponse
-	(*ReadFileResponse)(nil),              // 61: sandpod.v1.ReadFileResponse
-	(*WriteFileResponse)(nil),             // 62: sandpod.v1.WriteFileResponse
-	(*ListFilesResponse)(nil),             // 63: sandpod.v1.ListFilesResponse
-	(*StatFileResponse)(nil),              // 64: sandpod.v1.StatFileResponse
-	(*RemoveFileResponse)(nil),            // 65: sandpod.v1.RemoveFileResponse
-	(*MakeDirResponse)(nil),               // 66: sandpod.v1.MakeDirResponse
-	(*WatchFilesResponse)(nil),            // 67: sandpod.v1.WatchFilesResponse
-	(*ExposePortResponse)(nil),            // 68: sandpod.v1.ExposePortResponse
-	(*UnexposePortResponse)(nil),          // 69: sandpod.v1.UnexposePortResponse
-	(*ListExposedPortsResponse)(nil),      // 70: sandpod.v1.ListExposedPortsResponse
-	(*RunCodeResponse)(nil),               // 71: sandpod.v1.RunCodeResponse
-	(*CreateCodeContextResponse)(nil),     // 72: sandpod.v1.CreateCodeContextResponse
-	(*ListCodeContextsResponse)(nil),      // 73: sandpod.v1.ListCodeContextsResponse
-	(*DeleteCodeContextResponse)(nil),     // 74: sandpod.v1.DeleteCodeContextResponse
-	(*SnapshotSandboxResponse)(nil),       // 75: sandpod.v1.SnapshotSandboxResponse
-	(*GetSnapshotResponse)(nil),           // 76: sandpod.v1.GetSnapshotResponse
-	(*ListSnapshotsResponse)(nil),         // 77: sandpod.v1.ListSnapshotsResponse
-	(*DeleteSnapshotResponse)(nil),        // 78: sandpod.v1.DeleteSnapshotResponse
-	(*ForkSandboxResponse)(nil),           // 79: sandpod.v1.ForkSandboxResponse
-	(*RestoreSandboxResponse)(nil),        // 80: sandpod.v1.RestoreSandboxResponse
+	(*RenewLeaseRequest)(nil),             // 60: sandpod.v1.RenewLeaseRequest
+	(*ExecResponse)(nil),                  // 61: sandpod.v1.ExecResponse
+	(*ReadFileResponse)(nil),              // 62: sandpod.v1.ReadFileResponse
+	(*WriteFileResponse)(nil),             // 63: sandpod.v1.WriteFileResponse
+	(*ListFilesResponse)(nil),             // 64: sandpod.v1.ListFilesResponse
+	(*StatFileResponse)(nil),              // 65: sandpod.v1.StatFileResponse
+	(*RemoveFileResponse)(nil),            // 66: sandpod.v1.RemoveFileResponse
+	(*MakeDirResponse)(nil),               // 67: sandpod.v1.MakeDirResponse
+	(*WatchFilesResponse)(nil),            // 68: sandpod.v1.WatchFilesResponse
+	(*ExposePortResponse)(nil),            // 69: sandpod.v1.ExposePortResponse
+	(*UnexposePortResponse)(nil),          // 70: sandpod.v1.UnexposePortResponse
+	(*ListExposedPortsResponse)(nil),      // 71: sandpod.v1.ListExposedPortsResponse
+	(*RunCodeResponse)(nil),               // 72: sandpod.v1.RunCodeResponse
+	(*CreateCodeContextResponse)(nil),     // 73: sandpod.v1.CreateCodeContextResponse
+	(*ListCodeContextsResponse)(nil),      // 74: sandpod.v1.ListCodeContextsResponse
+	(*DeleteCodeContextResponse)(nil),     // 75: sandpod.v1.DeleteCodeContextResponse
+	(*SnapshotSandboxResponse)(nil),       // 76: sandpod.v1.SnapshotSandboxResponse
+	(*GetSnapshotResponse)(nil),           // 77: sandpod.v1.GetSnapshotResponse
+	(*ListSnapshotsResponse)(nil),         // 78: sandpod.v1.ListSnapshotsResponse
+	(*DeleteSnapshotResponse)(nil),        // 79: sandpod.v1.DeleteSnapshotResponse
+	(*ForkSandboxResponse)(nil),           // 80: sandpod.v1.ForkSandboxResponse
+	(*RestoreSandboxResponse)(nil),        // 81: sandpod.v1.RestoreSandboxResponse
+	(*RenewLeaseResponse)(nil),            // 82: sandpod.v1.RenewLeaseResponse
 }
 var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
 	29, // 0: sandpod.v1.CreateSandboxRequest.labels:type_name -> sandpod.v1.CreateSandboxRequest.LabelsEntry
@@ -1988,102 +2013,106 @@ var file_sandpod_v1_sandbox_service_proto_depIdxs = []int32{
 	33, // 2: sandpod.v1.CreateSandboxRequest.ttl:type_name -> google.protobuf.Duration
 	34, // 3: sandpod.v1.CreateSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
 	35, // 4: sandpod.v1.CreateSandboxRequest.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
-	36, // 5: sandpod.v1.CreateSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	31, // 6: sandpod.v1.ClaimSandboxRequest.labels:type_name -> sandpod.v1.ClaimSandboxRequest.LabelsEntry
-	32, // 7: sandpod.v1.ClaimSandboxRequest.env:type_name -> sandpod.v1.ClaimSandboxRequest.EnvEntry
-	33, // 8: sandpod.v1.ClaimSandboxRequest.ttl:type_name -> google.protobuf.Duration
-	34, // 9: sandpod.v1.ClaimSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
-	35, // 10: sandpod.v1.ClaimSandboxRequest.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
-	36, // 11: sandpod.v1.ClaimSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	36, // 12: sandpod.v1.GetSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	36, // 13: sandpod.v1.ListSandboxesResponse.sandboxes:type_name -> sandpod.v1.Sandbox
-	0,  // 14: sandpod.v1.WatchSandboxesResponse.type:type_name -> sandpod.v1.WatchSandboxesResponse.EventType
-	36, // 15: sandpod.v1.WatchSandboxesResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	36, // 16: sandpod.v1.SuspendSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	36, // 17: sandpod.v1.ResumeSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	36, // 18: sandpod.v1.PauseSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	33, // 19: sandpod.v1.ExtendSandboxRequest.ttl:type_name -> google.protobuf.Duration
-	34, // 20: sandpod.v1.ExtendSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
-	36, // 21: sandpod.v1.ExtendSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
-	37, // 22: sandpod.v1.ListTemplatesResponse.templates:type_name -> sandpod.v1.Template
-	38, // 23: sandpod.v1.ListWarmPoolsResponse.warm_pools:type_name -> sandpod.v1.WarmPool
-	38, // 24: sandpod.v1.GetWarmPoolResponse.warm_pool:type_name -> sandpod.v1.WarmPool
-	38, // 25: sandpod.v1.ScaleWarmPoolResponse.warm_pool:type_name -> sandpod.v1.WarmPool
-	1,  // 26: sandpod.v1.SandboxService.CreateSandbox:input_type -> sandpod.v1.CreateSandboxRequest
-	3,  // 27: sandpod.v1.SandboxService.ClaimSandbox:input_type -> sandpod.v1.ClaimSandboxRequest
-	5,  // 28: sandpod.v1.SandboxService.GetSandbox:input_type -> sandpod.v1.GetSandboxRequest
-	7,  // 29: sandpod.v1.SandboxService.ListSandboxes:input_type -> sandpod.v1.ListSandboxesRequest
-	9,  // 30: sandpod.v1.SandboxService.WatchSandboxes:input_type -> sandpod.v1.WatchSandboxesRequest
-	11, // 31: sandpod.v1.SandboxService.SuspendSandbox:input_type -> sandpod.v1.SuspendSandboxRequest
-	13, // 32: sandpod.v1.SandboxService.ResumeSandbox:input_type -> sandpod.v1.ResumeSandboxRequest
-	15, // 33: sandpod.v1.SandboxService.PauseSandbox:input_type -> sandpod.v1.PauseSandboxRequest
-	17, // 34: sandpod.v1.SandboxService.ExtendSandbox:input_type -> sandpod.v1.ExtendSandboxRequest
-	19, // 35: sandpod.v1.SandboxService.DeleteSandbox:input_type -> sandpod.v1.DeleteSandboxRequest
-	21, // 36: sandpod.v1.SandboxService.ListTemplates:input_type -> sandpod.v1.ListTemplatesRequest
-	23, // 37: sandpod.v1.SandboxService.ListWarmPools:input_type -> sandpod.v1.ListWarmPoolsRequest
-	25, // 38: sandpod.v1.SandboxService.GetWarmPool:input_type -> sandpod.v1.GetWarmPoolRequest
-	27, // 39: sandpod.v1.SandboxService.ScaleWarmPool:input_type -> sandpod.v1.ScaleWarmPoolRequest
-	39, // 40: sandpod.v1.SandboxService.Exec:input_type -> sandpod.v1.ExecRequest
-	40, // 41: sandpod.v1.SandboxService.ReadFile:input_type -> sandpod.v1.ReadFileRequest
-	41, // 42: sandpod.v1.SandboxService.WriteFile:input_type -> sandpod.v1.WriteFileRequest
-	42, // 43: sandpod.v1.SandboxService.ListFiles:input_type -> sandpod.v1.ListFilesRequest
-	43, // 44: sandpod.v1.SandboxService.StatFile:input_type -> sandpod.v1.StatFileRequest
-	44, // 45: sandpod.v1.SandboxService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
-	45, // 46: sandpod.v1.SandboxService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
-	46, // 47: sandpod.v1.SandboxService.WatchFiles:input_type -> sandpod.v1.WatchFilesRequest
-	47, // 48: sandpod.v1.SandboxService.ExposePort:input_type -> sandpod.v1.ExposePortRequest
-	48, // 49: sandpod.v1.SandboxService.UnexposePort:input_type -> sandpod.v1.UnexposePortRequest
-	49, // 50: sandpod.v1.SandboxService.ListExposedPorts:input_type -> sandpod.v1.ListExposedPortsRequest
-	50, // 51: sandpod.v1.SandboxService.RunCode:input_type -> sandpod.v1.RunCodeRequest
-	51, // 52: sandpod.v1.SandboxService.CreateCodeContext:input_type -> sandpod.v1.CreateCodeContextRequest
-	52, // 53: sandpod.v1.SandboxService.ListCodeContexts:input_type -> sandpod.v1.ListCodeContextsRequest
-	53, // 54: sandpod.v1.SandboxService.DeleteCodeContext:input_type -> sandpod.v1.DeleteCodeContextRequest
-	54, // 55: sandpod.v1.SandboxService.SnapshotSandbox:input_type -> sandpod.v1.SnapshotSandboxRequest
-	55, // 56: sandpod.v1.SandboxService.GetSnapshot:input_type -> sandpod.v1.GetSnapshotRequest
-	56, // 57: sandpod.v1.SandboxService.ListSnapshots:input_type -> sandpod.v1.ListSnapshotsRequest
-	57, // 58: sandpod.v1.SandboxService.DeleteSnapshot:input_type -> sandpod.v1.DeleteSnapshotRequest
-	58, // 59: sandpod.v1.SandboxService.ForkSandbox:input_type -> sandpod.v1.ForkSandboxRequest
-	59, // 60: sandpod.v1.SandboxService.RestoreSandbox:input_type -> sandpod.v1.RestoreSandboxRequest
-	2,  // 61: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
-	4,  // 62: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
-	6,  // 63: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
-	8,  // 64: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
-	10, // 65: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
-	12, // 66: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
-	14, // 67: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
-	16, // 68: sandpod.v1.SandboxService.PauseSandbox:output_type -> sandpod.v1.PauseSandboxResponse
-	18, // 69: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
-	20, // 70: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
-	22, // 71: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
-	24, // 72: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
-	26, // 73: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
-	28, // 74: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
-	60, // 75: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
-	61, // 76: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
-	62, // 77: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
-	63, // 78: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
-	64, // 79: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
-	65, // 80: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
-	66, // 81: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
-	67, // 82: sandpod.v1.SandboxService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
-	68, // 83: sandpod.v1.SandboxService.ExposePort:output_type -> sandpod.v1.ExposePortResponse
-	69, // 84: sandpod.v1.SandboxService.UnexposePort:output_type -> sandpod.v1.UnexposePortResponse
-	70, // 85: sandpod.v1.SandboxService.ListExposedPorts:output_type -> sandpod.v1.ListExposedPortsResponse
-	71, // 86: sandpod.v1.SandboxService.RunCode:output_type -> sandpod.v1.RunCodeResponse
-	72, // 87: sandpod.v1.SandboxService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
-	73, // 88: sandpod.v1.SandboxService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
-	74, // 89: sandpod.v1.SandboxService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
-	75, // 90: sandpod.v1.SandboxService.SnapshotSandbox:output_type -> sandpod.v1.SnapshotSandboxResponse
-	76, // 91: sandpod.v1.SandboxService.GetSnapshot:output_type -> sandpod.v1.GetSnapshotResponse
-	77, // 92: sandpod.v1.SandboxService.ListSnapshots:output_type -> sandpod.v1.ListSnapshotsResponse
-	78, // 93: sandpod.v1.SandboxService.DeleteSnapshot:output_type -> sandpod.v1.DeleteSnapshotResponse
-	79, // 94: sandpod.v1.SandboxService.ForkSandbox:output_type -> sandpod.v1.ForkSandboxResponse
-	80, // 95: sandpod.v1.SandboxService.RestoreSandbox:output_type -> sandpod.v1.RestoreSandboxResponse
-	61, // [61:96] is the sub-list for method output_type
-	26, // [26:61] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	33, // 5: sandpod.v1.CreateSandboxRequest.lease:type_name -> google.protobuf.Duration
+	36, // 6: sandpod.v1.CreateSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	31, // 7: sandpod.v1.ClaimSandboxRequest.labels:type_name -> sandpod.v1.ClaimSandboxRequest.LabelsEntry
+	32, // 8: sandpod.v1.ClaimSandboxRequest.env:type_name -> sandpod.v1.ClaimSandboxRequest.EnvEntry
+	33, // 9: sandpod.v1.ClaimSandboxRequest.ttl:type_name -> google.protobuf.Duration
+	34, // 10: sandpod.v1.ClaimSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
+	35, // 11: sandpod.v1.ClaimSandboxRequest.shutdown_policy:type_name -> sandpod.v1.ShutdownPolicy
+	33, // 12: sandpod.v1.ClaimSandboxRequest.lease:type_name -> google.protobuf.Duration
+	36, // 13: sandpod.v1.ClaimSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	36, // 14: sandpod.v1.GetSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	36, // 15: sandpod.v1.ListSandboxesResponse.sandboxes:type_name -> sandpod.v1.Sandbox
+	0,  // 16: sandpod.v1.WatchSandboxesResponse.type:type_name -> sandpod.v1.WatchSandboxesResponse.EventType
+	36, // 17: sandpod.v1.WatchSandboxesResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	36, // 18: sandpod.v1.SuspendSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	36, // 19: sandpod.v1.ResumeSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	36, // 20: sandpod.v1.PauseSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	33, // 21: sandpod.v1.ExtendSandboxRequest.ttl:type_name -> google.protobuf.Duration
+	34, // 22: sandpod.v1.ExtendSandboxRequest.shutdown_time:type_name -> google.protobuf.Timestamp
+	36, // 23: sandpod.v1.ExtendSandboxResponse.sandbox:type_name -> sandpod.v1.Sandbox
+	37, // 24: sandpod.v1.ListTemplatesResponse.templates:type_name -> sandpod.v1.Template
+	38, // 25: sandpod.v1.ListWarmPoolsResponse.warm_pools:type_name -> sandpod.v1.WarmPool
+	38, // 26: sandpod.v1.GetWarmPoolResponse.warm_pool:type_name -> sandpod.v1.WarmPool
+	38, // 27: sandpod.v1.ScaleWarmPoolResponse.warm_pool:type_name -> sandpod.v1.WarmPool
+	1,  // 28: sandpod.v1.SandboxService.CreateSandbox:input_type -> sandpod.v1.CreateSandboxRequest
+	3,  // 29: sandpod.v1.SandboxService.ClaimSandbox:input_type -> sandpod.v1.ClaimSandboxRequest
+	5,  // 30: sandpod.v1.SandboxService.GetSandbox:input_type -> sandpod.v1.GetSandboxRequest
+	7,  // 31: sandpod.v1.SandboxService.ListSandboxes:input_type -> sandpod.v1.ListSandboxesRequest
+	9,  // 32: sandpod.v1.SandboxService.WatchSandboxes:input_type -> sandpod.v1.WatchSandboxesRequest
+	11, // 33: sandpod.v1.SandboxService.SuspendSandbox:input_type -> sandpod.v1.SuspendSandboxRequest
+	13, // 34: sandpod.v1.SandboxService.ResumeSandbox:input_type -> sandpod.v1.ResumeSandboxRequest
+	15, // 35: sandpod.v1.SandboxService.PauseSandbox:input_type -> sandpod.v1.PauseSandboxRequest
+	17, // 36: sandpod.v1.SandboxService.ExtendSandbox:input_type -> sandpod.v1.ExtendSandboxRequest
+	19, // 37: sandpod.v1.SandboxService.DeleteSandbox:input_type -> sandpod.v1.DeleteSandboxRequest
+	21, // 38: sandpod.v1.SandboxService.ListTemplates:input_type -> sandpod.v1.ListTemplatesRequest
+	23, // 39: sandpod.v1.SandboxService.ListWarmPools:input_type -> sandpod.v1.ListWarmPoolsRequest
+	25, // 40: sandpod.v1.SandboxService.GetWarmPool:input_type -> sandpod.v1.GetWarmPoolRequest
+	27, // 41: sandpod.v1.SandboxService.ScaleWarmPool:input_type -> sandpod.v1.ScaleWarmPoolRequest
+	39, // 42: sandpod.v1.SandboxService.Exec:input_type -> sandpod.v1.ExecRequest
+	40, // 43: sandpod.v1.SandboxService.ReadFile:input_type -> sandpod.v1.ReadFileRequest
+	41, // 44: sandpod.v1.SandboxService.WriteFile:input_type -> sandpod.v1.WriteFileRequest
+	42, // 45: sandpod.v1.SandboxService.ListFiles:input_type -> sandpod.v1.ListFilesRequest
+	43, // 46: sandpod.v1.SandboxService.StatFile:input_type -> sandpod.v1.StatFileRequest
+	44, // 47: sandpod.v1.SandboxService.RemoveFile:input_type -> sandpod.v1.RemoveFileRequest
+	45, // 48: sandpod.v1.SandboxService.MakeDir:input_type -> sandpod.v1.MakeDirRequest
+	46, // 49: sandpod.v1.SandboxService.WatchFiles:input_type -> sandpod.v1.WatchFilesRequest
+	47, // 50: sandpod.v1.SandboxService.ExposePort:input_type -> sandpod.v1.ExposePortRequest
+	48, // 51: sandpod.v1.SandboxService.UnexposePort:input_type -> sandpod.v1.UnexposePortRequest
+	49, // 52: sandpod.v1.SandboxService.ListExposedPorts:input_type -> sandpod.v1.ListExposedPortsRequest
+	50, // 53: sandpod.v1.SandboxService.RunCode:input_type -> sandpod.v1.RunCodeRequest
+	51, // 54: sandpod.v1.SandboxService.CreateCodeContext:input_type -> sandpod.v1.CreateCodeContextRequest
+	52, // 55: sandpod.v1.SandboxService.ListCodeContexts:input_type -> sandpod.v1.ListCodeContextsRequest
+	53, // 56: sandpod.v1.SandboxService.DeleteCodeContext:input_type -> sandpod.v1.DeleteCodeContextRequest
+	54, // 57: sandpod.v1.SandboxService.SnapshotSandbox:input_type -> sandpod.v1.SnapshotSandboxRequest
+	55, // 58: sandpod.v1.SandboxService.GetSnapshot:input_type -> sandpod.v1.GetSnapshotRequest
+	56, // 59: sandpod.v1.SandboxService.ListSnapshots:input_type -> sandpod.v1.ListSnapshotsRequest
+	57, // 60: sandpod.v1.SandboxService.DeleteSnapshot:input_type -> sandpod.v1.DeleteSnapshotRequest
+	58, // 61: sandpod.v1.SandboxService.ForkSandbox:input_type -> sandpod.v1.ForkSandboxRequest
+	59, // 62: sandpod.v1.SandboxService.RestoreSandbox:input_type -> sandpod.v1.RestoreSandboxRequest
+	60, // 63: sandpod.v1.SandboxService.RenewLease:input_type -> sandpod.v1.RenewLeaseRequest
+	2,  // 64: sandpod.v1.SandboxService.CreateSandbox:output_type -> sandpod.v1.CreateSandboxResponse
+	4,  // 65: sandpod.v1.SandboxService.ClaimSandbox:output_type -> sandpod.v1.ClaimSandboxResponse
+	6,  // 66: sandpod.v1.SandboxService.GetSandbox:output_type -> sandpod.v1.GetSandboxResponse
+	8,  // 67: sandpod.v1.SandboxService.ListSandboxes:output_type -> sandpod.v1.ListSandboxesResponse
+	10, // 68: sandpod.v1.SandboxService.WatchSandboxes:output_type -> sandpod.v1.WatchSandboxesResponse
+	12, // 69: sandpod.v1.SandboxService.SuspendSandbox:output_type -> sandpod.v1.SuspendSandboxResponse
+	14, // 70: sandpod.v1.SandboxService.ResumeSandbox:output_type -> sandpod.v1.ResumeSandboxResponse
+	16, // 71: sandpod.v1.SandboxService.PauseSandbox:output_type -> sandpod.v1.PauseSandboxResponse
+	18, // 72: sandpod.v1.SandboxService.ExtendSandbox:output_type -> sandpod.v1.ExtendSandboxResponse
+	20, // 73: sandpod.v1.SandboxService.DeleteSandbox:output_type -> sandpod.v1.DeleteSandboxResponse
+	22, // 74: sandpod.v1.SandboxService.ListTemplates:output_type -> sandpod.v1.ListTemplatesResponse
+	24, // 75: sandpod.v1.SandboxService.ListWarmPools:output_type -> sandpod.v1.ListWarmPoolsResponse
+	26, // 76: sandpod.v1.SandboxService.GetWarmPool:output_type -> sandpod.v1.GetWarmPoolResponse
+	28, // 77: sandpod.v1.SandboxService.ScaleWarmPool:output_type -> sandpod.v1.ScaleWarmPoolResponse
+	61, // 78: sandpod.v1.SandboxService.Exec:output_type -> sandpod.v1.ExecResponse
+	62, // 79: sandpod.v1.SandboxService.ReadFile:output_type -> sandpod.v1.ReadFileResponse
+	63, // 80: sandpod.v1.SandboxService.WriteFile:output_type -> sandpod.v1.WriteFileResponse
+	64, // 81: sandpod.v1.SandboxService.ListFiles:output_type -> sandpod.v1.ListFilesResponse
+	65, // 82: sandpod.v1.SandboxService.StatFile:output_type -> sandpod.v1.StatFileResponse
+	66, // 83: sandpod.v1.SandboxService.RemoveFile:output_type -> sandpod.v1.RemoveFileResponse
+	67, // 84: sandpod.v1.SandboxService.MakeDir:output_type -> sandpod.v1.MakeDirResponse
+	68, // 85: sandpod.v1.SandboxService.WatchFiles:output_type -> sandpod.v1.WatchFilesResponse
+	69, // 86: sandpod.v1.SandboxService.ExposePort:output_type -> sandpod.v1.ExposePortResponse
+	70, // 87: sandpod.v1.SandboxService.UnexposePort:output_type -> sandpod.v1.UnexposePortResponse
+	71, // 88: sandpod.v1.SandboxService.ListExposedPorts:output_type -> sandpod.v1.ListExposedPortsResponse
+	72, // 89: sandpod.v1.SandboxService.RunCode:output_type -> sandpod.v1.RunCodeResponse
+	73, // 90: sandpod.v1.SandboxService.CreateCodeContext:output_type -> sandpod.v1.CreateCodeContextResponse
+	74, // 91: sandpod.v1.SandboxService.ListCodeContexts:output_type -> sandpod.v1.ListCodeContextsResponse
+	75, // 92: sandpod.v1.SandboxService.DeleteCodeContext:output_type -> sandpod.v1.DeleteCodeContextResponse
+	76, // 93: sandpod.v1.SandboxService.SnapshotSandbox:output_type -> sandpod.v1.SnapshotSandboxResponse
+	77, // 94: sandpod.v1.SandboxService.GetSnapshot:output_type -> sandpod.v1.GetSnapshotResponse
+	78, // 95: sandpod.v1.SandboxService.ListSnapshots:output_type -> sandpod.v1.ListSnapshotsResponse
+	79, // 96: sandpod.v1.SandboxService.DeleteSnapshot:output_type -> sandpod.v1.DeleteSnapshotResponse
+	80, // 97: sandpod.v1.SandboxService.ForkSandbox:output_type -> sandpod.v1.ForkSandboxResponse
+	81, // 98: sandpod.v1.SandboxService.RestoreSandbox:output_type -> sandpod.v1.RestoreSandboxResponse
+	82, // 99: sandpod.v1.SandboxService.RenewLease:output_type -> sandpod.v1.RenewLeaseResponse
+	64, // [64:100] is the sub-list for method output_type
+	28, // [28:64] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_sandpod_v1_sandbox_service_proto_init() }
@@ -2094,6 +2123,7 @@ func file_sandpod_v1_sandbox_service_proto_init() {
 	file_sandpod_v1_code_proto_init()
 	file_sandpod_v1_exec_proto_init()
 	file_sandpod_v1_files_proto_init()
+	file_sandpod_v1_lease_proto_init()
 	file_sandpod_v1_preview_proto_init()
 	file_sandpod_v1_sandbox_proto_init()
 	file_sandpod_v1_snapshot_proto_init()

@@ -54,6 +54,7 @@ const (
 	SandboxService_DeleteSnapshot_FullMethodName    = "/sandpod.v1.SandboxService/DeleteSnapshot"
 	SandboxService_ForkSandbox_FullMethodName       = "/sandpod.v1.SandboxService/ForkSandbox"
 	SandboxService_RestoreSandbox_FullMethodName    = "/sandpod.v1.SandboxService/RestoreSandbox"
+	SandboxService_RenewLease_FullMethodName        = "/sandpod.v1.SandboxService/RenewLease"
 )
 
 // SandboxServiceClient is the client API for SandboxService service.
@@ -157,6 +158,9 @@ type SandboxServiceClient interface {
 	ForkSandbox(ctx context.Context, in *ForkSandboxRequest, opts ...grpc.CallOption) (*ForkSandboxResponse, error)
 	// Puts a sandbox's files back to a snapshot, keeping its name.
 	RestoreSandbox(ctx context.Context, in *RestoreSandboxRequest, opts ...grpc.CallOption) (*RestoreSandboxResponse, error)
+	// Renews the lease of a sandbox created or claimed with one (lease.proto).
+	// FAILED_PRECONDITION (NO_LEASE) for a sandbox without a lease.
+	RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error)
 }
 
 type sandboxServiceClient struct {
@@ -559,6 +563,16 @@ func (c *sandboxServiceClient) RestoreSandbox(ctx context.Context, in *RestoreSa
 	return out, nil
 }
 
+func (c *sandboxServiceClient) RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenewLeaseResponse)
+	err := c.cc.Invoke(ctx, SandboxService_RenewLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SandboxServiceServer is the server API for SandboxService service.
 // All implementations must embed UnimplementedSandboxServiceServer
 // for forward compatibility.
@@ -660,6 +674,9 @@ type SandboxServiceServer interface {
 	ForkSandbox(context.Context, *ForkSandboxRequest) (*ForkSandboxResponse, error)
 	// Puts a sandbox's files back to a snapshot, keeping its name.
 	RestoreSandbox(context.Context, *RestoreSandboxRequest) (*RestoreSandboxResponse, error)
+	// Renews the lease of a sandbox created or claimed with one (lease.proto).
+	// FAILED_PRECONDITION (NO_LEASE) for a sandbox without a lease.
+	RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error)
 	mustEmbedUnimplementedSandboxServiceServer()
 }
 
@@ -774,6 +791,9 @@ func (UnimplementedSandboxServiceServer) ForkSandbox(context.Context, *ForkSandb
 }
 func (UnimplementedSandboxServiceServer) RestoreSandbox(context.Context, *RestoreSandboxRequest) (*RestoreSandboxResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RestoreSandbox not implemented")
+}
+func (UnimplementedSandboxServiceServer) RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenewLease not implemented")
 }
 func (UnimplementedSandboxServiceServer) mustEmbedUnimplementedSandboxServiceServer() {}
 func (UnimplementedSandboxServiceServer) testEmbeddedByValue()                        {}
@@ -1376,6 +1396,24 @@ func _SandboxService_RestoreSandbox_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SandboxService_RenewLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenewLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).RenewLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_RenewLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).RenewLease(ctx, req.(*RenewLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SandboxService_ServiceDesc is the grpc.ServiceDesc for SandboxService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1498,6 +1536,10 @@ var SandboxService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RestoreSandbox",
 			Handler:    _SandboxService_RestoreSandbox_Handler,
+		},
+		{
+			MethodName: "RenewLease",
+			Handler:    _SandboxService_RenewLease_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 import pytest
 from integration.conftest import Server, python_pool, sandpod_binary
 
-# A pool of 4 covers the quick start warm; the 32 rollouts mostly start cold (~100 ms
-# each), which keeps the pool's refill from competing with the notebook for the CPUs.
+# A pool of 4 covers the quick start warm, and the 4 sandboxes of rl_rollouts' cold
+# baseline (its forks are made from its snapshot, not from the pool); small, which
+# keeps the pool's refill from competing with the notebooks for the CPUs.
 CONFIG = python_pool(4)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import struct
 from pathlib import Path
 
@@ -133,13 +134,38 @@ def check_sandbox_figure(nb: nbformat.NotebookNode) -> None:
 
 def test_rl_rollouts(nb_server: Server, kernel_env: Path) -> None:
     nb = run_notebook(NOTEBOOKS / "rl_rollouts.ipynb", nb_server, kernel_env)
-    text = outputs_text(nb)
-    assert "31 rollouts and 1 failure(s)" in text
+    text = stream_text(nb, "stdout")
+    # The setup's state, as the base sandbox reported it before the snapshot.
+    prints = re.findall(r"^snapshot fingerprint: ([0-9a-f]{64})$", text, re.M)
+    assert len(prints) == 1, text
+    fingerprint = prints[0]
+    # Every episode says what it found when it started: the snapshot's files (their
+    # hash) and nothing left in runs/ by an episode before it, in a fork as after a
+    # restore (and, the baseline, after a cold setup of its own).
+    episodes = re.findall(
+        r"^(cold|fork|restore) +seed +(\d+) .* found ([0-9a-f]{16})  runs/ at start: (\d+)$",
+        text,
+        re.M,
+    )
+    kinds = [e[0] for e in episodes]
+    assert (kinds.count("cold"), kinds.count("fork"), kinds.count("restore")) == (4, 8, 8), text
+    assert len({seed for _, seed, _, _ in episodes}) == len(episodes)  # each its own seed
+    assert {found for _, _, found, _ in episodes} == {fingerprint[:16]}, text
+    assert {left for *_, left in episodes} == {"0"}, text
+    assert "forks: 8 episodes, 8 started from the snapshot's state" in text
+    assert "restore: 8 episodes, 8 started from the snapshot's state" in text
+    assert "files an episode wrote, gone after restore: 8 of 8" in text
     # claim_many's progress bar, on by default in a notebook, kept there when done
     bars = [line for line in stream_text(nb, "stderr").splitlines() if "sandpod: claiming" in line]
-    assert any("100%" in line and "32/32" in line for line in bars), bars
-    assert (kernel_env / "rollout_latency.png").stat().st_size > 1000
+    assert any("100%" in line and "4/4" in line for line in bars), bars
+    # The timing table: one row per way, each with measured times (not a goal).
+    rows = re.findall(r"^(cold|fork|restore): .*? +([\d.]+) s +([\d.]+) s +([\d.]+)x$", text, re.M)
+    assert [r[0] for r in rows] == ["cold", "fork", "restore"], text
+    assert all(float(per) > 0 and float(wall) >= float(per) for _, per, wall, _ in rows)
+    assert (kernel_env / "rollout_timing.png").stat().st_size > 1000
     assert any(
         "image/png" in out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", [])
     )
     assert leftover(nb_server) == []
+    with sandpod.Client(nb_server.address, progress=False, timeout=60) as c:
+        assert c.snapshots() == []  # the notebook deleted its snapshot

@@ -63,7 +63,7 @@ class Condition(_message.Message):
     def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Sandbox(_message.Message):
-    __slots__ = ("name", "namespace", "uid", "template", "pool", "labels", "phase", "message", "conditions", "create_time", "shutdown_time", "shutdown_policy", "last_activity_time", "idle_timeout", "claimed", "env_keys", "service_fqdn", "agent_restarts", "snapshot")
+    __slots__ = ("name", "namespace", "uid", "template", "pool", "labels", "phase", "message", "conditions", "create_time", "shutdown_time", "shutdown_policy", "last_activity_time", "idle_timeout", "claimed", "env_keys", "service_fqdn", "agent_restarts", "snapshot", "lease", "lease_expire_time")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -90,6 +90,8 @@ class Sandbox(_message.Message):
     SERVICE_FQDN_FIELD_NUMBER: _ClassVar[int]
     AGENT_RESTARTS_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     name: str
     namespace: str
     uid: str
@@ -109,10 +111,12 @@ class Sandbox(_message.Message):
     service_fqdn: str
     agent_restarts: int
     snapshot: str
-    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., template: _Optional[str] = ..., pool: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., phase: _Optional[_Union[Phase, str]] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., last_activity_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., claimed: _Optional[bool] = ..., env_keys: _Optional[_Iterable[str]] = ..., service_fqdn: _Optional[str] = ..., agent_restarts: _Optional[int] = ..., snapshot: _Optional[str] = ...) -> None: ...
+    lease: _duration_pb2.Duration
+    lease_expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., template: _Optional[str] = ..., pool: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., phase: _Optional[_Union[Phase, str]] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., last_activity_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., claimed: _Optional[bool] = ..., env_keys: _Optional[_Iterable[str]] = ..., service_fqdn: _Optional[str] = ..., agent_restarts: _Optional[int] = ..., snapshot: _Optional[str] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Template(_message.Message):
-    __slots__ = ("name", "namespace", "image", "runtime_class_name", "idle_timeout", "default_ttl", "shutdown_policy", "auto_resume", "network_isolated", "memory_limit_bytes", "cpu_limit_millis", "pids_limit", "idle_action")
+    __slots__ = ("name", "namespace", "image", "runtime_class_name", "idle_timeout", "default_ttl", "shutdown_policy", "auto_resume", "network_isolated", "memory_limit_bytes", "cpu_limit_millis", "pids_limit", "idle_action", "default_lease")
     NAME_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
@@ -126,6 +130,7 @@ class Template(_message.Message):
     CPU_LIMIT_MILLIS_FIELD_NUMBER: _ClassVar[int]
     PIDS_LIMIT_FIELD_NUMBER: _ClassVar[int]
     IDLE_ACTION_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_LEASE_FIELD_NUMBER: _ClassVar[int]
     name: str
     namespace: str
     image: str
@@ -139,7 +144,8 @@ class Template(_message.Message):
     cpu_limit_millis: int
     pids_limit: int
     idle_action: IdleAction
-    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., image: _Optional[str] = ..., runtime_class_name: _Optional[str] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., default_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., auto_resume: _Optional[bool] = ..., network_isolated: _Optional[bool] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_millis: _Optional[int] = ..., pids_limit: _Optional[int] = ..., idle_action: _Optional[_Union[IdleAction, str]] = ...) -> None: ...
+    default_lease: _duration_pb2.Duration
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., image: _Optional[str] = ..., runtime_class_name: _Optional[str] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., default_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., auto_resume: _Optional[bool] = ..., network_isolated: _Optional[bool] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_millis: _Optional[int] = ..., pids_limit: _Optional[int] = ..., idle_action: _Optional[_Union[IdleAction, str]] = ..., default_lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class WarmPool(_message.Message):
     __slots__ = ("name", "namespace", "template", "replicas", "ready_replicas", "pending_replicas")

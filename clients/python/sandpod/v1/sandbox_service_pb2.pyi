@@ -6,6 +6,7 @@ from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from sandpod.v1 import code_pb2 as _code_pb2
 from sandpod.v1 import exec_pb2 as _exec_pb2
 from sandpod.v1 import files_pb2 as _files_pb2
+from sandpod.v1 import lease_pb2 as _lease_pb2
 from sandpod.v1 import preview_pb2 as _preview_pb2
 from sandpod.v1 import sandbox_pb2 as _sandbox_pb2
 from sandpod.v1 import snapshot_pb2 as _snapshot_pb2
@@ -19,7 +20,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateSandboxRequest(_message.Message):
-    __slots__ = ("template", "namespace", "name", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "no_wait", "snapshot", "restart_on_failure")
+    __slots__ = ("template", "namespace", "name", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "no_wait", "snapshot", "restart_on_failure", "lease")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +47,7 @@ class CreateSandboxRequest(_message.Message):
     NO_WAIT_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     RESTART_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    LEASE_FIELD_NUMBER: _ClassVar[int]
     template: str
     namespace: str
     name: str
@@ -58,7 +60,8 @@ class CreateSandboxRequest(_message.Message):
     no_wait: bool
     snapshot: str
     restart_on_failure: bool
-    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., no_wait: _Optional[bool] = ..., snapshot: _Optional[str] = ..., restart_on_failure: _Optional[bool] = ...) -> None: ...
+    lease: _duration_pb2.Duration
+    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., no_wait: _Optional[bool] = ..., snapshot: _Optional[str] = ..., restart_on_failure: _Optional[bool] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class CreateSandboxResponse(_message.Message):
     __slots__ = ("sandbox",)
@@ -67,7 +70,7 @@ class CreateSandboxResponse(_message.Message):
     def __init__(self, sandbox: _Optional[_Union[_sandbox_pb2.Sandbox, _Mapping]] = ...) -> None: ...
 
 class ClaimSandboxRequest(_message.Message):
-    __slots__ = ("template", "namespace", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "snapshot", "restart_on_failure")
+    __slots__ = ("template", "namespace", "labels", "env", "ttl", "shutdown_time", "shutdown_policy", "request_id", "snapshot", "restart_on_failure", "lease")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -92,6 +95,7 @@ class ClaimSandboxRequest(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     RESTART_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    LEASE_FIELD_NUMBER: _ClassVar[int]
     template: str
     namespace: str
     labels: _containers.ScalarMap[str, str]
@@ -102,7 +106,8 @@ class ClaimSandboxRequest(_message.Message):
     request_id: str
     snapshot: str
     restart_on_failure: bool
-    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., snapshot: _Optional[str] = ..., restart_on_failure: _Optional[bool] = ...) -> None: ...
+    lease: _duration_pb2.Duration
+    def __init__(self, template: _Optional[str] = ..., namespace: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., env: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[_sandbox_pb2.ShutdownPolicy, str]] = ..., request_id: _Optional[str] = ..., snapshot: _Optional[str] = ..., restart_on_failure: _Optional[bool] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class ClaimSandboxResponse(_message.Message):
     __slots__ = ("sandbox", "warm")

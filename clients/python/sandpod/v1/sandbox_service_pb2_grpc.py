@@ -6,6 +6,7 @@ import warnings
 from sandpod.v1 import code_pb2 as sandpod_dot_v1_dot_code__pb2
 from sandpod.v1 import exec_pb2 as sandpod_dot_v1_dot_exec__pb2
 from sandpod.v1 import files_pb2 as sandpod_dot_v1_dot_files__pb2
+from sandpod.v1 import lease_pb2 as sandpod_dot_v1_dot_lease__pb2
 from sandpod.v1 import preview_pb2 as sandpod_dot_v1_dot_preview__pb2
 from sandpod.v1 import sandbox_service_pb2 as sandpod_dot_v1_dot_sandbox__service__pb2
 from sandpod.v1 import snapshot_pb2 as sandpod_dot_v1_dot_snapshot__pb2
@@ -225,6 +226,11 @@ class SandboxServiceStub:
                 '/sandpod.v1.SandboxService/RestoreSandbox',
                 request_serializer=sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxRequest.SerializeToString,
                 response_deserializer=sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxResponse.FromString,
+                _registered_method=True)
+        self.RenewLease = channel.unary_unary(
+                '/sandpod.v1.SandboxService/RenewLease',
+                request_serializer=sandpod_dot_v1_dot_lease__pb2.RenewLeaseRequest.SerializeToString,
+                response_deserializer=sandpod_dot_v1_dot_lease__pb2.RenewLeaseResponse.FromString,
                 _registered_method=True)
 
 
@@ -502,6 +508,14 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RenewLease(self, request, context):
+        """Renews the lease of a sandbox created or claimed with one (lease.proto).
+        FAILED_PRECONDITION (NO_LEASE) for a sandbox without a lease.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SandboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -679,6 +693,11 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.RestoreSandbox,
                     request_deserializer=sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxRequest.FromString,
                     response_serializer=sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxResponse.SerializeToString,
+            ),
+            'RenewLease': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenewLease,
+                    request_deserializer=sandpod_dot_v1_dot_lease__pb2.RenewLeaseRequest.FromString,
+                    response_serializer=sandpod_dot_v1_dot_lease__pb2.RenewLeaseResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1638,6 +1657,33 @@ class SandboxService:
             '/sandpod.v1.SandboxService/RestoreSandbox',
             sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxRequest.SerializeToString,
             sandpod_dot_v1_dot_snapshot__pb2.RestoreSandboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RenewLease(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandpod.v1.SandboxService/RenewLease',
+            sandpod_dot_v1_dot_lease__pb2.RenewLeaseRequest.SerializeToString,
+            sandpod_dot_v1_dot_lease__pb2.RenewLeaseResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,363 @@
+"""Background commands: :class:`Process` from ``Sandbox.start`` (and its asyncio twin).
+
+:class:`AsyncProcess` is the source; :class:`Process` below it is generated from it by
+``hack/unasync.py`` (the reader task becomes a thread, the asyncio condition a
+threading one: see ``_async_io`` and ``_sync_io``). ``_async_io.start_process`` and
+``_sync_io.start_process`` open the exec and read its first response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from types import TracebackType
+from typing import Any
+
+import grpc
+
+from . import _async_io, _base, _sync_io
+from ._base import Timeout
+from ._errors import SandboxTimeout, SandpodError, ServerError
+from ._models import CommandResult, Output, OutputDecoder
+from .v1 import exec_pb2
+
+__all__ = ["AsyncProcess", "Process"]
+
+Data = bytes | bytearray | memoryview | str
+
+
+# unasync: begin source: the asyncio handle; its sync twin below is generated
+
+
+class AsyncProcess:
+    """A command running in a sandbox (from ``Sandbox.start``).
+
+    Iterating yields its :class:`Output` chunks as they arrive (also after it exited,
+    from the beginning); ``wait()`` returns the :class:`CommandResult`. As a context
+    manager it kills the command at exit if it is still running.
+    """
+
+    def __init__(
+        self,
+        sandbox: Any,
+        call: Any,
+        sender: Any,
+        command: str,
+        limit: float | None,
+        first: exec_pb2.ExecResponse,
+    ) -> None:
+        self.sandbox = sandbox
+        self.command = command
+        self._call = call
+        self._sender = sender
+        self._limit = limit
+        self._decoder = OutputDecoder()
+        self._events: list[Output] = []
+        self._changed = _async_io.AsyncCondition()
+        self._result: CommandResult | None = None
+        self._error: SandpodError | None = None
+        self._done = False
+        self._stdin_closed = False
+        self.pid = 0
+        if first.WhichOneof("msg") == "started":
+            self.pid = first.started.pid
+        else:
+            self._apply(first)
+        self._reader = _async_io.AsyncWorker(self._read, f"sandpod-exec-{sandbox.name}")
+
+    def _apply(self, resp: exec_pb2.ExecResponse) -> None:
+        kind = resp.WhichOneof("msg")
+        if kind == "exit":
+            self._result = self._decoder.result(resp.exit, self.command)
+            self._done = True
+        elif kind in ("stdout", "stderr"):
+            out = self._decoder.feed_response(resp)
+            if out is not None:
+                self._events.append(out)
+
+    async def _consume(self, resp: exec_pb2.ExecResponse) -> None:
+        async with self._changed:
+            self._apply(resp)
+            self._changed.notify_all()
+
+    async def _read(self) -> None:
+        try:
+            while not self._done:
+                resp = await _async_io.read(self._call)
+                if resp is None:
+                    self._error = ServerError(f"exec of {self.command!r} ended without an exit")
+                    break
+                self._sender.on_response(resp)
+                await self._consume(resp)
+        except grpc.RpcError as err:
+            self._error = self.sandbox._noted(_base.exec_error(err, self.command, self._limit))
+        finally:
+            await self._sender.close()
+            async with self._changed:
+                self._done = True
+                self._changed.notify_all()
+
+    def __repr__(self) -> str:
+        state = (
+            "running"
+            if self.running
+            else f"exited {self._result.exit_code if self._result else '?'}"
+        )
+        return f"AsyncProcess(pid={self.pid}, command={self.command!r}, {state})"
+
+    @property
+    def running(self) -> bool:
+        return not self._done
+
+    @property
+    def result(self) -> CommandResult | None:
+        """The result once the process exited, else None."""
+        return self._result
+
+    @property
+    def stdout(self) -> str:
+        """Standard output so far."""
+        return bytes(self._decoder.buffers["stdout"]).decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        """Standard error so far."""
+        return bytes(self._decoder.buffers["stderr"]).decode("utf-8", "replace")
+
+    async def __aiter__(self) -> AsyncIterator[Output]:
+        i = 0
+        while True:
+            async with self._changed:
+                await self._changed.wait_for(lambda n=i: n < len(self._events) or self._done, None)
+                out = self._events[i] if i < len(self._events) else None
+            if out is None:  # it exited and every chunk was handed out
+                if self._error is not None:
+                    raise self._error
+                return
+            i += 1
+            yield out
+
+    async def write_stdin(self, data: Data) -> None:
+        """Sends bytes (or UTF-8 text) to the command's standard input. Never blocks:
+        what the command has not read yet beyond the server's stdin window (a few MiB)
+        waits in this process's memory."""
+        if self._stdin_closed:
+            raise ValueError("stdin is closed")
+        if self.running:
+            self._sender.put_stdin(_base.as_bytes(data))
+
+    async def close_stdin(self) -> None:
+        """Closes the command's standard input (it sees end-of-file)."""
+        if not self._stdin_closed:
+            self._stdin_closed = True
+            self._sender.close_stdin()
+
+    async def send_signal(self, signal: int) -> None:
+        """Sends a signal to the command's whole process group, at once: ahead of any
+        stdin the command has not read."""
+        if self.running:
+            self._sender.signal(signal)
+
+    async def terminate(self) -> None:
+        """Sends SIGTERM."""
+        await self.send_signal(15)
+
+    async def kill(self) -> None:
+        """Sends SIGKILL."""
+        await self.send_signal(9)
+
+    async def wait(self, timeout: Timeout = None, *, check: bool = False) -> CommandResult:
+        """Waits for the exit and returns the result; raises SandboxTimeout if ``timeout``
+        runs out first (the process keeps running)."""
+        limit = None if timeout is None else _base.seconds_of(timeout)
+        if not await self._reader.join(limit):
+            raise SandboxTimeout(f"process {self.pid} ({self.command!r}) still running")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result.check() if check else self._result
+
+    async def __aenter__(self) -> AsyncProcess:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.running:
+            await self.kill()
+            if not await self._reader.join(10):
+                self._call.cancel()
+
+
+# unasync: end source
+
+
+# unasync: begin generated from the source above by hack/unasync.py; do not edit
+
+
+class Process:
+    """A command running in a sandbox (from ``Sandbox.start``).
+
+    Iterating yields its :class:`Output` chunks as they arrive (also after it exited,
+    from the beginning); ``wait()`` returns the :class:`CommandResult`. As a context
+    manager it kills the command at exit if it is still running.
+    """
+
+    def __init__(
+        self,
+        sandbox: Any,
+        call: Any,
+        sender: Any,
+        command: str,
+        limit: float | None,
+        first: exec_pb2.ExecResponse,
+    ) -> None:
+        self.sandbox = sandbox
+        self.command = command
+        self._call = call
+        self._sender = sender
+        self._limit = limit
+        self._decoder = OutputDecoder()
+        self._events: list[Output] = []
+        self._changed = _sync_io.Condition()
+        self._result: CommandResult | None = None
+        self._error: SandpodError | None = None
+        self._done = False
+        self._stdin_closed = False
+        self.pid = 0
+        if first.WhichOneof("msg") == "started":
+            self.pid = first.started.pid
+        else:
+            self._apply(first)
+        self._reader = _sync_io.Worker(self._read, f"sandpod-exec-{sandbox.name}")
+
+    def _apply(self, resp: exec_pb2.ExecResponse) -> None:
+        kind = resp.WhichOneof("msg")
+        if kind == "exit":
+            self._result = self._decoder.result(resp.exit, self.command)
+            self._done = True
+        elif kind in ("stdout", "stderr"):
+            out = self._decoder.feed_response(resp)
+            if out is not None:
+                self._events.append(out)
+
+    def _consume(self, resp: exec_pb2.ExecResponse) -> None:
+        with self._changed:
+            self._apply(resp)
+            self._changed.notify_all()
+
+    def _read(self) -> None:
+        try:
+            while not self._done:
+                resp = _sync_io.read(self._call)
+                if resp is None:
+                    self._error = ServerError(f"exec of {self.command!r} ended without an exit")
+                    break
+                self._sender.on_response(resp)
+                self._consume(resp)
+        except grpc.RpcError as err:
+            self._error = self.sandbox._noted(_base.exec_error(err, self.command, self._limit))
+        finally:
+            self._sender.close()
+            with self._changed:
+                self._done = True
+                self._changed.notify_all()
+
+    def __repr__(self) -> str:
+        state = (
+            "running"
+            if self.running
+            else f"exited {self._result.exit_code if self._result else '?'}"
+        )
+        return f"Process(pid={self.pid}, command={self.command!r}, {state})"
+
+    @property
+    def running(self) -> bool:
+        return not self._done
+
+    @property
+    def result(self) -> CommandResult | None:
+        """The result once the process exited, else None."""
+        return self._result
+
+    @property
+    def stdout(self) -> str:
+        """Standard output so far."""
+        return bytes(self._decoder.buffers["stdout"]).decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        """Standard error so far."""
+        return bytes(self._decoder.buffers["stderr"]).decode("utf-8", "replace")
+
+    def __iter__(self) -> Iterator[Output]:
+        i = 0
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda n=i: n < len(self._events) or self._done, None)
+                out = self._events[i] if i < len(self._events) else None
+            if out is None:  # it exited and every chunk was handed out
+                if self._error is not None:
+                    raise self._error
+                return
+            i += 1
+            yield out
+
+    def write_stdin(self, data: Data) -> None:
+        """Sends bytes (or UTF-8 text) to the command's standard input. Never blocks:
+        what the command has not read yet beyond the server's stdin window (a few MiB)
+        waits in this process's memory."""
+        if self._stdin_closed:
+            raise ValueError("stdin is closed")
+        if self.running:
+            self._sender.put_stdin(_base.as_bytes(data))
+
+    def close_stdin(self) -> None:
+        """Closes the command's standard input (it sees end-of-file)."""
+        if not self._stdin_closed:
+            self._stdin_closed = True
+            self._sender.close_stdin()
+
+    def send_signal(self, signal: int) -> None:
+        """Sends a signal to the command's whole process group, at once: ahead of any
+        stdin the command has not read."""
+        if self.running:
+            self._sender.signal(signal)
+
+    def terminate(self) -> None:
+        """Sends SIGTERM."""
+        self.send_signal(15)
+
+    def kill(self) -> None:
+        """Sends SIGKILL."""
+        self.send_signal(9)
+
+    def wait(self, timeout: Timeout = None, *, check: bool = False) -> CommandResult:
+        """Waits for the exit and returns the result; raises SandboxTimeout if ``timeout``
+        runs out first (the process keeps running)."""
+        limit = None if timeout is None else _base.seconds_of(timeout)
+        if not self._reader.join(limit):
+            raise SandboxTimeout(f"process {self.pid} ({self.command!r}) still running")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result.check() if check else self._result
+
+    def __enter__(self) -> Process:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.running:
+            self.kill()
+            if not self._reader.join(10):
+                self._call.cancel()
+
+
+# unasync: end generated
