@@ -131,7 +131,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	tr := &template.Reconciler{Client: c, Clock: o.Clock}
+	tr := &template.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandboxtemplate").
 		For(&v1alpha1.SandboxTemplate{}).
 		Owns(&networkingv1.NetworkPolicy{}).

@@ -320,8 +320,16 @@ func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
 	if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
 		rs.CPUMillis = q.MilliValue()
 	}
-	if np := t.Spec.NetworkPolicy; np != nil && np.Egress == v1alpha1.EgressNone {
+	if _, err := lifecycle.CheckEgress(t.Spec.NetworkPolicy); err != nil {
+		return rs, fmt.Errorf("config: SandboxTemplate %s: %w", t.Name, err)
+	}
+	switch lifecycle.EffectiveEgress(t.Spec.NetworkPolicy) {
+	case v1alpha1.EgressNone:
 		rs.NetIsolated = true
+	case v1alpha1.EgressAllowlist:
+		// pasta, the sandbox's user-mode network, has no filter: refused
+		// rather than run with more egress than the template says.
+		return rs, fmt.Errorf("config: SandboxTemplate %s: networkPolicy.egress: Allowlist is enforced only on Kubernetes (by the cluster's NetworkPolicy implementation); the local engine offers Internet or None", t.Name)
 	}
 	if d := t.Spec.Lifecycle.IdleTimeout; d != nil {
 		rs.IdleTimeout = *d

@@ -81,6 +81,8 @@ func TestParseDefinitionsRejects(t *testing.T) {
 		"pool too big":               {tmpl + "---\napiVersion: sandpod.dev/v1alpha1\nkind: SandboxWarmPool\nmetadata: {name: p}\nspec: {templateRef: {name: py}, replicas: 5000}\n", "out of range"},
 		"template twice":             {tmpl + "---\n" + tmpl, "twice"},
 		"not yaml":                   {"{{{", "document 1"},
+		"egress allowlist":           {strings.Replace(tmpl, "networkPolicy: {egress: None}", "networkPolicy: {egress: Allowlist, allowedEgress: [{cidr: 10.0.0.0/8}]}", 1), "Allowlist is enforced only on Kubernetes"},
+		"allowlist with egress none": {strings.Replace(tmpl, "networkPolicy: {egress: None}", "networkPolicy: {egress: None, allowedEgress: [{cidr: 10.0.0.0/8}]}", 1), "allowedEgress goes with egress: Allowlist"},
 		"quota without limits":       {"apiVersion: sandpod.dev/v1alpha1\nkind: SandboxQuota\nmetadata: {name: q}\nspec: {templates: [py]}\n", "maxSandboxes, spec.maxClaimsPerMinute or both"},
 		"negative quota":             {"apiVersion: sandpod.dev/v1alpha1\nkind: SandboxQuota\nmetadata: {name: q}\nspec: {maxSandboxes: -1}\n", "negative"},
 		"lease too short":            {strings.Replace(tmpl, "defaultTTL: 1h,", "defaultTTL: 1h, defaultLease: 1s,", 1), "defaultLease"},

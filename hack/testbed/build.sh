@@ -2,7 +2,8 @@
 # Builds the node bed (a single-node Kubernetes) from Go modules and Debian
 # packages only (no registry, no release downloads): the Kubernetes
 # components and etcd (through hack/kube/build.sh), containerd, runc, the CNI
-# plugins, gVisor's runsc with its containerd shim, and CoreDNS (coredns.sh).
+# plugins, gVisor's runsc with its containerd shim, CoreDNS (coredns.sh) and
+# kube-router's NetworkPolicy controller (kube-router.sh).
 # Each component lands in ${SANDPOD_CACHE:-$HOME/.cache/sandpod}/<name>-<version>/
 # and is skipped when present. Prints the bin directory on its last line.
 #
@@ -106,6 +107,7 @@ CGO_ENABLED=0 install_into "$CNI" bridge loopback host-local portmap -- \
   "github.com/containernetworking/plugins/plugins/meta/portmap@$CNI_VERSION"
 build_gvisor
 "$HERE/coredns.sh" >/dev/null   # cluster DNS (hack/testbed/dns.sh runs it)
+KUBE_ROUTER=$("$HERE/kube-router.sh" | tail -1)   # the NetworkPolicy enforcer
 
 mkdir -p "$BIN/cni"
 for c in kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy kubectl; do ln -sf "$K/$c" "$BIN/$c"; done
@@ -114,4 +116,5 @@ for c in containerd ctr containerd-shim-runc-v2; do ln -sf "$CTRD/$c" "$BIN/$c";
 RUNC_VERSION=$RUNC_VERSION "$HERE/../local/deps.sh" "$BIN"   # builds runc once, links $BIN/runc
 for c in runsc containerd-shim-runsc-v1; do ln -sf "$CACHE/gvisor-$GVISOR_VERSION/$c" "$BIN/$c"; done
 for c in bridge loopback host-local portmap; do ln -sf "$CNI/$c" "$BIN/cni/$c"; done
+ln -sf "$KUBE_ROUTER/kube-router" "$BIN/kube-router"
 echo "$BIN"

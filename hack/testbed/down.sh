@@ -3,7 +3,8 @@
 # on the host: pods (through kubelet, so CNI and mounts are torn down
 # properly), the components (by their pid files), leftover shims and
 # sandboxes, mounts under the state dir, CNI network namespaces, the bridge,
-# the iptables chains of kube-proxy and CNI, empty kubepods cgroups, and the
+# the iptables chains of kube-proxy, kube-router and CNI and kube-router's
+# ipsets, empty kubepods cgroups, and the
 # state dir itself (kept with KEEP_STATE=1: logs, etcd data, certificates).
 #
 # Safe to run twice, and when nothing is up. Kills only processes it can tie
@@ -57,7 +58,7 @@ if pid_of apiserver >/dev/null && pid_of kubelet >/dev/null; then
     sleep 1
   done
 fi
-for c in kube-proxy kubelet kcm apiserver; do stop "$c"; done
+for c in kube-router kube-proxy kubelet kcm apiserver; do stop "$c"; done
 stop etcd 10
 
 # 2. Whatever containerd still runs.
@@ -127,6 +128,11 @@ for ipt in iptables ip6tables; do
     for ch in $chains; do $ipt -t $tbl -X "$ch" 2>/dev/null; done
   done
 done
+# kube-router's ipsets (KUBE-SRC-*, KUBE-DST-*, and TMP-* ones of a sync cut
+# short), free once the rules above that named them are gone.
+if command -v ipset >/dev/null; then
+  for s in $(ipset list -n 2>/dev/null | grep -E '^(KUBE-|TMP-|inet6:KUBE-)'); do ipset destroy "$s" 2>/dev/null; done
+fi
 # kube-proxy sets route_localnet=1 (the kernel's default is 0); the bridge
 # plugin's ip_forward=1 stays (other things on a host may rely on it).
 sysctl -qw net.ipv4.conf.all.route_localnet=0 2>/dev/null

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Starts the node bed (a single-node Kubernetes): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, containerd (runc, and gVisor's
-# runsc as RuntimeClass "gvisor"), kubelet and kube-proxy, all as host
-# processes of this machine with real containers. Needs root.
+# runsc as RuntimeClass "gvisor"), kubelet, kube-proxy and kube-router's
+# NetworkPolicy controller, all as host processes of this machine with real
+# containers. Needs root.
 #
 #   hack/testbed/build.sh      # once: the binaries (cached in ~/.cache/sandpod)
 #   hack/testbed/images.sh     # the images (into the state dir)
@@ -19,7 +20,8 @@
 #
 # What the bed gives a test: pods under runc (default) or gVisor
 # (runtimeClassName: gvisor); pod IPs and ClusterIPs reachable from the host;
-# kubectl exec/logs/port-forward; PVCs bound to pre-made hostPath PVs of the
+# kubectl exec/logs/port-forward; NetworkPolicy enforced (kube-router's
+# firewall: iptables and ipset, see start_netpol); PVCs bound to pre-made hostPath PVs of the
 # default StorageClass "sandpod-testbed" (reclaim policy Retain: a released PV
 # is made Available again by clearing its claimRef, which tests/e2e does);
 # cluster DNS for cluster.local (CoreDNS, hack/testbed/dns.sh).
@@ -70,7 +72,7 @@ binary_of() {
     *) echo "$1" ;;
   esac
 }
-COMPONENTS="etcd containerd apiserver kcm scheduler kubelet kube-proxy"
+COMPONENTS="etcd containerd apiserver kcm scheduler kubelet kube-proxy kube-router"
 
 status() {
   local c
@@ -84,10 +86,11 @@ fi
 [ $# -eq 0 ] || { sed -n '8,13p' "$0" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "needs root (containers, mounts, iptables)"
 for b in etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl \
-  containerd ctr containerd-shim-runc-v2 runc runsc containerd-shim-runsc-v1 cni/bridge cni/host-local cni/loopback cni/portmap; do
+  containerd ctr containerd-shim-runc-v2 runc runsc containerd-shim-runsc-v1 cni/bridge cni/host-local cni/loopback cni/portmap kube-router; do
   [ -x "$BIN/$b" ] || die "missing $BIN/$b: run hack/testbed/build.sh"
 done
 command -v iptables >/dev/null || die "needs iptables (apt-get install iptables)"
+command -v ipset >/dev/null || die "needs ipset (apt-get install ipset; hack/testbed/build.sh installs it)"
 
 # The node's address: the one on the default route's interface (the API
 # server advertises it; pods reach kubernetes.default through it).
@@ -259,6 +262,20 @@ start() {
   STARTED=$((STARTED + 1))
 }
 
+# start_netpol: kube-router's network policy controller only (no BGP
+# routing, no service proxy), so the bed enforces NetworkPolicy like a
+# cluster with an enforcing CNI: per-pod iptables chains in the filter
+# table's INPUT, FORWARD and OUTPUT (bridged pod-to-pod traffic crosses
+# FORWARD through br_netfilter), with ipsets of the selected pods and
+# blocks. Traffic from the node itself to a pod is always allowed (kubelet,
+# and the tests' own connections to pod IPs). The binary is kube-router's
+# netpol controller alone (hack/testbed/kube-router.sh); health on
+# 127.0.0.1:20244 once it has synced.
+start_netpol() {
+  start kube-router --kubeconfig conf/admin.kubeconfig --hostname-override $NODE \
+    --service-cluster-ip-range $SERVICE_CIDR --health-addr 127.0.0.1:20244
+}
+
 # fail_with NAME: a component did not come up: show its log's tail.
 fail_with() {
   log "$1 failed; last lines of $R/logs/$1.log:"
@@ -388,8 +405,10 @@ start kube-proxy --kubeconfig conf/admin.kubeconfig --cluster-cidr 10.244.0.0/16
   --metrics-bind-address 127.0.0.1:30249 --healthz-bind-address 127.0.0.1:30256
 
 waitfor node-ready 120 kc wait --for=condition=Ready node/$NODE --timeout=1s || fail_with kubelet
+start_netpol   # after the Node exists: kube-router looks itself up by name
 waitfor default-serviceaccount 60 kc get serviceaccount default || fail_with kcm
 waitfor kube-proxy 60 curl -sf http://127.0.0.1:30256/healthz || fail_with kube-proxy
+waitfor kube-router 120 curl -sf http://127.0.0.1:20244/healthz || fail_with kube-router
 cluster_objects
 source "$HERE/dns.sh" && cluster_dns   # CoreDNS in kube-system, Service kube-dns
 for c in $COMPONENTS; do alive "$c" || fail_with "$c"; done

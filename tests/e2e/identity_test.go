@@ -59,8 +59,9 @@ func TestPodDeletedByHandComesBack(t *testing.T) {
 }
 
 // TestAgentRefusesCallsWithoutItsSecret: the agent in a pod answers only
-// callers with its own sandbox's secret, so a pod that reaches port 7070 of
-// another sandbox (this node bed enforces no NetworkPolicy) still cannot run
+// callers with its own sandbox's secret, so whatever reaches port 7070 of
+// a sandbox (here the node itself, which NetworkPolicy does not stop; on a
+// cluster without an enforcing CNI, any pod) still cannot run
 // anything there, not even with its own sandbox's secret. The agent speaks
 // TLS with its sandbox's own certificate: a plaintext caller gets nowhere,
 // and a caller that pins another sandbox's certificate (as the bridge would

@@ -2,11 +2,16 @@ package k8s_test
 
 import (
 	"fmt"
+	"net/netip"
+	"strings"
 	"testing"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -192,4 +197,72 @@ func TestTemplateManagedNetworkPolicy(t *testing.T) {
 		_ = env.Get(tmpl, ns, "open")
 		return tmpl.Status.SpecHash == lifecycle.TemplateHash(tmpl.Spec), fmt.Sprintf("%+v", tmpl.Status)
 	})
+}
+
+// TestTemplateEgressAllowlist: egress: Allowlist renders DNS and one rule
+// per entry on its ports, with the API server's address (read from the
+// bed's own EndpointSlice default/kubernetes) carved out of an entry that
+// holds it; an entry the schema lets through but the controller does not
+// (host bits set) gives a policy with no egress and a Ready=False template
+// that says how to fix it.
+func TestTemplateEgressAllowlist(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	// The kwok bed's API server keeps no endpoints of its own (loopback
+	// cannot be advertised): stand in for it with a public-looking address,
+	// as the node bed's is.
+	api := netip.MustParseAddr("192.0.2.10")
+	apiNet := netip.MustParsePrefix("192.0.2.0/24")
+	port, proto := int32(6443), corev1.ProtocolTCP
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "kubernetes", Labels: map[string]string{"kubernetes.io/service-name": "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{api.String()}}},
+		Ports:       []discoveryv1.EndpointPort{{Port: &port, Protocol: &proto}},
+	}
+	if err := env.Client.Create(ctx, es); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, es) })
+
+	allow := makeTemplate(ns, "allow")
+	allow.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Egress: v1alpha1.EgressAllowlist, AllowedEgress: []v1alpha1.EgressRule{
+		{CIDR: "203.0.113.0/24", Ports: []int32{443}},
+		{CIDR: apiNet.String()},
+	}}
+	bad := makeTemplate(ns, "hostbits")
+	bad.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Egress: v1alpha1.EgressAllowlist, AllowedEgress: []v1alpha1.EgressRule{{CIDR: "10.20.0.1/16"}}}
+	create(t, allow, bad)
+
+	np := &networkingv1.NetworkPolicy{}
+	harness.Eventually(t, harness.Timeout, "allowlist network policy", func() (bool, string) {
+		err := env.Get(np, ns, template.NetworkPolicyName("allow"))
+		return err == nil, fmt.Sprint(err)
+	})
+	if len(np.Spec.Egress) != 3 {
+		t.Fatalf("egress = %+v, want DNS and two rules", np.Spec.Egress)
+	}
+	first, second := np.Spec.Egress[1], np.Spec.Egress[2]
+	if first.To[0].IPBlock == nil || first.To[0].IPBlock.CIDR != "203.0.113.0/24" || len(first.Ports) != 2 || first.Ports[0].Port.IntValue() != 443 {
+		t.Errorf("first rule = %+v", first)
+	}
+	wantExcept := []string{"192.0.2.10/32"}
+	if second.To[0].IPBlock == nil || second.To[0].IPBlock.CIDR != apiNet.String() ||
+		fmt.Sprint(second.To[0].IPBlock.Except) != fmt.Sprint(wantExcept) || len(second.Ports) != 0 {
+		t.Errorf("second rule = %+v, want %s except %v on every port", second, apiNet, wantExcept)
+	}
+
+	tmpl := &v1alpha1.SandboxTemplate{}
+	harness.Eventually(t, harness.Timeout, "template hostbits reported invalid", func() (bool, string) {
+		_ = env.Get(tmpl, ns, "hostbits")
+		c := meta.FindStatusCondition(tmpl.Status.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonInvalidSpec &&
+			strings.Contains(c.Message, "did you mean 10.20.0.0/16?"), fmt.Sprintf("%+v", c)
+	})
+	bnp := &networkingv1.NetworkPolicy{}
+	if err := env.Get(bnp, ns, template.NetworkPolicyName("hostbits")); err != nil {
+		t.Fatal(err)
+	}
+	if len(bnp.Spec.Egress) != 0 || len(bnp.Spec.PolicyTypes) != 2 {
+		t.Errorf("an invalid allowlist should fail closed: %+v", bnp.Spec)
+	}
 }

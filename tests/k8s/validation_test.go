@@ -251,6 +251,21 @@ func crdCases() map[string]crdCase {
 		"template: empty container list": {template("empty-containers", func(tp *v1alpha1.SandboxTemplate) {
 			tp.Spec.PodTemplate.Spec.Containers = []corev1.Container{}
 		}), "containers"},
+		"template: allowedEgress not a CIDR": {template("egress-not-cidr", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Egress: v1alpha1.EgressAllowlist, AllowedEgress: []v1alpha1.EgressRule{{CIDR: "10.0.0.1"}}}
+		}), "allowedEgress[0].cidr"},
+		"template: allowedEgress v4 length 33": {template("egress-33", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Egress: v1alpha1.EgressAllowlist, AllowedEgress: []v1alpha1.EgressRule{{CIDR: "10.0.0.0/33"}}}
+		}), "allowedEgress[0].cidr"},
+		"template: allowedEgress port 0": {template("egress-port-0", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Egress: v1alpha1.EgressAllowlist, AllowedEgress: []v1alpha1.EgressRule{{CIDR: "10.0.0.0/8", Ports: []int32{0}}}}
+		}), "ports[0]"},
+		"template: allowedEgress with egress None": {template("egress-none-rules", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Egress: v1alpha1.EgressNone, AllowedEgress: []v1alpha1.EgressRule{{CIDR: "10.0.0.0/8"}}}
+		}), "allowedEgress goes with egress: Allowlist"},
+		"template: egress Allowlist without rules": {template("egress-allow-empty", func(tp *v1alpha1.SandboxTemplate) {
+			tp.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Egress: v1alpha1.EgressAllowlist}
+		}), "allowedEgress goes with egress: Allowlist"},
 		"claim: label key not a label key": {claim("bad-label-key", func(c *v1alpha1.SandboxClaim) { c.Spec.Labels = map[string]string{"bad key": "spaces are bad"} }), "label keys"},
 		"claim: label name too long":       {claim("long-label-key", func(c *v1alpha1.SandboxClaim) { c.Spec.Labels = map[string]string{long(64): "v"} }), "label keys"},
 	}

@@ -91,18 +91,27 @@ type TemplateLifecycle struct {
 }
 
 // EgressMode is what a sandbox may reach.
-// +kubebuilder:validation:Enum=Internet;None
+// +kubebuilder:validation:Enum=Internet;None;Allowlist
 type EgressMode string
 
 const (
-	// EgressInternet allows the internet but not cluster-internal ranges or
-	// the cloud metadata address.
+	// EgressInternet allows the internet but not cluster-internal ranges,
+	// the cloud metadata address or the API server.
 	EgressInternet EgressMode = "Internet"
 	// EgressNone allows no egress at all (local engine: a new network namespace).
 	EgressNone EgressMode = "None"
+	// EgressAllowlist allows cluster DNS and the CIDRs (and ports) of
+	// allowedEgress only; never the cloud metadata address or the API
+	// server. Kubernetes only: the local engine refuses such a template.
+	EgressAllowlist EgressMode = "Allowlist"
 )
 
+// MaxEgressRules caps allowedEgress (and so the NetworkPolicy's egress
+// rules; it also bounds the cost of the CRD's validation rules).
+const MaxEgressRules = 32
+
 // NetworkPolicySpec configures the managed NetworkPolicy.
+// +kubebuilder:validation:XValidation:rule="has(self.egress) && self.egress == 'Allowlist' ? has(self.allowedEgress) && size(self.allowedEgress) > 0 : !has(self.allowedEgress)",message="allowedEgress goes with egress: Allowlist (and lists at least one CIDR); with Internet or None it must be empty"
 type NetworkPolicySpec struct {
 	// Managed turns the managed NetworkPolicy on. Default true.
 	// +optional
@@ -111,6 +120,32 @@ type NetworkPolicySpec struct {
 	// Egress is what sandboxes may reach. Default Internet.
 	// +optional
 	Egress EgressMode `json:"egress,omitempty"`
+
+	// AllowedEgress is what egress: Allowlist lets sandboxes reach, besides
+	// cluster DNS: destinations by CIDR, on some or all ports.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	AllowedEgress []EgressRule `json:"allowedEgress,omitempty"`
+}
+
+// EgressRule allows egress to one CIDR.
+type EgressRule struct {
+	// CIDR is an IPv4 or IPv6 network in canonical form (no host bits
+	// set): 10.20.0.0/16, 203.0.113.7/32, 2001:db8::/32. It is matched
+	// against the destination after Service translation: name the
+	// endpoints' addresses, not a ClusterIP.
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:Pattern=`^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])([.](25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}/(3[0-2]|[12]?[0-9])|[0-9a-fA-F:.]*:[0-9a-fA-F:.]*/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))$`
+	CIDR string `json:"cidr"`
+
+	// Ports are the TCP and UDP ports allowed there; none: every port.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=65535
+	Ports []int32 `json:"ports,omitempty"`
 }
 
 // SandboxTemplateStatus is the observed state of a SandboxTemplate.

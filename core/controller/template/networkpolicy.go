@@ -1,12 +1,15 @@
 package template
 
 import (
+	"net/netip"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
 // BlockedEgressV4 and BlockedEgressV6 are the ranges a sandbox with Internet
@@ -28,14 +31,25 @@ func ManagesNetworkPolicy(t *v1alpha1.SandboxTemplate) bool {
 	return np == nil || np.Managed == nil || *np.Managed
 }
 
+// AlwaysBlockedV4 and AlwaysBlockedV6 are carved out of every allowlist
+// rule as well: the cloud metadata address (link-local) is never a
+// destination a template can allow.
+var (
+	AlwaysBlockedV4 = []string{"169.254.0.0/16"}
+	AlwaysBlockedV6 = []string{"fe80::/10", "fd00:ec2::254/128"}
+)
+
 // BuildNetworkPolicy is the managed NetworkPolicy of a template's sandboxes:
 // ingress only from sandpod bridge pods (any namespace) to the agent port;
-// egress to DNS and the internet but not to cluster-internal ranges or the
-// cloud metadata address, or no egress at all.
-func BuildNetworkPolicy(t *v1alpha1.SandboxTemplate) *networkingv1.NetworkPolicy {
-	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+// egress to DNS and the internet but not to cluster-internal ranges, the
+// cloud metadata address or the API server (apiServer: its endpoint
+// addresses, which need not be in a private range); or no egress at all;
+// or DNS and the template's allowlist, minus the metadata address and the
+// API server. A template whose network policy section does not check
+// (lifecycle.CheckEgress) gets no egress: the reconciler reports why.
+func BuildNetworkPolicy(t *v1alpha1.SandboxTemplate, apiServer ...netip.Addr) *networkingv1.NetworkPolicy {
+	tcp := corev1.ProtocolTCP
 	agentPort := intstr.FromInt32(v1alpha1.AgentPort)
-	dnsPort := intstr.FromInt32(53)
 	truth := true
 
 	np := &networkingv1.NetworkPolicy{
@@ -61,26 +75,100 @@ func BuildNetworkPolicy(t *v1alpha1.SandboxTemplate) *networkingv1.NetworkPolicy
 			}},
 		},
 	}
-	egress := v1alpha1.EgressInternet
-	if t.Spec.NetworkPolicy != nil && t.Spec.NetworkPolicy.Egress != "" {
-		egress = t.Spec.NetworkPolicy.Egress
+	allow, err := lifecycle.CheckEgress(t.Spec.NetworkPolicy)
+	if err != nil {
+		return np // fail closed: Egress listed with no rule
 	}
-	if egress == v1alpha1.EgressNone {
+	switch lifecycle.EffectiveEgress(t.Spec.NetworkPolicy) {
+	case v1alpha1.EgressNone:
 		return np // Egress listed with no rule: nothing goes out.
+	case v1alpha1.EgressAllowlist:
+		np.Spec.Egress = append([]networkingv1.NetworkPolicyEgressRule{dnsRule()}, allowlistRules(allow, apiServer)...)
+		return np
 	}
 	np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{
-		{ // cluster DNS, wherever it runs
-			To: []networkingv1.NetworkPolicyPeer{{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
-			}},
-			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dnsPort}, {Protocol: &tcp, Port: &dnsPort}},
-		},
+		dnsRule(),
 		{
 			To: []networkingv1.NetworkPolicyPeer{
-				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: BlockedEgressV4}},
-				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: BlockedEgressV6}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: withHosts(BlockedEgressV4, apiServer, true)}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: withHosts(BlockedEgressV6, apiServer, false)}},
 			},
 		},
 	}
 	return np
+}
+
+// dnsRule allows cluster DNS, wherever it runs in kube-system.
+func dnsRule() networkingv1.NetworkPolicyEgressRule {
+	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	dnsPort := intstr.FromInt32(53)
+	return networkingv1.NetworkPolicyEgressRule{
+		To: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+		}},
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dnsPort}, {Protocol: &tcp, Port: &dnsPort}},
+	}
+}
+
+// withHosts is blocked plus each address of hosts of the family (v4 or
+// not) that blocked does not cover already, as a one-address CIDR.
+func withHosts(blocked []string, hosts []netip.Addr, v4 bool) []string {
+	out := append([]string(nil), blocked...)
+	for _, h := range hosts {
+		if h.Is4() != v4 || covered(blocked, h) {
+			continue
+		}
+		out = append(out, netip.PrefixFrom(h, h.BitLen()).String())
+	}
+	return out
+}
+
+func covered(cidrs []string, a netip.Addr) bool {
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil && p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowlistRules is one egress rule per allowlist entry: its CIDR minus
+// the always-blocked ranges and API server addresses inside it (a
+// NetworkPolicy's except must lie strictly inside its CIDR), on its ports
+// (TCP and UDP), or on every port. An entry that lies wholly inside a
+// blocked range allows nothing and is left out.
+func allowlistRules(allow []lifecycle.EgressAllow, apiServer []netip.Addr) []networkingv1.NetworkPolicyEgressRule {
+	var blocked []netip.Prefix
+	for _, c := range append(append([]string(nil), AlwaysBlockedV4...), AlwaysBlockedV6...) {
+		blocked = append(blocked, netip.MustParsePrefix(c))
+	}
+	for _, a := range apiServer {
+		blocked = append(blocked, netip.PrefixFrom(a, a.BitLen()))
+	}
+	var out []networkingv1.NetworkPolicyEgressRule
+	for _, r := range allow {
+		block := &networkingv1.IPBlock{CIDR: r.Prefix.String()}
+		inside := false
+		for _, b := range blocked {
+			switch {
+			case b.Addr().Is4() != r.Prefix.Addr().Is4():
+			case b.Bits() <= r.Prefix.Bits() && b.Contains(r.Prefix.Addr()):
+				inside = true
+			case b.Bits() > r.Prefix.Bits() && r.Prefix.Contains(b.Addr()):
+				block.Except = append(block.Except, b.String())
+			}
+		}
+		if inside {
+			continue
+		}
+		rule := networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{IPBlock: block}}}
+		for _, p := range r.Ports {
+			port := intstr.FromInt32(p)
+			tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+			rule.Ports = append(rule.Ports, networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: &port},
+				networkingv1.NetworkPolicyPort{Protocol: &udp, Port: &port})
+		}
+		out = append(out, rule)
+	}
+	return out
 }

@@ -1,8 +1,13 @@
 package template
 
 import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"strings"
 	"testing"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -54,6 +59,95 @@ func TestBuildNetworkPolicy(t *testing.T) {
 						t.Errorf("%s not blocked", cidr)
 					}
 				}
+			}
+		})
+	}
+}
+
+// rendered is an egress rule in short: "dns", or the CIDR, its excepts
+// and ports, e.g. "10.0.0.0/8 -10.1.0.0/16 :443/TCP :443/UDP".
+func rendered(r networkingv1.NetworkPolicyEgressRule) string {
+	var parts []string
+	for _, to := range r.To {
+		switch {
+		case to.IPBlock != nil:
+			parts = append(parts, to.IPBlock.CIDR)
+			for _, e := range to.IPBlock.Except {
+				parts = append(parts, "-"+e)
+			}
+		case to.NamespaceSelector != nil && to.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == "kube-system":
+			parts = append(parts, "dns")
+		default:
+			parts = append(parts, "?")
+		}
+	}
+	for _, p := range r.Ports {
+		if p.Port.IntValue() != 53 {
+			parts = append(parts, fmt.Sprintf(":%d/%s", p.Port.IntValue(), *p.Protocol))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestBuildNetworkPolicyEgress(t *testing.T) {
+	v4Internet := "0.0.0.0/0 -" + strings.Join(BlockedEgressV4, " -")
+	v6Internet := "::/0 -" + strings.Join(BlockedEgressV6, " -")
+	allow := func(rules ...v1alpha1.EgressRule) *v1alpha1.NetworkPolicySpec {
+		return &v1alpha1.NetworkPolicySpec{Egress: v1alpha1.EgressAllowlist, AllowedEgress: rules}
+	}
+	cases := map[string]struct {
+		np        *v1alpha1.NetworkPolicySpec
+		apiServer []string
+		want      []string // rendered egress rules
+	}{
+		"internet": {want: []string{"dns", v4Internet + " " + v6Internet}},
+		"internet, API server on a public address": {
+			apiServer: []string{"192.0.2.2", "2001:db8::1"},
+			want:      []string{"dns", v4Internet + " -192.0.2.2/32 " + v6Internet + " -2001:db8::1/128"},
+		},
+		"internet, API server in a blocked range": {apiServer: []string{"10.1.2.3"}, want: []string{"dns", v4Internet + " " + v6Internet}},
+		"none": {np: &v1alpha1.NetworkPolicySpec{Egress: v1alpha1.EgressNone}, apiServer: []string{"192.0.2.2"}, want: nil},
+		"allowlist: a host on a port, a network on every port": {
+			np:   allow(v1alpha1.EgressRule{CIDR: "10.244.0.7/32", Ports: []int32{8080}}, v1alpha1.EgressRule{CIDR: "2001:db8::/32"}),
+			want: []string{"dns", "10.244.0.7/32 :8080/TCP :8080/UDP", "2001:db8::/32"},
+		},
+		"allowlist: the API server and metadata are carved out": {
+			np:        allow(v1alpha1.EgressRule{CIDR: "0.0.0.0/0", Ports: []int32{443, 6443}}, v1alpha1.EgressRule{CIDR: "192.0.2.0/24"}),
+			apiServer: []string{"192.0.2.2"},
+			want: []string{"dns",
+				"0.0.0.0/0 -169.254.0.0/16 -192.0.2.2/32 :443/TCP :443/UDP :6443/TCP :6443/UDP",
+				"192.0.2.0/24 -192.0.2.2/32"},
+		},
+		"allowlist: entries inside a blocked range allow nothing": {
+			np:        allow(v1alpha1.EgressRule{CIDR: "169.254.169.254/32"}, v1alpha1.EgressRule{CIDR: "192.0.2.2/32"}, v1alpha1.EgressRule{CIDR: "10.0.0.0/8"}),
+			apiServer: []string{"192.0.2.2"},
+			want:      []string{"dns", "10.0.0.0/8"},
+		},
+		"allowlist: v6 metadata carved out": {
+			np:   allow(v1alpha1.EgressRule{CIDR: "fd00::/8"}),
+			want: []string{"dns", "fd00::/8 -fd00:ec2::254/128"},
+		},
+		"invalid allowlist: fail closed":         {np: allow(v1alpha1.EgressRule{CIDR: "10.0.0.1/8"}), want: nil},
+		"allowlist without entries: fail closed": {np: allow(), want: nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tmpl := &v1alpha1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: "py", Namespace: "ns", UID: "u"}}
+			tmpl.Spec.NetworkPolicy = tc.np
+			var api []netip.Addr
+			for _, a := range tc.apiServer {
+				api = append(api, netip.MustParseAddr(a))
+			}
+			np := BuildNetworkPolicy(tmpl, api...)
+			var got []string
+			for _, r := range np.Spec.Egress {
+				got = append(got, rendered(r))
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("egress =\n  %q\nwant\n  %q", got, tc.want)
+			}
+			if len(np.Spec.PolicyTypes) != 2 {
+				t.Errorf("policy types = %v: without Egress listed, no egress rule would mean every egress", np.Spec.PolicyTypes)
 			}
 		})
 	}
