@@ -108,7 +108,7 @@ func (e *Engine) launch(rec *record) (*process, error) {
 		return nil, err
 	}
 	if sb := e.sandboxOf(rec); sb != nil {
-		if err := e.seedWorkspace(sb); err != nil {
+		if err := e.seedWorkspace(sb, nil); err != nil {
 			return nil, fmt.Errorf("workspace from snapshot %q: %w", rec.Snapshot, err)
 		}
 	}
@@ -398,6 +398,38 @@ func (e *Engine) stop(sb *sandbox) {
 		}
 		p.release()
 	}
+}
+
+// stopDetached is stop for a restore: it sends the kill and returns at
+// once. The old tree dies (the kernel does the teardown: namespaces,
+// mounts) while the engine re-seeds the workspace and starts the new one;
+// gone closes once it has exited and its runc state and cgroups are gone.
+// What the old tree could still reach in those milliseconds is what it
+// reached before: its own mounts (the old workspace, set aside by
+// seedWorkspace and removed only after gone) and its root file system,
+// which the engine rewrites through an os.Root at every start anyway.
+func (e *Engine) stopDetached(sb *sandbox) (gone <-chan struct{}) {
+	e.mu.Lock()
+	p := sb.proc
+	sb.proc = nil
+	sb.workload = lifecycle.WorkloadAbsent
+	sb.rec.PID, sb.rec.PIDStart, sb.rec.Container = 0, 0, ""
+	key := sb.rec.key()
+	e.mu.Unlock()
+	done := make(chan struct{})
+	if p == nil {
+		close(done)
+		return done
+	}
+	p.sendKill()
+	go func() {
+		defer close(done)
+		if err := p.awaitExit(10 * time.Second); err != nil {
+			e.log.Error("stop sandbox", "sandbox", key, "err", err)
+		}
+		p.release()
+	}()
+	return done
 }
 
 // finishDelete stops a sandbox marked Deleting, removes its files and record.
