@@ -434,8 +434,18 @@ func (e *Engine) seedWorkspace(sb *sandbox, oldGone <-chan struct{}) error {
 		_ = unmount(wd)
 		return errGone
 	}
+	if layered {
+		// Saved with the start's PID (launch's setupPID), before any of
+		// the sandbox runs: an engine that dies first seeds again, and
+		// meanwhile the record (not seeded) keeps the snapshot from being
+		// deleted. One store commit fewer per fork and restore.
+		sb.rec.Seeded, sb.rec.Layered = true, true
+		return nil
+	}
+	// A copy no longer needs the snapshot, which may then be deleted: on
+	// record at once, or a restarted engine would seed from nothing.
 	next := sb.rec
-	next.Seeded, next.Layered = true, layered
+	next.Seeded, next.Layered = true, false
 	if err := e.store.put(&next, "", nil); err != nil {
 		return err
 	}

@@ -172,8 +172,12 @@ func (e *Engine) sandboxOf(rec *record) *sandbox {
 	return nil
 }
 
-// idBase returns the sandbox's host id range, choosing and saving one the
-// first time it starts.
+// idBase returns the sandbox's host id range, choosing one the first time
+// it starts. The choice is saved with the start's PID (launch's setupPID),
+// before any of the sandbox runs: one store commit fewer per start (they
+// are fsynced, one at a time). An engine that dies before that chooses
+// again; what was chowned or mapped to the first choice is handed over
+// again (privateToSandbox, prepareWorkDir, a seed not on record).
 func (e *Engine) idBase(rec *record) (uint32, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -194,10 +198,6 @@ func (e *Engine) idBase(rec *record) (uint32, error) {
 		return 0, err
 	}
 	sb.rec.IDBase = base
-	if err := e.store.put(&sb.rec, "", nil); err != nil {
-		sb.rec.IDBase = 0
-		return 0, err
-	}
 	rec.IDBase = base
 	return base, nil
 }
