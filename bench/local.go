@@ -92,6 +92,12 @@ func (l *localSuite) run(ctx context.Context) error {
 	}
 	for r := 0; r < l.p.Repeats; r++ {
 		l.log("run %d/%d", r+1, l.p.Repeats)
+		if *onlySnapshots {
+			if err := l.snapshotPhase(ctx); err != nil {
+				return fmt.Errorf("run %d: %w", r+1, err)
+			}
+			continue
+		}
 		if err := l.runOnce(ctx, r == l.p.Repeats-1); err != nil {
 			return fmt.Errorf("run %d: %w", r+1, err)
 		}
@@ -489,6 +495,9 @@ func (l *localSuite) readFile(ctx context.Context, box, path string, size int) (
 // rows turns the series into table rows, each with the local engine's
 // target for it (docs/performance.md).
 func (l *localSuite) rows() []Row {
+	if *onlySnapshots {
+		return l.snapshotRows()
+	}
 	lat := func(fig string, s *series, target string, check func(p50, p99 float64) bool, note string) Row {
 		p50, p99, runs := s.latencyStats()
 		r := Row{Section: "local", Figure: fig, Kind: "latency", Unit: "ms", P50: p50, P99: p99,

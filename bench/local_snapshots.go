@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"sync"
 	"time"
@@ -18,6 +19,9 @@ const (
 	forkSnapshot = "bench-seed" // the snapshot it names
 	forkCount    = 64
 )
+
+// onlySnapshots runs just these rows in the local suite (-only-snapshots).
+var onlySnapshots = flag.Bool("only-snapshots", false, "in the local suite, run only the snapshot, fork and restore rows (issue 16)")
 
 type snapSeries struct {
 	take, forkCold, forkWarm, restoreFiles, restoreReady series

@@ -357,10 +357,12 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 	e.mu.Unlock()
 	var stopped, seeded time.Duration
 	if err == nil {
+		// The old processes die while the workspace is made again and the
+		// new ones start; their files go once they are gone.
 		t0 := time.Now()
-		e.stop(sb)
+		gone := e.stopDetached(sb)
 		stopped = time.Since(t0)
-		err = e.seedWorkspace(sb)
+		err = e.seedWorkspace(sb, gone)
 		seeded = time.Since(t0) - stopped
 	}
 	e.snapMu.Unlock()
@@ -393,8 +395,10 @@ func (e *Engine) upperDirs(rec *record) (upper, work string) {
 // seedWorkspace makes a sandbox's workspace from its snapshot, once (a
 // seed that did not finish starts over): an overlay over the snapshot's
 // files, or a copy; either way owned by the sandbox's own id range. Nothing
-// of the sandbox may run meanwhile.
-func (e *Engine) seedWorkspace(sb *sandbox) error {
+// of the sandbox may run meanwhile but an old process tree that is dying
+// (oldGone closes when it is gone; nil: there is none): the old workspace
+// is set aside, out of the new one's way, and removed after oldGone.
+func (e *Engine) seedWorkspace(sb *sandbox, oldGone <-chan struct{}) error {
 	e.mu.Lock()
 	rec := sb.rec
 	e.mu.Unlock()
@@ -413,10 +417,8 @@ func (e *Engine) seedWorkspace(sb *sandbox) error {
 	if err := unmount(wd); err != nil {
 		return err
 	}
-	for _, d := range []string{wd, upper, work} {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
+	if err := e.setAside(sandboxDir(e.cfg.StateDir, &rec), oldGone, wd, upper, work); err != nil {
+		return err
 	}
 	lower := snapFiles(e.cfg.StateDir, rec.Namespace, rec.Snapshot)
 	layered := e.forkMethod == forkOverlay
@@ -435,8 +437,18 @@ func (e *Engine) seedWorkspace(sb *sandbox) error {
 		_ = unmount(wd)
 		return errGone
 	}
+	if layered {
+		// Saved with the start's PID (launch's setupPID), before any of
+		// the sandbox runs: an engine that dies first seeds again, and
+		// meanwhile the record (not seeded) keeps the snapshot from being
+		// deleted. One store commit fewer per fork and restore.
+		sb.rec.Seeded, sb.rec.Layered = true, true
+		return nil
+	}
+	// A copy no longer needs the snapshot, which may then be deleted: on
+	// record at once, or a restarted engine would seed from nothing.
 	next := sb.rec
-	next.Seeded, next.Layered = true, layered
+	next.Seeded, next.Layered = true, false
 	if err := e.store.put(&next, "", nil); err != nil {
 		return err
 	}
@@ -479,4 +491,43 @@ func (e *Engine) admitFork(p newParams, n int, rid string) error {
 		}
 	}
 	return e.admitLocked(p.namespace, p.template, fresh, true)
+}
+
+// setAside moves dirs (in dir) out of the way into dir/trash and removes
+// them in the background once oldGone closes (at once when nil): a restore
+// then pays two renames instead of removing a workspace, and files a dying
+// old process may still hold are removed only after it is gone. A trash
+// left by an engine that stopped meanwhile goes with the sandbox's files.
+func (e *Engine) setAside(dir string, oldGone <-chan struct{}, dirs ...string) error {
+	var some bool
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); err == nil {
+			some = true
+		}
+	}
+	if !some { // a first seed
+		return nil
+	}
+	trash := filepath.Join(dir, "trash")
+	if err := os.MkdirAll(trash, 0o700); err != nil {
+		return err
+	}
+	bin, err := os.MkdirTemp(trash, "old-")
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if err := os.Rename(d, filepath.Join(bin, filepath.Base(d))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	go func() {
+		if oldGone != nil {
+			<-oldGone
+		}
+		if err := os.RemoveAll(bin); err != nil {
+			e.log.Warn("remove an old workspace", "dir", bin, "err", err)
+		}
+	}()
+	return nil
 }

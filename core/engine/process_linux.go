@@ -225,6 +225,13 @@ func becomeSubreaper() error {
 // A frozen tree is thawed after the SIGKILL, so it dies at once and runs
 // none of its own code on the way (a v1-frozen process cannot die).
 func (p *process) kill(timeout time.Duration) error {
+	p.sendKill()
+	return p.awaitExit(timeout)
+}
+
+// sendKill sends the SIGKILL of kill without waiting: the init dies and,
+// with it, the kernel kills every process of its PID namespace.
+func (p *process) sendKill() {
 	p.freezeMu.Lock()
 	p.killing = true
 	_ = syscall.Kill(p.pid, syscall.SIGKILL)
@@ -232,6 +239,10 @@ func (p *process) kill(timeout time.Duration) error {
 		_ = p.thawLocked()
 	}
 	p.freezeMu.Unlock()
+}
+
+// awaitExit waits until the init has exited (after sendKill).
+func (p *process) awaitExit(timeout time.Duration) error {
 	select {
 	case <-p.done:
 		return nil

@@ -129,7 +129,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		return nil, err
 	}
 	if sb := e.sandboxOf(rec); sb != nil {
-		if err := e.seedWorkspace(sb); err != nil {
+		if err := e.seedWorkspace(sb, nil); err != nil {
 			return nil, fmt.Errorf("workspace from snapshot %q: %w", rec.Snapshot, err)
 		}
 	}
@@ -194,8 +194,12 @@ func (e *Engine) sandboxOf(rec *record) *sandbox {
 	return nil
 }
 
-// idBase returns the sandbox's host id range, choosing and saving one the
-// first time it starts.
+// idBase returns the sandbox's host id range, choosing one the first time
+// it starts. The choice is saved with the start's PID (launch's setupPID),
+// before any of the sandbox runs: one store commit fewer per start (they
+// are fsynced, one at a time). An engine that dies before that chooses
+// again; what was chowned or mapped to the first choice is handed over
+// again (privateToSandbox, prepareWorkDir, a seed not on record).
 func (e *Engine) idBase(rec *record) (uint32, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -216,10 +220,6 @@ func (e *Engine) idBase(rec *record) (uint32, error) {
 		return 0, err
 	}
 	sb.rec.IDBase = base
-	if err := e.store.put(&sb.rec, "", nil); err != nil {
-		sb.rec.IDBase = 0
-		return 0, err
-	}
 	rec.IDBase = base
 	return base, nil
 }
@@ -420,6 +420,38 @@ func (e *Engine) stop(sb *sandbox) {
 		}
 		p.release()
 	}
+}
+
+// stopDetached is stop for a restore: it sends the kill and returns at
+// once. The old tree dies (the kernel does the teardown: namespaces,
+// mounts) while the engine re-seeds the workspace and starts the new one;
+// gone closes once it has exited and its runc state and cgroups are gone.
+// What the old tree could still reach in those milliseconds is what it
+// reached before: its own mounts (the old workspace, set aside by
+// seedWorkspace and removed only after gone) and its root file system,
+// which the engine rewrites through an os.Root at every start anyway.
+func (e *Engine) stopDetached(sb *sandbox) (gone <-chan struct{}) {
+	e.mu.Lock()
+	p := sb.proc
+	sb.proc = nil
+	sb.workload = lifecycle.WorkloadAbsent
+	sb.rec.PID, sb.rec.PIDStart, sb.rec.Container = 0, 0, ""
+	key := sb.rec.key()
+	e.mu.Unlock()
+	done := make(chan struct{})
+	if p == nil {
+		close(done)
+		return done
+	}
+	p.sendKill()
+	go func() {
+		defer close(done)
+		if err := p.awaitExit(10 * time.Second); err != nil {
+			e.log.Error("stop sandbox", "sandbox", key, "err", err)
+		}
+		p.release()
+	}()
+	return done
 }
 
 // finishDelete stops a sandbox marked Deleting, removes its files and record.

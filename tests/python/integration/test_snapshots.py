@@ -60,6 +60,18 @@ def source(sc: sandpod.Client, labels: dict[str, str]) -> Iterator[sandpod.Sandb
         yield sb
 
 
+def host_runs(cmdline: str) -> bool:
+    """Whether a process with this command line runs on the host."""
+    want = cmdline.replace(" ", "\0").encode() + b"\0"
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and (p / "cmdline").read_bytes() == want:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def read(sb: sandpod.Sandbox, path: str) -> str:
     return sb.run(f"cat {path} 2>/dev/null || echo MISSING").stdout.strip()
 
@@ -102,12 +114,13 @@ def test_fork_eight_isolated(
 
 
 def test_restore_brings_files_back_and_keeps_name(
-    sc: sandpod.Client, source: sandpod.Sandbox
+    snap_server: Server, sc: sandpod.Client, source: sandpod.Sandbox
 ) -> None:
     snap = source.snapshot(name=f"r-{source.name}"[:63])
     uid = source.info.uid
     source.run("echo changed > data/a.txt && rm blob && echo new > extra", check=True)
-    bg = source.start("sleep 1000")
+    marker = f"sleep {100000 + os.getpid() % 100000}.25"  # one this test alone runs
+    bg = source.start(marker)
     restored = source.restore(snap)
     assert restored.name == source.name and restored.info.uid == uid
     assert restored.status == sandpod.Phase.RUNNING
@@ -117,6 +130,18 @@ def test_restore_brings_files_back_and_keeps_name(
     assert source.run("test -f blob").exit_code == 0
     # Its processes were stopped: the sleep is gone.
     assert source.run("pgrep -x sleep || echo none").stdout.strip() == "none"
+    # ... on the host too: the old process tree dies in the background.
+    deadline = time.monotonic() + 60
+    while host_runs(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not host_runs(marker)
+    # The old workspace was set aside for the restore and is removed once
+    # its processes are gone: nothing of it stays on the host.
+    trash = snap_server.state_dir / "sandboxes" / source.namespace / source.name / "trash"
+    deadline = time.monotonic() + 60
+    while trash.exists() and any(trash.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not trash.exists() or not any(trash.iterdir())
     del bg
     source.delete()
     snap.delete()
