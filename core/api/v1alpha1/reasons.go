@@ -26,4 +26,12 @@ const (
 	ReasonTemplateNotFound = "TemplateNotFound"
 	ReasonReconciled       = "Reconciled"
 	ReasonPoolFilling      = "Filling"
+	// ReasonSnapshotPending: the sandbox's snapshot has no VolumeSnapshots
+	// yet; its volumes are made once it has.
+	ReasonSnapshotPending = "SnapshotPending"
+	// ReasonSnapshotUnusable: the sandbox's snapshot is missing or failed.
+	ReasonSnapshotUnusable = "SnapshotUnusable"
+	// ReasonRestoring: the sandbox's pod and volumes are being replaced by
+	// volumes from its snapshot.
+	ReasonRestoring = "Restoring"
 )
