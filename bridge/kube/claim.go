@@ -36,11 +36,12 @@ import (
 // member carries the id (found through the cache's index), a cold sandbox is
 // named after it.
 func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (*sandpodv1.Sandbox, bool, error) {
-	if req.GetSnapshot() != "" {
-		return nil, false, errNoSnapshots
-	}
 	ns := nsOr(req.GetNamespace())
-	tmpl, err := b.template(ctx, ns, req.GetTemplate())
+	snap, tmplName, err := b.fromSnapshot(ctx, ns, req.GetSnapshot(), req.GetTemplate())
+	if err != nil {
+		return nil, false, err
+	}
+	tmpl, err := b.template(ctx, ns, tmplName)
 	if err != nil {
 		return nil, false, err
 	}
@@ -61,14 +62,14 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		// RestartOnFailure: the request's, else the template's default.
 		RestartOnFailure: lifecycle.RestartOnFailure(req.RestartOnFailure, tmpl.Spec.RestartOnFailure),
 	}
-	sb, err := b.adopt(ctx, tmpl, holder)
+	sb, err := b.adopt(ctx, tmpl, snap, holder)
 	if err != nil {
 		return nil, false, err
 	}
 	if sb != nil {
 		return sandboxToProto(sb), true, nil
 	}
-	got, err := b.createFromTemplate(ctx, tmpl, "", req.GetRequestId(), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure)
+	got, err := b.createFromTemplate(ctx, tmpl, snap, "", req.GetRequestId(), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure)
 	return got, false, err
 }
 
@@ -99,13 +100,13 @@ func (b *Backend) byRequestID(ctx context.Context, ns, id string) (*v1alpha1.San
 // claim. Members this process is taking or has just taken are skipped
 // (adopt.Taken), so concurrent claims spread over the pool instead of
 // colliding on its first member while the cache catches up.
-func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h adopt.Holder) (*v1alpha1.Sandbox, error) {
-	ns, hash := tmpl.Namespace, lifecycle.TemplateHash(tmpl.Spec)
+func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, snapshot string, h adopt.Holder) (*v1alpha1.Sandbox, error) {
+	ns, hash := tmpl.Namespace, lifecycle.PoolHash(lifecycle.TemplateHash(tmpl.Spec), snapshot)
 	sb, name, err := adopt.Adoption{
 		Writer: b.client,
 		Taken:  b.taken,
 		Next: func(skip func(string) bool) (*v1alpha1.Sandbox, bool) {
-			return b.members.pick(ns, tmpl.Name, hash, skip)
+			return b.members.pick(ns, tmpl.Name, snapshot, hash, skip)
 		},
 		Apply: func(sb *v1alpha1.Sandbox) { adopt.Take(sb, h) },
 	}.Run(ctx, ns)
@@ -121,24 +122,25 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h a
 // CreateSandbox creates a Sandbox from a template (cold: warm pools serve
 // claims) and waits for it to be ready unless asked not to.
 func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandboxRequest) (*sandpodv1.Sandbox, error) {
-	if req.GetSnapshot() != "" {
-		return nil, errNoSnapshots
-	}
 	ns := nsOr(req.GetNamespace())
-	tmpl, err := b.template(ctx, ns, req.GetTemplate())
+	snap, tmplName, err := b.fromSnapshot(ctx, ns, req.GetSnapshot(), req.GetTemplate())
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := b.template(ctx, ns, tmplName)
 	if err != nil {
 		return nil, err
 	}
 	now := b.now()
 	l := lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle)
 	restart := lifecycle.RestartOnFailure(req.RestartOnFailure, tmpl.Spec.RestartOnFailure)
-	return b.createFromTemplate(ctx, tmpl, req.GetName(), req.GetRequestId(), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait(), restart)
+	return b.createFromTemplate(ctx, tmpl, snap, req.GetName(), req.GetRequestId(), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait(), restart)
 }
 
-// createFromTemplate creates a sandbox of tmpl, named name, else after the
-// request id, else generated; a retry of the same request id finds the
-// sandbox of its first attempt.
-func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, name, requestID string,
+// createFromTemplate creates a sandbox of tmpl (with its volumes from
+// snapshot, if set), named name, else after the request id, else generated;
+// a retry of the same request id finds the sandbox of its first attempt.
+func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, snapshot, name, requestID string,
 	labels map[string]string, env []corev1.EnvVar, l v1alpha1.Lifecycle, noWait, restartOnFailure bool) (*sandpodv1.Sandbox, error) {
 	sb := &v1alpha1.Sandbox{
 		ObjectMeta: objectMeta(tmpl.Namespace, tmpl.Name, requestID),
@@ -154,6 +156,10 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 	sb.Spec.Env = env
 	sb.Spec.Lifecycle = l
 	sb.Spec.RestartOnFailure = restartOnFailure
+	if snapshot != "" {
+		sb.Spec.SnapshotRef = &v1alpha1.SnapshotRef{Name: snapshot}
+		sb.Labels[v1alpha1.LabelSnapshot] = snapshot
+	}
 
 	err := b.client.Create(ctx, sb)
 	if apierrors.IsAlreadyExists(err) && requestID != "" {

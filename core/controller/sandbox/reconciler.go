@@ -119,6 +119,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Expired:  expiry == lifecycle.ExpiryRetain,
 		Workload: WorkloadOf(pod),
 	}
+	if waiting != "" && pod != nil {
+		// Its pod is going (a restore): not ready, whatever it said last.
+		obs.Workload = lifecycle.WorkloadStarting
+	}
 	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended}
 	if childErr != nil {
 		in.Refused, in.RefusedReason = childErr.Error(), v1alpha1.ReasonInvalidSpec
