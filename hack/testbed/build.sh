@@ -99,6 +99,7 @@ CGO_ENABLED=0 install_into "$CNI" bridge loopback host-local portmap -- \
   "github.com/containernetworking/plugins/plugins/ipam/host-local@$CNI_VERSION" \
   "github.com/containernetworking/plugins/plugins/meta/portmap@$CNI_VERSION"
 build_gvisor
+"$HERE/csi.sh" build   # the CSI driver and snapshot components (into their own cache dirs)
 
 mkdir -p "$BIN/cni"
 for c in kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy kubectl; do ln -sf "$K/$c" "$BIN/$c"; done

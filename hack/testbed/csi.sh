@@ -31,19 +31,37 @@ COMPONENTS="csi-hostpath csi-provisioner csi-snapshotter snapshot-controller"
 export GOFLAGS=-mod=mod GOWORK=off
 log() { echo "[$(date +%T)] csi: $*" >&2; }
 
+# module_dir MODULE@VERSION: its source in the module cache (downloaded once).
+module_dir() { go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'; }
+
+# build_copy MODULE@VERSION DEST PKG...: builds PKGs in a writable copy of
+# the module's source: both sidecars' go.mod files carry replace directives,
+# which `go install pkg@version` refuses (as for gVisor's shim in build.sh).
+build_copy() {
+  local mod=$1 dest=$2 src tmp
+  shift 2
+  src=$(module_dir "$mod")
+  tmp=$(mktemp -d)
+  cp -r "$src/." "$tmp/" && chmod -R u+w "$tmp"
+  # external-snapshotter replaces its client module with ./client, a nested
+  # module the proxy serves on its own (not inside the v8 zip).
+  if grep -q '=> ./client' "$tmp/go.mod"; then
+    cp -r "$(module_dir "github.com/kubernetes-csi/external-snapshotter/client/v8@$SNAPSHOTTER_VERSION")" "$tmp/client" && chmod -R u+w "$tmp/client"
+  fi
+  mkdir -p "$dest"
+  (cd "$tmp" && CGO_ENABLED=0 go build -trimpath -o "$dest/" "$@") || { rm -rf "$tmp"; return 1; }
+  rm -rf "$tmp"
+}
+
 build() {
   local t0=$SECONDS
   if [ -x "$SNAP/snapshot-controller" ] && [ -x "$SNAP/csi-snapshotter" ]; then log "external-snapshotter cached"; else
     log "building external-snapshotter $SNAPSHOTTER_VERSION (snapshot-controller, csi-snapshotter)"
-    mkdir -p "$SNAP"
-    CGO_ENABLED=0 GOBIN=$SNAP go install -trimpath \
-      "github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller@$SNAPSHOTTER_VERSION" \
-      "github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter@$SNAPSHOTTER_VERSION"
+    build_copy "github.com/kubernetes-csi/external-snapshotter/v8@$SNAPSHOTTER_VERSION" "$SNAP" ./cmd/snapshot-controller ./cmd/csi-snapshotter
   fi
   if [ -x "$PROV/csi-provisioner" ]; then log "external-provisioner cached"; else
     log "building external-provisioner $PROVISIONER_VERSION"
-    mkdir -p "$PROV"
-    CGO_ENABLED=0 GOBIN=$PROV go install -trimpath "github.com/kubernetes-csi/external-provisioner/v5/cmd/csi-provisioner@$PROVISIONER_VERSION"
+    build_copy "github.com/kubernetes-csi/external-provisioner/v5@$PROVISIONER_VERSION" "$PROV" ./cmd/csi-provisioner
   fi
   if [ -x "$DRV/csi-hostpath" ]; then log "sandpod-csi-hostpath cached"; else
     log "building sandpod-csi-hostpath"
@@ -55,10 +73,7 @@ build() {
 
 # The snapshot CRDs come from the external-snapshotter's client module (the
 # kwok bed installs the same: tests/k8s/harness/snapshotcrds.go).
-crd_dir() {
-  go mod download -json "github.com/kubernetes-csi/external-snapshotter/client/v8@$SNAPSHOTTER_VERSION" |
-    sed -n 's/.*"Dir": "\(.*\)",/\1/p' | sed 's|$|/config/crd|'
-}
+crd_dir() { echo "$(module_dir "github.com/kubernetes-csi/external-snapshotter/client/v8@$SNAPSHOTTER_VERSION")/config/crd"; }
 
 bin_of() {
   case "$1" in

@@ -21,8 +21,10 @@
 # (runtimeClassName: gvisor); pod IPs and ClusterIPs reachable from the host;
 # kubectl exec/logs/port-forward; PVCs bound to pre-made hostPath PVs of the
 # default StorageClass "sandpod-testbed" (reclaim policy Retain: a released PV
-# is made Available again by clearing its claimRef, which tests/e2e does).
-# Not provided: cluster DNS, dynamic provisioning, NodePort, LoadBalancer.
+# is made Available again by clearing its claimRef, which tests/e2e does);
+# dynamically provisioned volumes with CSI snapshots in StorageClass
+# "sandpod-csi" and VolumeSnapshotClass "sandpod-csi" (hack/testbed/csi.sh).
+# Not provided: cluster DNS, NodePort, LoadBalancer.
 #
 # Quirks of the machines it runs on (2 cores, Debian 12, cgroup v1, no
 # registry, a VM without CAP_SYS_RESOURCE), with their fixes below:
@@ -390,6 +392,7 @@ waitfor node-ready 120 kc wait --for=condition=Ready node/$NODE --timeout=1s || 
 waitfor default-serviceaccount 60 kc get serviceaccount default || fail_with kcm
 waitfor kube-proxy 60 curl -sf http://127.0.0.1:30256/healthz || fail_with kube-proxy
 cluster_objects
+"$HERE/csi.sh" up "$R" "$BIN" "$NODE"   # CSI storage with snapshots (StorageClass sandpod-csi)
 for c in $COMPONENTS; do alive "$c" || fail_with "$c"; done
 if [ "$STARTED" = 0 ]; then
   log "already up ($R)"

@@ -83,6 +83,20 @@ func copyTree(src, dst string) error {
 	if out, err := exec.Command("cp", "-a", src+"/.", tmp+"/").CombinedOutput(); err != nil {
 		return fmt.Errorf("cp: %v: %s", err, out)
 	}
+	// The top directory too: its mode (0777 for a new volume, whatever
+	// the sandbox made it) and owner, not the umask's.
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if err := os.Lchown(tmp, int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, fi.Mode().Perm()); err != nil {
+		return err
+	}
 	return os.Rename(tmp, dst)
 }
 
