@@ -130,7 +130,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	snr := &snapshot.Reconciler{Client: c, Clock: o.Clock}
+	snr := &snapshot.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandboxsnapshot").
 		For(&v1alpha1.SandboxSnapshot{}).
 		// Its users: the last one going lets a deleted snapshot go.

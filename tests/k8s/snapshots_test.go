@@ -349,6 +349,25 @@ func TestSnapshotRefusalsOnKubernetes(t *testing.T) {
 		err := env.Get(s, ns, "bad")
 		return err == nil && s.Status.Phase == v1alpha1.SnapshotFailed && strings.Contains(s.Status.Message, "no volumes"), fmt.Sprint(s.Status, err)
 	})
+	// A sandbox whose claim template names someone else's PVC: that PVC is
+	// never snapshotted (its data would reach whoever forks it).
+	create(t, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workspace-victim"},
+		Spec:       snapTemplate(ns, "x").Spec.VolumeClaimTemplates[0].Spec,
+	})
+	victim := makeSandbox(ns, "victim")
+	victim.Spec.VolumeClaimTemplates = snapTemplate(ns, "x").Spec.VolumeClaimTemplates
+	create(t, victim, &v1alpha1.SandboxSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "steal"}, Spec: v1alpha1.SandboxSnapshotSpec{SourceSandbox: "victim"}})
+	harness.Eventually(t, harness.Timeout, "a snapshot of a PVC the sandbox does not own to fail", func() (bool, string) {
+		err := env.Get(s, ns, "steal")
+		return err == nil && s.Status.Phase == v1alpha1.SnapshotFailed && strings.Contains(s.Status.Message, "not sandbox"), fmt.Sprint(s.Status, err)
+	})
+	vs := &unstructured.Unstructured{}
+	vs.SetGroupVersionKind(volumeSnapshotGVK)
+	if err := env.Get(vs, ns, "steal-workspace"); !isNotFound(err) {
+		t.Errorf("a VolumeSnapshot of the foreign PVC: %v", err)
+	}
+
 	_, err = api.ForkSandbox(c, &pb.ForkSandboxRequest{Snapshot: "bad", Namespace: ns, Template: "py", Count: 1})
 	wantWhy(t, err, errinfo.ReasonSnapshotNotReady)
 	// A failed snapshot nothing uses goes at once.

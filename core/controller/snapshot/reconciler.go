@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -43,7 +44,10 @@ type Reconciler struct {
 	// Client reads sandpod's objects from the cache; VolumeSnapshots,
 	// unstructured, go to the API server.
 	Client client.Client
-	Clock  clock.Clock
+	// APIReader reads past the cache (which holds only sandboxes' own,
+	// labelled PVCs) to tell a PVC not made yet from someone else's.
+	APIReader client.Reader
+	Clock     clock.Clock
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxsnapshots,verbs=get;list;watch;patch
@@ -112,6 +116,28 @@ func (r *Reconciler) take(ctx context.Context, snap *v1alpha1.SandboxSnapshot, s
 		if src.Spec.TemplateRef != nil {
 			st.Template = src.Spec.TemplateRef.Name
 		}
+		// Only the sandbox's own PVCs: a sandbox whose claim template
+		// names a PVC someone else made (which the sandbox reconciler
+		// refuses to use) must not get it snapshotted, and its data forked.
+		for _, vct := range src.Spec.VolumeClaimTemplates {
+			pvc := &corev1.PersistentVolumeClaim{}
+			key := client.ObjectKey{Namespace: src.Namespace, Name: sandbox.PVCName(vct.Name, src.Name)}
+			err := r.Client.Get(ctx, key, pvc)
+			if apierrors.IsNotFound(err) && r.APIReader != nil {
+				err = r.APIReader.Get(ctx, key, pvc)
+			}
+			if apierrors.IsNotFound(err) {
+				st.Phase, st.Message = v1alpha1.SnapshotPending, fmt.Sprintf("waiting for volume %s of sandbox %q to be made", vct.Name, src.Name)
+				setReady(st, snap, now, metav1.ConditionFalse, ReasonSnapshotPending, st.Message)
+				return pendingRecheck, nil
+			}
+			if err != nil {
+				return 0, err
+			}
+			if !metav1.IsControlledBy(pvc, src) {
+				return fail(fmt.Sprintf("PVC %q is not sandbox %q's own: it is not snapshotted", pvc.Name, src.Name))
+			}
+		}
 		for _, vct := range src.Spec.VolumeClaimTemplates {
 			vs := BuildVolumeSnapshot(snap, vct.Name, sandbox.PVCName(vct.Name, src.Name))
 			if err := r.Client.Create(ctx, vs); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -130,7 +156,7 @@ func (r *Reconciler) take(ctx context.Context, snap *v1alpha1.SandboxSnapshot, s
 	content := ""
 	for i := range st.Volumes {
 		v := &st.Volumes[i]
-		state, size, c, owned, err := volumeSnapshotOf(ctx, r.Client, snap.Namespace, v.VolumeSnapshot)
+		state, size, c, owned, err := volumeSnapshotOf(ctx, r.Client, snap.Namespace, v.VolumeSnapshot, snap.UID)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -172,7 +198,7 @@ func (r *Reconciler) release(ctx context.Context, snap *v1alpha1.SandboxSnapshot
 		u.SetGroupVersionKind(volumeSnapshotGVK)
 		u.SetNamespace(snap.Namespace)
 		u.SetName(v.VolumeSnapshot)
-		_, _, _, owned, err := volumeSnapshotOf(ctx, r.Client, snap.Namespace, v.VolumeSnapshot)
+		_, _, _, owned, err := volumeSnapshotOf(ctx, r.Client, snap.Namespace, v.VolumeSnapshot, snap.UID)
 		if err != nil || !owned {
 			continue // gone, or not ours
 		}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -51,7 +52,9 @@ func BuildVolumeSnapshot(snap *v1alpha1.SandboxSnapshot, volume, pvc string) *un
 
 // volumeSnapshotOf reads one VolumeSnapshot: its state, its restore size
 // and the VolumeSnapshotContent it is bound to.
-func volumeSnapshotOf(ctx context.Context, c client.Reader, ns, name string) (lifecycle.VolumeSnapshotState, *resource.Quantity, string, bool, error) {
+// owned says the SandboxSnapshot of that uid controls it: a VolumeSnapshot
+// someone else made under the same name is never used or deleted.
+func volumeSnapshotOf(ctx context.Context, c client.Reader, ns, name string, uid types.UID) (lifecycle.VolumeSnapshotState, *resource.Quantity, string, bool, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(volumeSnapshotGVK)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
@@ -69,7 +72,7 @@ func volumeSnapshotOf(ctx context.Context, c client.Reader, ns, name string) (li
 	content, _, _ := unstructured.NestedString(u.Object, "status", "boundVolumeSnapshotContentName")
 	owned := false
 	for _, ref := range u.GetOwnerReferences() {
-		if ref.Kind == "SandboxSnapshot" && ref.Controller != nil && *ref.Controller {
+		if ref.Kind == "SandboxSnapshot" && ref.UID == uid && ref.Controller != nil && *ref.Controller {
 			owned = true
 		}
 	}
