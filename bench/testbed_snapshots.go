@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	sandpod "github.com/sandpod/sandpod/clients/go"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -55,7 +57,14 @@ func (s *testbedSuite) snapshots(ctx context.Context, rounds int) (*tbSnapFigure
 		return nil, err
 	}
 	defer c.Close()
-	src, err := c.Create(ctx, tmpl.Name)
+	// The bridge reads templates from its informer cache: a template made a
+	// moment ago may not be there yet.
+	var src *sandpod.Sandbox
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if src, err = c.Create(ctx, tmpl.Name); err == nil || !errors.Is(err, sandpod.ErrNotFound) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
