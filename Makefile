@@ -28,7 +28,7 @@ LDFLAGS := -X github.com/sandpod/sandpod/core/agent.Version=$(VERSION)
 # stubs it imports (their own modules, so that importing the client does not
 # pull in the server's dependencies) and the HTTP gateway. `./...` at the
 # root does not descend into them, so vet and test visit each.
-GO_MODULES := . clients/go proto proto/sandpod/v1/gateway
+GO_MODULES := . clients/go proto proto/sandpod/v1/gateway hack/testbed/csihostpath
 
 .PHONY: all build run venv generate check-generated lint test test-go test-python kwok-bed bench clean \
 	node-bed-build node-bed-prebuild node-bed-up node-bed-down e2e

@@ -93,6 +93,14 @@ func runTestbedSuite(ctx context.Context, rep *Report, kubeconfig, python string
 	if err := s.pythonClaims(ctx); err != nil {
 		s.notes = append(s.notes, fmt.Sprintf("real pods, Python client: %v", err))
 	}
+	if f, err := s.snapshots(ctx, tbSnapRounds(quick)); err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("real pods, snapshots (CSI StorageClass sandpod-csi): %v", err))
+		if f != nil {
+			rep.Rows = append(rep.Rows, snapshotRows(f)...)
+		}
+	} else {
+		rep.Rows = append(rep.Rows, snapshotRows(f)...)
+	}
 	logf("real-pod suite took %s", time.Since(t0).Round(time.Second))
 	rep.Rows = append(rep.Rows, s.rows()...)
 	rep.Notes = append(rep.Notes, s.notes...)

@@ -35,7 +35,7 @@ for a in "$@"; do
   esac
 done
 
-kinds="sandboxclaims.sandpod.dev sandboxwarmpools.sandpod.dev sandboxes.sandpod.dev sandboxtemplates.sandpod.dev sandboxquotas.sandpod.dev"
+kinds="sandboxclaims.sandpod.dev sandboxwarmpools.sandpod.dev sandboxes.sandpod.dev sandboxsnapshots.sandpod.dev sandboxtemplates.sandpod.dev sandboxquotas.sandpod.dev"
 guard="uninstall-guard.sandpod.dev"
 count() { # count KIND: objects of KIND in all namespaces (0 without its CRD)
   $KUBECTL get crd "$1" >/dev/null 2>&1 || { echo 0; return; }
@@ -89,7 +89,7 @@ if [ $yes = 0 ]; then
   [ "$answer" = uninstall ] || { echo "aborted: nothing deleted"; exit 1; }
 fi
 
-# Claims first (they release their sandboxes), then pools, sandboxes and
+# Claims first (they release their sandboxes), then pools, sandboxes, snapshots (kept by a finalizer until no sandbox uses them) and
 # templates, while the controller still runs to clean up; then the rest.
 for k in $kinds; do
   if $KUBECTL get crd "$k" >/dev/null 2>&1; then

@@ -113,6 +113,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexExposureID, exposureIDs); err != nil {
 		return nil, err
 	}
+	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexSnapshot, snapshotOfSandbox); err != nil {
+		return nil, err
+	}
 	cl, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{
 		Reader: c, DisableFor: []client.Object{&corev1.Secret{}},
 	}})
@@ -131,7 +134,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
 
-	for _, obj := range []client.Object{&v1alpha1.Sandbox{}, &v1alpha1.SandboxTemplate{}, &v1alpha1.SandboxWarmPool{}, &v1alpha1.SandboxQuota{}} {
+	for _, obj := range []client.Object{&v1alpha1.Sandbox{}, &v1alpha1.SandboxTemplate{}, &v1alpha1.SandboxWarmPool{}, &v1alpha1.SandboxQuota{}, &v1alpha1.SandboxSnapshot{}} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, fmt.Errorf("informer for %T: %w", obj, err)
@@ -141,6 +144,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 				AddFunc:    func(o any) { b.onSandbox(o, eventAdded) },
 				UpdateFunc: func(_, o any) { b.onSandbox(o, eventModified) },
 				DeleteFunc: func(o any) { b.onSandbox(o, eventDeleted) },
+			})
+		}
+		if _, ok := obj.(*v1alpha1.SandboxSnapshot); ok {
+			_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc:    b.onSnapshot,
+				UpdateFunc: func(_, o any) { b.onSnapshot(o) },
+				DeleteFunc: b.onSnapshot,
 			})
 		}
 		if err != nil {
@@ -180,6 +190,16 @@ func (b *Backend) onSandbox(o any, t eventType) {
 		b.activity.forget(sb.Namespace, sb.Name)
 	}
 	b.hub.publish(t, sb)
+}
+
+// onSnapshot wakes the calls waiting on a snapshot.
+func (b *Backend) onSnapshot(o any) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	if s, ok := o.(*v1alpha1.SandboxSnapshot); ok {
+		b.hub.wake(snapshotKey(s.Namespace, s.Name))
+	}
 }
 
 func nsOr(ns string) string {

@@ -37,9 +37,6 @@ import (
 // member carries the id (found through the cache's index), a cold sandbox is
 // named after it.
 func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (*sandpodv1.Sandbox, bool, error) {
-	if req.GetSnapshot() != "" {
-		return nil, false, errNoSnapshots
-	}
 	ns := nsOr(req.GetNamespace())
 	unlock := b.requests.lock(ns, req.GetRequestId())
 	defer unlock()
@@ -56,7 +53,11 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 			return b.claimed(ctx, sb)
 		}
 	}
-	tmpl, err := b.template(ctx, ns, req.GetTemplate())
+	snap, tmplName, err := b.fromSnapshot(ctx, ns, req.GetSnapshot(), req.GetTemplate())
+	if err != nil {
+		return nil, false, err
+	}
+	tmpl, err := b.template(ctx, ns, tmplName)
 	if err != nil {
 		return nil, false, err
 	}
@@ -74,7 +75,7 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		// RestartOnFailure: the request's, else the template's default.
 		RestartOnFailure: lifecycle.RestartOnFailure(req.RestartOnFailure, tmpl.Spec.RestartOnFailure),
 	}
-	sb, err := b.adopt(ctx, tmpl, holder)
+	sb, err := b.adopt(ctx, tmpl, snap, holder)
 	if err != nil {
 		release("")
 		return nil, false, err
@@ -83,7 +84,7 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		release(sb.Name)
 		return sandboxToProto(sb), true, nil
 	}
-	got, err := b.createFromTemplate(ctx, tmpl, "", requestOf(req.GetRequestId(), methodClaim), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure, holder.Annotations, release, unlock)
+	got, err := b.createFromTemplate(ctx, tmpl, snap, "", requestOf(req.GetRequestId(), methodClaim), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure, holder.Annotations, release, unlock)
 	return got, false, err
 }
 
@@ -155,13 +156,13 @@ func requestSandboxDeleted(id, name string) error {
 // claim. Members this process is taking or has just taken are skipped
 // (adopt.Taken), so concurrent claims spread over the pool instead of
 // colliding on its first member while the cache catches up.
-func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h adopt.Holder) (*v1alpha1.Sandbox, error) {
-	ns, hash := tmpl.Namespace, lifecycle.TemplateHash(tmpl.Spec)
+func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, snapshot string, h adopt.Holder) (*v1alpha1.Sandbox, error) {
+	ns, hash := tmpl.Namespace, lifecycle.PoolHash(lifecycle.TemplateHash(tmpl.Spec), snapshot)
 	sb, name, err := adopt.Adoption{
 		Writer: b.client,
 		Taken:  b.taken,
 		Next: func(skip func(string) bool) (*v1alpha1.Sandbox, bool) {
-			return b.members.pick(ns, tmpl.Name, hash, skip)
+			return b.members.pick(ns, tmpl.Name, snapshot, hash, skip)
 		},
 		Apply: func(sb *v1alpha1.Sandbox) {
 			adopt.Take(sb, h)
@@ -184,9 +185,6 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, h a
 // CreateSandbox creates a Sandbox from a template (cold: warm pools serve
 // claims) and waits for it to be ready unless asked not to.
 func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandboxRequest) (*sandpodv1.Sandbox, error) {
-	if req.GetSnapshot() != "" {
-		return nil, errNoSnapshots
-	}
 	ns := nsOr(req.GetNamespace())
 	unlock := b.requests.lock(ns, req.GetRequestId())
 	defer unlock()
@@ -203,7 +201,11 @@ func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbo
 			return b.waitRunning(ctx, sb.Namespace, sb.Name, sb.UID)
 		}
 	}
-	tmpl, err := b.template(ctx, ns, req.GetTemplate())
+	snap, tmplName, err := b.fromSnapshot(ctx, ns, req.GetSnapshot(), req.GetTemplate())
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := b.template(ctx, ns, tmplName)
 	if err != nil {
 		return nil, err
 	}
@@ -217,15 +219,16 @@ func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbo
 	l := lifecycle.ClaimLifecycle(now, requestLifecycle(now, req.GetTtl(), req.GetShutdownTime(), req.GetShutdownPolicy()), tmpl.Spec.Lifecycle)
 	restart := lifecycle.RestartOnFailure(req.RestartOnFailure, tmpl.Spec.RestartOnFailure)
 	ann := handOutAnnotations(now, leaseFor(req.GetLease(), tmpl))
-	return b.createFromTemplate(ctx, tmpl, req.GetName(), requestOf(req.GetRequestId(), methodCreate), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait(), restart, ann, release, unlock)
+	return b.createFromTemplate(ctx, tmpl, snap, req.GetName(), requestOf(req.GetRequestId(), methodCreate), req.GetLabels(), envVars(req.GetEnv()), l, req.GetNoWait(), restart, ann, release, unlock)
 }
 
-// createFromTemplate creates a sandbox of tmpl, named name, else after the
+// createFromTemplate creates a sandbox of tmpl (with its volumes from
+// snapshot, if set), named name, else after the
 // request id, else generated; a retry of the same request id finds the
 // sandbox of its first attempt. release settles the quota's count of the
 // call; unlock releases the request id's lock once the sandbox is written,
 // before the wait.
-func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, name string, r request,
+func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, snapshot, name string, r request,
 	labels map[string]string, env []corev1.EnvVar, l v1alpha1.Lifecycle, noWait, restartOnFailure bool,
 	annotations map[string]string, release func(name string), unlock func()) (*sandpodv1.Sandbox, error) {
 	sb := &v1alpha1.Sandbox{
@@ -250,6 +253,10 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 	}
 	for k, v := range annotations {
 		sb.Annotations[k] = v
+	}
+	if snapshot != "" {
+		sb.Spec.SnapshotRef = &v1alpha1.SnapshotRef{Name: snapshot}
+		sb.Labels[v1alpha1.LabelSnapshot] = snapshot
 	}
 
 	err := b.client.Create(ctx, sb)

@@ -44,7 +44,7 @@ func (x *memberIndex) update(sb *v1alpha1.Sandbox, deleted bool) {
 	key := sb.Namespace + "/" + sb.Name
 	tmpl, member := "", !deleted && sb.DeletionTimestamp == nil && isPoolMember(sb)
 	if member {
-		tmpl = sb.Namespace + "/" + sb.Labels[v1alpha1.LabelTemplate]
+		tmpl = memberKey(sb.Namespace, sb.Labels[v1alpha1.LabelTemplate], sb.Labels[v1alpha1.LabelSnapshot])
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -67,13 +67,23 @@ func (x *memberIndex) update(sb *v1alpha1.Sandbox, deleted bool) {
 	x.filed[key] = tmpl
 }
 
-// pick returns the member a claim on ns/template takes next
+// memberKey files the members of a pool of forks apart from the plain
+// members of their template: a claim from a snapshot takes only forks of
+// it, a claim without one never takes a fork.
+func memberKey(ns, template, snapshot string) string {
+	if snapshot == "" {
+		return ns + "/" + template
+	}
+	return ns + "/" + template + "@" + snapshot
+}
+
+// pick returns the member a claim on ns/template (from snapshot, if set) takes next
 // (lifecycle.BestCandidate), skipping the names skip refuses; the sandbox is
 // the informer's object, to be read only.
-func (x *memberIndex) pick(ns, template, currentHash string, skip func(name string) bool) (*v1alpha1.Sandbox, bool) {
+func (x *memberIndex) pick(ns, template, snapshot, currentHash string, skip func(name string) bool) (*v1alpha1.Sandbox, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	m := x.byTemplate[ns+"/"+template]
+	m := x.byTemplate[memberKey(ns, template, snapshot)]
 	views := func(yield func(lifecycle.PoolMember) bool) {
 		for _, e := range m {
 			if !yield(e.view) {

@@ -21,7 +21,7 @@ func indexSandbox(name, tmpl string, age time.Duration, phase v1alpha1.SandboxPh
 func TestMemberIndex(t *testing.T) {
 	x := newMemberIndex()
 	pick := func(tmpl string, skip ...string) string {
-		sb, ok := x.pick("ns", tmpl, "h", func(n string) bool {
+		sb, ok := x.pick("ns", tmpl, "", "h", func(n string) bool {
 			for _, s := range skip {
 				if s == n {
 					return true

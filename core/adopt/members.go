@@ -33,7 +33,7 @@ func ToPoolMember(sb *v1alpha1.Sandbox) lifecycle.PoolMember {
 // recognise what it makes).
 func NewMember(pool *v1alpha1.SandboxWarmPool, t *v1alpha1.SandboxTemplate, hash string) *v1alpha1.Sandbox {
 	truth := true
-	return &v1alpha1.Sandbox{
+	sb := &v1alpha1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: pool.Name + "-",
 			Namespace:    pool.Namespace,
@@ -49,4 +49,11 @@ func NewMember(pool *v1alpha1.SandboxWarmPool, t *v1alpha1.SandboxTemplate, hash
 		},
 		Spec: lifecycle.SandboxSpecFromTemplate(t.Name, &t.Spec),
 	}
+	// A pool of forks: each member's volumes start from the snapshot, and
+	// the label files it where a claim from that snapshot looks.
+	if pool.Spec.Snapshot != "" {
+		sb.Spec.SnapshotRef = &v1alpha1.SnapshotRef{Name: pool.Spec.Snapshot}
+		sb.Labels[v1alpha1.LabelSnapshot] = pool.Spec.Snapshot
+	}
+	return sb
 }

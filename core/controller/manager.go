@@ -29,6 +29,7 @@ import (
 	"github.com/sandpod/sandpod/core/controller/index"
 	"github.com/sandpod/sandpod/core/controller/metrics"
 	"github.com/sandpod/sandpod/core/controller/sandbox"
+	"github.com/sandpod/sandpod/core/controller/snapshot"
 	"github.com/sandpod/sandpod/core/controller/template"
 	"github.com/sandpod/sandpod/core/controller/warmpool"
 )
@@ -90,7 +91,7 @@ func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }
 
-// Setup registers indexes, metrics and the four controllers with mgr.
+// Setup registers indexes, metrics and the five controllers with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := o.RuntimeClass.Validate(); err != nil {
 		return err
@@ -126,8 +127,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
 		For(&v1alpha1.Sandbox{}).
 		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.PersistentVolumeClaim{}).
+		// Sandboxes made from a snapshot wait for it to be taken.
+		Watches(&v1alpha1.SandboxSnapshot{}, handler.EnqueueRequestsFromMapFunc(sandboxesOfSnapshot(c))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(counted("sandbox", sbr)); err != nil {
+		return err
+	}
+
+	snr := &snapshot.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("sandboxsnapshot").
+		For(&v1alpha1.SandboxSnapshot{}).
+		// Its users: the last one going lets a deleted snapshot go.
+		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(snapshotOfObject)).
+		Watches(&v1alpha1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(snapshotOfObject)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
+		Complete(counted("sandboxsnapshot", snr)); err != nil {
 		return err
 	}
 
@@ -174,6 +188,37 @@ func poolOfSandbox(_ context.Context, o client.Object) []reconcile.Request {
 		}
 	}
 	return out
+}
+
+// snapshotOfObject maps a sandbox or a pool to the snapshot it names.
+func snapshotOfObject(_ context.Context, o client.Object) []reconcile.Request {
+	name := ""
+	switch x := o.(type) {
+	case *v1alpha1.Sandbox:
+		if x.Spec.SnapshotRef != nil {
+			name = x.Spec.SnapshotRef.Name
+		}
+	case *v1alpha1.SandboxWarmPool:
+		name = x.Spec.Snapshot
+	}
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+func sandboxesOfSnapshot(c client.Client) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var sbs v1alpha1.SandboxList
+		if err := c.List(ctx, &sbs, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.SandboxSnapshot: o.GetName()}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(sbs.Items))
+		for i := range sbs.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sbs.Items[i])})
+		}
+		return out
+	}
 }
 
 func claimOfSandbox(_ context.Context, o client.Object) []reconcile.Request {

@@ -108,6 +108,7 @@ CGO_ENABLED=0 install_into "$CNI" bridge loopback host-local portmap -- \
 build_gvisor
 "$HERE/coredns.sh" >/dev/null   # cluster DNS (hack/testbed/dns.sh runs it)
 KUBE_ROUTER=$("$HERE/kube-router.sh" | tail -1)   # the NetworkPolicy enforcer
+"$HERE/csi.sh" build   # the CSI driver and snapshot components (into their own cache dirs)
 
 mkdir -p "$BIN/cni"
 for c in kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy kubectl; do ln -sf "$K/$c" "$BIN/$c"; done

@@ -58,6 +58,7 @@ if pid_of apiserver >/dev/null && pid_of kubelet >/dev/null; then
     sleep 1
   done
 fi
+"$HERE/csi.sh" down "$R"   # the CSI driver and sidecars, once kubelet unmounted the pods' volumes
 for c in kube-router kube-proxy kubelet kcm apiserver; do stop "$c"; done
 stop etcd 10
 

@@ -24,8 +24,10 @@
 # firewall: iptables and ipset, see start_netpol); PVCs bound to pre-made hostPath PVs of the
 # default StorageClass "sandpod-testbed" (reclaim policy Retain: a released PV
 # is made Available again by clearing its claimRef, which tests/e2e does);
-# cluster DNS for cluster.local (CoreDNS, hack/testbed/dns.sh).
-# Not provided: dynamic provisioning, NodePort, LoadBalancer.
+# cluster DNS for cluster.local (CoreDNS, hack/testbed/dns.sh);
+# dynamically provisioned volumes with CSI snapshots in StorageClass
+# "sandpod-csi" and VolumeSnapshotClass "sandpod-csi" (hack/testbed/csi.sh).
+# Not provided: NodePort, LoadBalancer.
 #
 # Quirks of the machines it runs on (2 cores, Debian 12, cgroup v1, no
 # registry, a VM without CAP_SYS_RESOURCE), with their fixes below:
@@ -411,6 +413,7 @@ waitfor kube-proxy 60 curl -sf http://127.0.0.1:30256/healthz || fail_with kube-
 waitfor kube-router 120 curl -sf http://127.0.0.1:20244/healthz || fail_with kube-router
 cluster_objects
 source "$HERE/dns.sh" && cluster_dns   # CoreDNS in kube-system, Service kube-dns
+"$HERE/csi.sh" up "$R" "$BIN" "$NODE"   # CSI storage with snapshots (StorageClass sandpod-csi)
 for c in $COMPONENTS; do alive "$c" || fail_with "$c"; done
 if [ "$STARTED" = 0 ]; then
   log "already up ($R)"

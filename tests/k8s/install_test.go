@@ -41,7 +41,7 @@ func TestInstallManifestApplies(t *testing.T) {
 		}
 		kinds[u.GetKind()]++
 	}
-	for k, want := range map[string]int{"CustomResourceDefinition": 5, "Deployment": 2, "Service": 3, "ServiceAccount": 2, "ClusterRole": 2, "ClusterRoleBinding": 2, "Namespace": 1, "FlowSchema": 2, "PriorityLevelConfiguration": 2} {
+	for k, want := range map[string]int{"CustomResourceDefinition": 6, "Deployment": 2, "Service": 3, "ServiceAccount": 2, "ClusterRole": 2, "ClusterRoleBinding": 2, "Namespace": 1, "FlowSchema": 2, "PriorityLevelConfiguration": 2} {
 		if kinds[k] != want {
 			t.Errorf("%d %s in install.yaml, want %d", kinds[k], k, want)
 		}

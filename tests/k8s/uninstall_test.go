@@ -23,7 +23,7 @@ import (
 	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
-var sandpodCRDs = []string{"sandboxes.sandpod.dev", "sandboxtemplates.sandpod.dev", "sandboxwarmpools.sandpod.dev", "sandboxclaims.sandpod.dev", "sandboxquotas.sandpod.dev"}
+var sandpodCRDs = []string{"sandboxes.sandpod.dev", "sandboxtemplates.sandpod.dev", "sandboxwarmpools.sandpod.dev", "sandboxclaims.sandpod.dev", "sandboxquotas.sandpod.dev", "sandboxsnapshots.sandpod.dev"}
 
 const guardName = "uninstall-guard.sandpod.dev"
 

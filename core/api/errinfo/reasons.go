@@ -360,7 +360,8 @@ const (
 	// ReasonMemorySnapshotUnsupported: include_memory on an engine that
 	// snapshots files only (UNIMPLEMENTED).
 	ReasonMemorySnapshotUnsupported Why = "MEMORY_SNAPSHOT_UNSUPPORTED"
-	// ReasonSnapshotsUnsupported: a snapshot call on a backend that does
-	// not serve snapshots yet (Kubernetes) (UNIMPLEMENTED).
-	ReasonSnapshotsUnsupported Why = "SNAPSHOTS_UNSUPPORTED"
+	// ReasonSandboxHasNoVolumes: a snapshot or restore on Kubernetes of a
+	// sandbox without volumes (volumeClaimTemplates), or with none of the
+	// snapshot's: a Kubernetes snapshot holds volumes (FAILED_PRECONDITION).
+	ReasonSandboxHasNoVolumes Why = "SANDBOX_HAS_NO_VOLUMES"
 )

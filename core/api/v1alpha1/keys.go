@@ -12,6 +12,9 @@ const (
 	LabelClaim = "sandpod.dev/claim"
 	// LabelSandbox is set on the pod, service and PVCs of a sandbox.
 	LabelSandbox = "sandpod.dev/sandbox"
+	// LabelSnapshot names the SandboxSnapshot a sandbox (or pool member)
+	// was made from, and the SandboxSnapshot a VolumeSnapshot belongs to.
+	LabelSnapshot = "sandpod.dev/snapshot"
 
 	// AnnotationIdleSuspended marks a sandbox the controller suspended for
 	// idleness (removed when it runs again).
@@ -38,6 +41,12 @@ const (
 	AnnotationClaimedAt = "sandpod.dev/claimed-at"
 	// Finalizer guards cleanup of a sandbox's children.
 	Finalizer = "sandpod.dev/finalizer"
+	// SnapshotFinalizer keeps a SandboxSnapshot (and its VolumeSnapshots)
+	// while a sandbox or warm pool names it.
+	SnapshotFinalizer = "sandpod.dev/snapshot-in-use"
+	// AnnotationRestore on a PVC is the sandbox's snapshotRef.restore mark
+	// it was made with (SnapshotRef.Restore).
+	AnnotationRestore = "sandpod.dev/restore"
 )
 
 // Names of what the controller adds to every sandbox pod.

@@ -31,4 +31,12 @@ const (
 	ReasonQuotaExceeded = "QuotaExceeded"
 	// ReasonLeaseExpired: the sandbox's client stopped renewing its lease.
 	ReasonLeaseExpired = "LeaseExpired"
+	// ReasonSnapshotPending: the sandbox's snapshot has no VolumeSnapshots
+	// yet; its volumes are made once it has.
+	ReasonSnapshotPending = "SnapshotPending"
+	// ReasonSnapshotUnusable: the sandbox's snapshot is missing or failed.
+	ReasonSnapshotUnusable = "SnapshotUnusable"
+	// ReasonRestoring: the sandbox's pod and volumes are being replaced by
+	// volumes from its snapshot.
+	ReasonRestoring = "Restoring"
 )

@@ -34,6 +34,14 @@ type SandboxSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="volumeClaimTemplates are immutable"
 	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
 
+	// SnapshotRef, when set, names the SandboxSnapshot the sandbox's
+	// volumes start from: each PVC whose volume claim template has a
+	// volume in the snapshot is made with the VolumeSnapshot as its
+	// dataSource. Changing restore puts the volumes back to it.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.name == oldSelf.name || self.restore != oldSelf.restore",message="snapshotRef.name changes only with a new restore mark"
+	SnapshotRef *SnapshotRef `json:"snapshotRef,omitempty"`
+
 	// Service creates a headless Service for a stable DNS name.
 	// +optional
 	Service bool `json:"service,omitempty"`

@@ -26,12 +26,12 @@ type SandboxWarmPoolSpec struct {
 	// +optional
 	Replicas int32 `json:"replicas"`
 
-	// Snapshot, when set, names a snapshot in the same namespace: members
-	// start with its files (forks of it). The local engine serves it; on
-	// Kubernetes it is refused until SandboxSnapshot exists.
+	// Snapshot, when set, names a snapshot in the same namespace (on
+	// Kubernetes a SandboxSnapshot): members start with its files (forks of
+	// it), and it is kept while the pool names it. Changing it rolls the
+	// members.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self == ''",message="snapshot is served by the local engine only; Kubernetes pools of forks need the SandboxSnapshot resource, not there yet"
 	Snapshot string `json:"snapshot,omitempty"`
 }
 

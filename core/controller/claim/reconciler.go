@@ -239,6 +239,9 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 	var members []*v1alpha1.Sandbox
 	for i := range pools.Items {
 		pool := &pools.Items[i]
+		if pool.Spec.Snapshot != "" {
+			continue // a pool of forks serves claims from its snapshot (the bridge's), not a claim of the template
+		}
 		var list v1alpha1.SandboxList
 		// Read-only views of the cache's members (no deep copy of a whole
 		// pool per claim); adopt.TakeWrite copies what it changes.

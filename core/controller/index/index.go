@@ -17,6 +17,9 @@ const (
 	SandboxClaim = "sandpod.index.claim"
 	// PoolTemplate indexes warm pools by template name.
 	PoolTemplate = "sandpod.index.template"
+	// SandboxSnapshot indexes sandboxes by the SandboxSnapshot they are
+	// made from (spec.snapshotRef.name): a snapshot's users.
+	SandboxSnapshot = "sandpod.index.snapshot"
 )
 
 // Indexer is the part of a manager that registers field indexes.
@@ -42,7 +45,18 @@ func Register(ctx context.Context, ix Indexer) error {
 	}); err != nil {
 		return err
 	}
+	if err := ix.IndexField(ctx, &v1alpha1.Sandbox{}, SandboxSnapshot, SnapshotOfSandbox); err != nil {
+		return err
+	}
 	return ix.IndexField(ctx, &v1alpha1.SandboxWarmPool{}, PoolTemplate, func(o client.Object) []string {
 		return []string{o.(*v1alpha1.SandboxWarmPool).Spec.TemplateRef.Name}
 	})
+}
+
+// SnapshotOfSandbox is the SandboxSnapshot a sandbox is made from, if any.
+func SnapshotOfSandbox(o client.Object) []string {
+	if ref := o.(*v1alpha1.Sandbox).Spec.SnapshotRef; ref != nil {
+		return []string{ref.Name}
+	}
+	return nil
 }

@@ -107,7 +107,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if podErr != nil && !IsNameConflict(podErr) {
 		return reconcile.Result{}, podErr
 	}
-	childErr := r.ensureChildren(ctx, sb, now, pod != nil)
+	// A sandbox made from (or restored to) a snapshot: its volumes wait
+	// for the snapshot, and a restore replaces pod and volumes first.
+	snap, waiting, snapErr := r.snapshotOf(ctx, sb)
+	if snapErr != nil && !isReported(snapErr) {
+		return reconcile.Result{}, snapErr
+	}
+	var childErr error
+	switch {
+	case snapErr != nil:
+		childErr = snapErr
+	case waiting == "":
+		if waiting, err = r.restore(ctx, sb, pod, &ev); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if childErr == nil && waiting == "" {
+		childErr = r.ensureChildren(ctx, sb, snap, now, pod != nil)
+	}
 	if childErr != nil && !isReported(childErr) {
 		return reconcile.Result{}, childErr
 	}
@@ -121,13 +138,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Expired:  expiry == lifecycle.ExpiryRetain,
 		Workload: WorkloadOf(pod),
 	}
+	if waiting != "" && pod != nil {
+		// Its pod is going (a restore): not ready, whatever it said last.
+		obs.Workload = lifecycle.WorkloadStarting
+	}
 	in := statusInput{Now: now, Observed: obs, Pod: pod, IdleSuspended: idleSuspended, LeaseExpired: leaseExpired, ClusterDomain: r.ClusterDomain}
 	if childErr != nil {
 		in.Refused, in.RefusedReason = childErr.Error(), v1alpha1.ReasonInvalidSpec
 		if IsNameConflict(childErr) {
 			in.RefusedReason = v1alpha1.ReasonNameConflict
 		}
+		if isSnapshotUnusable(childErr) {
+			in.RefusedReason = v1alpha1.ReasonSnapshotUnusable
+		}
 		ev.add(sb, corev1.EventTypeWarning, in.RefusedReason, childErr.Error())
+	} else if waiting != "" {
+		in.Waiting, in.WaitingReason = waiting, waitingReason(sb, snap)
 	} else if pod, err = r.reconcilePod(ctx, sb, pod, obs, &in, &ev); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -139,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	ev.emit(r.Recorder)
 	wake := lifecycle.NextWakeup(expiryWait, idleWait, leaseWait)
-	if in.RefusedReason == v1alpha1.ReasonNameConflict {
+	if in.RefusedReason == v1alpha1.ReasonNameConflict || in.RefusedReason == v1alpha1.ReasonSnapshotUnusable {
 		// The cache does not see the foreign object go away: look again.
 		wake = lifecycle.NextWakeup(wake, conflictRecheck)
 	}
@@ -230,7 +256,7 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 // secret must stay stable for the bridge. The secret is read from the API
 // server (the controller does not watch Secrets), so it is checked only
 // when a pod is about to be made or it was not seen yet.
-func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, now time.Time, podExists bool) error {
+func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, snap *v1alpha1.SandboxSnapshot, now time.Time, podExists bool) error {
 	if !podExists || !r.secrets.has(sb) {
 		secret := BuildSecret(sb)
 		fill := func() error { return AddSecretData(secret, sb.Name, now) }
@@ -240,7 +266,7 @@ func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, n
 		r.secrets.add(sb)
 	}
 	var want []client.Object
-	for _, pvc := range BuildPVCs(sb) {
+	for _, pvc := range BuildPVCs(sb, snap) {
 		want = append(want, pvc)
 	}
 	if sb.Spec.Service {

@@ -50,6 +50,10 @@ type statusInput struct {
 	LeaseExpired bool
 	// ClusterDomain is the cluster's DNS domain, for the service's name.
 	ClusterDomain string
+	// Waiting is set while the pod waits for something other than itself
+	// (a snapshot being taken, volumes being restored).
+	Waiting       string
+	WaitingReason string
 }
 
 // ComputeStatus is the status a sandbox should have after a pass. It starts
@@ -93,6 +97,8 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	switch {
 	case in.Refused != "":
 		readyReason, readyMsg = in.RefusedReason, in.Refused
+	case in.Waiting != "" && st.Phase == v1alpha1.SandboxPending:
+		readyReason, readyMsg = in.WaitingReason, in.Waiting
 	case st.Phase == v1alpha1.SandboxRunning:
 		readyReason, readyMsg = v1alpha1.ReasonPodReady, restartNote
 	case st.Phase == v1alpha1.SandboxSuspended:

@@ -68,7 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.writeStatus(ctx, pool, members, now, metav1.ConditionFalse, v1alpha1.ReasonTemplateNotFound,
 			"template "+pool.Spec.TemplateRef.Name+" not found")
 	}
-	hash := lifecycle.TemplateHash(tmpl.Spec)
+	hash := lifecycle.PoolHash(lifecycle.TemplateHash(tmpl.Spec), pool.Spec.Snapshot)
 
 	byName := map[string]*v1alpha1.Sandbox{}
 	views := make([]lifecycle.PoolMember, 0, len(members))

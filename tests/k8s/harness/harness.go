@@ -299,12 +299,20 @@ func (e *Env) installCRDs(ctx context.Context) error {
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no CRDs in deploy/crd (%v)", err)
 	}
+	// The CSI snapshot API, as a cluster with snapshot support has it: the
+	// snapshot tests check the VolumeSnapshots and PVCs sandpod makes.
+	snapshotCRDs, err := SnapshotCRDFiles()
+	if err != nil {
+		return err
+	}
+	files = append(files, snapshotCRDs...)
 	var names []string
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return err
 		}
+		b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("---")) // upstream CRDs start with a separator
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(crd); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
