@@ -18,7 +18,6 @@ const (
 	// ReasonNameConflict: a child's name is taken by an object the sandbox
 	// does not own; the controller leaves that object alone.
 	ReasonNameConflict     = "NameConflict"
-	ReasonWarmAdopted      = "WarmAdopted"
 	ReasonColdCreated      = "ColdCreated"
 	ReasonSandboxReady     = "SandboxReady"
 	ReasonSandboxNotReady  = "SandboxNotReady"
