@@ -1,21 +1,15 @@
 package k8s_test
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
@@ -29,26 +23,13 @@ import (
 // neither.
 func TestPriorityAndFairnessKeepsClaimsApart(t *testing.T) {
 	harness.Skip(t, env)
-	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "deploy", "install.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
-		if u.GetAPIVersion() != flowcontrolv1.SchemeGroupVersion.String() {
-			continue
-		}
-		if err := env.Client.Patch(ctx, u, client.Apply, client.FieldOwner("flowcontrol-test"), client.ForceOwnership); err != nil {
-			t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
+	var apf []*unstructured.Unstructured
+	for _, u := range installManifest(t) {
+		if u.GetAPIVersion() == flowcontrolv1.SchemeGroupVersion.String() {
+			apf = append(apf, u)
 		}
 	}
+	serverSideApply(t, env, "flowcontrol-test", apf)
 	levels := map[string]string{} // UID -> name
 	for _, name := range []string{"sandpod-claims", "sandpod-refills"} {
 		pl := &flowcontrolv1.PriorityLevelConfiguration{}

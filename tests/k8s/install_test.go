@@ -15,30 +15,49 @@ import (
 	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
-// TestInstallManifestApplies server-side applies deploy/install.yaml, as
-// `kubectl apply --server-side -f deploy/install.yaml` does.
-func TestInstallManifestApplies(t *testing.T) {
-	harness.Skip(t, env)
+// installManifest decodes deploy/install.yaml into its objects, in file
+// order.
+func installManifest(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "deploy", "install.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	kinds := map[string]int{}
+	var objs []*unstructured.Unstructured
 	for {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); err != nil {
 			if errors.Is(err, io.EOF) {
-				break
+				return objs
 			}
 			t.Fatal(err)
 		}
-		if len(u.Object) == 0 {
-			continue
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
 		}
-		if err := env.Client.Patch(ctx, u, client.Apply, client.FieldOwner("install-test"), client.ForceOwnership); err != nil {
+	}
+}
+
+// serverSideApply applies objs to bed as fieldOwner, as `kubectl apply
+// --server-side` does.
+func serverSideApply(t *testing.T, bed *harness.Env, fieldOwner string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, u := range objs {
+		if err := bed.Client.Patch(ctx, u, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 			t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
 		}
+	}
+}
+
+// TestInstallManifestApplies server-side applies deploy/install.yaml, as
+// `kubectl apply --server-side -f deploy/install.yaml` does.
+func TestInstallManifestApplies(t *testing.T) {
+	harness.Skip(t, env)
+	objs := installManifest(t)
+	serverSideApply(t, env, "install-test", objs)
+	kinds := map[string]int{}
+	for _, u := range objs {
 		kinds[u.GetKind()]++
 	}
 	for k, want := range map[string]int{"CustomResourceDefinition": 6, "Deployment": 2, "Service": 3, "ServiceAccount": 2, "ClusterRole": 2, "ClusterRoleBinding": 2, "Namespace": 1, "FlowSchema": 2, "PriorityLevelConfiguration": 2} {
