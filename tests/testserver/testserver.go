@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -65,12 +66,16 @@ type Options struct {
 
 // Server is a running `sandpod serve`.
 type Server struct {
-	opts     Options
-	bin      string
-	dir      string
-	addr     string
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	opts   Options
+	bin    string
+	dir    string
+	addr   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	// stopping is set before the harness itself ends serve, so that any
+	// other exit is reported with serve's log (a crash mid-test would
+	// otherwise show only as "connection refused" in later tests).
+	stopping atomic.Bool
 	logPath  string
 	conn     *grpc.ClientConn
 	stopOnce sync.Once
@@ -178,7 +183,8 @@ func (s *Server) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	s.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(s.cmd, s.exited)
+	s.stopping.Store(false)
+	go s.watchExit(s.cmd, s.exited)
 	if s.conn == nil {
 		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 		if len(s.opts.DialOptions) > 0 {
@@ -194,6 +200,18 @@ func (s *Server) start(t testing.TB) {
 		}
 	}
 	s.waitHealthy(t)
+}
+
+// watchExit waits for serve to exit and, unless the harness ended it,
+// prints how it ended and its log to the test binary's stderr, which
+// `go test` shows with the failing package.
+func (s *Server) watchExit(cmd *exec.Cmd, done chan struct{}) {
+	err := cmd.Wait()
+	if !s.stopping.Load() {
+		fmt.Fprintf(os.Stderr, "\n=== sandpod serve (pid %d, %s) exited on its own: %v; its log:\n%s=== end of the serve log\n",
+			cmd.Process.Pid, s.addr, err, s.Log())
+	}
+	close(done)
 }
 
 func (s *Server) waitHealthy(t testing.TB) {
@@ -239,6 +257,7 @@ func (s *Server) Interrupt(t testing.TB) {
 		s.signal(t, syscall.SIGINT)
 		return
 	}
+	s.stopping.Store(true)
 	if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatalf("SIGINT to the process group of serve: %v", err)
 	}
@@ -247,6 +266,7 @@ func (s *Server) Interrupt(t testing.TB) {
 
 func (s *Server) signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
+	s.stopping.Store(true)
 	_ = s.cmd.Process.Signal(sig)
 	s.wait(t, sig)
 }
