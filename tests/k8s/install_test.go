@@ -66,3 +66,24 @@ func TestInstallManifestApplies(t *testing.T) {
 		}
 	}
 }
+
+// deploy/crd/kustomization.yaml is written by hand, the CRDs beside it are
+// generated: `kubectl apply -k deploy/base` must install every one of them
+// (the bridge does not start without the SandboxQuota CRD, for one). Needs
+// no bed.
+func TestKustomizationListsEveryCRD(t *testing.T) {
+	dir := filepath.Join(harness.RepoRoot(), "deploy", "crd")
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "sandpod.dev_*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in deploy/crd: %v", err)
+	}
+	for _, f := range files {
+		if !bytes.Contains(b, []byte("\n- "+filepath.Base(f)+"\n")) {
+			t.Errorf("deploy/crd/kustomization.yaml does not list %s", filepath.Base(f))
+		}
+	}
+}
