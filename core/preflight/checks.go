@@ -120,10 +120,14 @@ var (
 	imageVolumeSince = version.MustParseGeneric("1.35.0")
 )
 
-// WantCRDs are sandpod's CRDs and the version the controller serves.
+// WantCRDs are sandpod's CRDs and the version the controller serves: all
+// of them, since the bridge and the controller watch every kind (the
+// bridge does not start without the SandboxQuota and SandboxSnapshot
+// CRDs). TestWantCRDsAreDeployed keeps the list in step with deploy/crd.
 var WantCRDs = []string{
 	"sandboxes.sandpod.dev", "sandboxtemplates.sandpod.dev",
 	"sandboxwarmpools.sandpod.dev", "sandboxclaims.sandpod.dev",
+	"sandboxquotas.sandpod.dev", "sandboxsnapshots.sandpod.dev",
 }
 
 const crdVersion = "v1alpha1"
@@ -161,7 +165,7 @@ func CheckServer(f *Facts) Result {
 	return r
 }
 
-// CheckCRDs: all four CRDs installed, established, serving v1alpha1.
+// CheckCRDs: all of WantCRDs installed, established, serving v1alpha1.
 func CheckCRDs(f *Facts) Result {
 	r := Result{Check: "CRDs"}
 	if f.CRDsError != "" {
@@ -296,8 +300,9 @@ func CheckStorage(f *Facts) Result {
 	return r
 }
 
-// CheckSnapshots: CSI volume snapshots, for snapshots of sandbox volumes.
-// Nothing sandpod serves today needs them, so their absence warns.
+// CheckSnapshots: CSI volume snapshots, for SandboxSnapshots (snapshots,
+// forks and restores on Kubernetes). Only those need them, so their
+// absence warns.
 func CheckSnapshots(f *Facts) Result {
 	r := Result{Check: "VolumeSnapshotClasses"}
 	if !f.SnapshotAPI {

@@ -66,3 +66,22 @@ func TestNeedsMatchTheManifests(t *testing.T) {
 		}
 	}
 }
+
+// Every CRD deploy/ installs is one preflight checks: the bridge does not
+// start without any of them, so a check that passed with one missing would
+// pass a cluster where sandpod cannot run.
+func TestWantCRDsAreDeployed(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "crd", "sandpod.dev_*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in deploy/crd: %v", err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "sandpod.dev_"), ".yaml") + ".sandpod.dev"
+		if !contains(WantCRDs, name) {
+			t.Errorf("deploy/crd has %s; preflight's WantCRDs does not check it", name)
+		}
+	}
+	if len(WantCRDs) != len(files) {
+		t.Errorf("WantCRDs has %d names, deploy/crd %d CRDs", len(WantCRDs), len(files))
+	}
+}
