@@ -32,7 +32,7 @@ const DefaultGCPercent = 50
 // manager until ctx is done.
 func Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sandpod controller", flag.ContinueOnError)
-	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig (default: in-cluster config, then $KUBECONFIG)")
+	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then the in-cluster config)")
 	metricsAddr := fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader so only one replica reconciles")
