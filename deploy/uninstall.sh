@@ -19,9 +19,13 @@
 #   deploy/uninstall.sh [--yes]             remove everything when no Sandbox exists
 #
 # Exit codes: 0 done, 1 aborted or failed, 2 refused (Sandboxes exist, no choice given).
+# Environment: KUBECTL (default kubectl), SANDPOD_SYSTEM_NAMESPACE (default sandpod-system).
 set -euo pipefail
 KUBECTL=${KUBECTL:-kubectl}
-NS=${SANDPOD_NAMESPACE:-sandpod-system}
+# sandpod's own namespace. Not $SANDPOD_NAMESPACE: that is the clients' and
+# the CLI's namespace of sandboxes, often a tenant's, which this script
+# deletes (namespace and all) as sandpod's.
+NS=${SANDPOD_SYSTEM_NAMESPACE:-sandpod-system}
 usage() { sed -n '/^#   deploy/p' "$0" | sed 's/^# *//' >&2; exit 1; }
 
 dry=0 yes=0 data=""

@@ -108,11 +108,18 @@ func TestGuardedUninstall(t *testing.T) {
 	}
 	assertDataKept(t, bed, ns, pvcName, true)
 
-	out, code = runUninstall(t, bed, kubectl, "--keep-data")
+	// SANDPOD_NAMESPACE is the clients' and CLI's namespace of sandboxes: an
+	// operator may well have it set to a tenant's namespace, which the
+	// script must then not take for sandpod's own and delete.
+	out, code = runUninstall(t, bed, kubectl, "SANDPOD_NAMESPACE="+ns, "--keep-data")
 	if code != 0 || !strings.Contains(out, "kept") {
 		t.Fatalf("uninstall.sh --keep-data: exit %d; output:\n%s", code, out)
 	}
 	assertDataKept(t, bed, ns, pvcName, true)
+	var tenant corev1.Namespace
+	if err := bed.Get(&tenant, "", ns); err != nil || tenant.DeletionTimestamp != nil {
+		t.Fatalf("uninstall.sh --keep-data with SANDPOD_NAMESPACE=%s deleted that namespace (err %v)", ns, err)
+	}
 
 	out, code = runUninstall(t, bed, kubectl, "--delete-data", "--yes")
 	if code != 0 || !strings.Contains(out, "sandpod uninstalled") {
@@ -196,11 +203,15 @@ func assertDataKept(t *testing.T, bed *harness.Env, ns, pvcName string, guard bo
 }
 
 // runUninstall runs deploy/uninstall.sh against bed and returns its combined
-// output and exit code.
+// output and exit code. Leading NAME=VALUE arguments go to its environment.
 func runUninstall(t *testing.T, bed *harness.Env, kubectl string, args ...string) (string, int) {
 	t.Helper()
+	env := append(os.Environ(), "KUBECTL="+kubectl, "KUBECONFIG="+bed.Kubeconfig)
+	for len(args) > 0 && strings.Contains(args[0], "=") && !strings.HasPrefix(args[0], "-") {
+		env, args = append(env, args[0]), args[1:]
+	}
 	cmd := exec.Command(filepath.Join(harness.RepoRoot(), "deploy", "uninstall.sh"), args...)
-	cmd.Env = append(os.Environ(), "KUBECTL="+kubectl, "KUBECONFIG="+bed.Kubeconfig)
+	cmd.Env = env
 	cmd.Stdin = nil // not a terminal: the script must not prompt
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
