@@ -70,10 +70,12 @@ func resultOf(t *testing.T, rep preflight.Report, check string) preflight.Result
 	return preflight.Result{}
 }
 
-// TestPreflight: on the complete bed every check passes, but for what the
-// bed truly lacks: CSI snapshots (warn), and NetworkPolicy enforcement when
-// no enforcer runs on it (fail, and then the exit code is 1; pass once one
-// runs). The Job of deploy/preflight.yaml comes to the same answer in the
+// TestPreflight: on the complete bed every check passes but
+// VolumeSnapshotClasses, which warns: the bed's default StorageClass is a
+// hostPath one, and the check compares the snapshot classes with the default
+// class's provisioner only (the bed's snapshots use StorageClass
+// sandpod-csi). NetworkPolicy enforcement passes with kube-router on the bed
+// (a bed without an enforcer fails it, and then the exit code is 1). The Job of deploy/preflight.yaml comes to the same answer in the
 // cluster. With the gvisor RuntimeClass taken away (and put back after), its
 // row fails and so does the command. Not parallel: no other test may run
 // while the RuntimeClass is gone.
@@ -95,7 +97,7 @@ func TestPreflight(t *testing.T) {
 		}
 	}
 	if r := resultOf(t, rep, "VolumeSnapshotClasses"); r.Status != preflight.Warn {
-		t.Errorf("the bed has no CSI snapshots, yet: %s %q", r.Status, r.Detail)
+		t.Errorf("VolumeSnapshotClasses on the bed (no snapshot class for its default StorageClass): %s %q, want warn", r.Status, r.Detail)
 	}
 	if !strings.Contains(resultOf(t, rep, "RuntimeClass gvisor").Detail, ns+"/isolated") {
 		t.Errorf("the gvisor row does not name the template that names it")
