@@ -43,8 +43,8 @@ func RefusalMessage(n int, names []string, r Release) string {
 	}
 	fmt.Fprintf(&b, "  keep them, their PVCs and the CRDs (a later install takes them over):\n")
 	fmt.Fprintf(&b, "    helm uninstall %s%s --no-hooks\n", r.Name, ns)
-	fmt.Fprintf(&b, "  or delete them and their data first (uninstall.sandboxes=delete; =keep works the same way):\n")
-	fmt.Fprintf(&b, "    helm rollback %s %d%s   # this refusal left the release \"uninstalling\"; same revision, nothing changes\n", r.Name, r.Revision, ns)
+	fmt.Fprintf(&b, "  or delete them and their data first, then uninstall (or set =keep the same way):\n")
+	fmt.Fprintf(&b, "    helm rollback %s %d%s   # the refused uninstall left the release \"uninstalling\"; same revision, nothing changes\n", r.Name, r.Revision, ns)
 	fmt.Fprintf(&b, "    helm upgrade %s CHART%s --reuse-values --set uninstall.sandboxes=delete\n", r.Name, ns)
 	fmt.Fprintf(&b, "    helm uninstall %s%s\n", r.Name, ns)
 	return b.String()
