@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
+	"time"
 )
 
 const cgroupRoot = "/sys/fs/cgroup"
@@ -56,3 +60,85 @@ func (c cgroups) String() string {
 // usable reports whether runc can apply limits here: sandboxes then run
 // in cgroups under sandpod/ that runc makes and removes.
 func (c cgroups) usable() bool { return len(c.controllers) > 0 }
+
+// containerIDPattern is the shape of the ids newContainerID makes; nothing
+// else is ever joined to a cgroup path below.
+var containerIDPattern = regexp.MustCompile(`^sb-[0-9a-f]{16}(-[0-9a-f]{8})?$`)
+
+// cgroupRetry bounds how long removeCgroups waits for the killed processes
+// of a container to leave its cgroups.
+const cgroupRetry = 30 * time.Second
+
+// removeCgroups removes what runc left of a container's cgroups. runc
+// deletes its state even when it cannot remove the cgroups (their
+// processes, killed, have not all exited yet: it retries for about a
+// second) and still exits 0, so on a loaded machine every such delete left
+// empty memory, cpu and pids cgroups behind, a thousand a day here. The
+// processes are already killed (the init died and its PID namespace with
+// it): this only waits for them to go, then removes the directories, in the
+// background when that takes longer than a first try.
+func removeCgroups(id string) {
+	if !containerIDPattern.MatchString(id) {
+		return
+	}
+	dirs := containerCgroups(id)
+	if len(dirs) == 0 {
+		return
+	}
+	if dirs = rmdirAll(dirs); len(dirs) > 0 {
+		go func() { _ = retryRmdir(dirs, cgroupRetry) }()
+	}
+}
+
+// awaitCgroupsRemoved is removeCgroups for a process about to exit (purge):
+// it waits, up to cgroupRetry, and returns the directories still there.
+func awaitCgroupsRemoved(ids []string) []string {
+	var dirs []string
+	for _, id := range ids {
+		if containerIDPattern.MatchString(id) {
+			dirs = append(dirs, containerCgroups(id)...)
+		}
+	}
+	return retryRmdir(dirs, cgroupRetry)
+}
+
+// retryRmdir tries rmdirAll with a growing pause until nothing is left or
+// the time is up, and returns what is left.
+func retryRmdir(dirs []string, limit time.Duration) []string {
+	deadline := time.Now().Add(limit)
+	for delay := 10 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		if dirs = rmdirAll(dirs); len(dirs) == 0 || time.Now().After(deadline) {
+			return dirs
+		}
+		time.Sleep(delay)
+	}
+}
+
+// containerCgroups lists the cgroup directories of a container: one per
+// v1 hierarchy, or the one of the v2 hierarchy.
+func containerCgroups(id string) []string {
+	dirs, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sandpod", id))
+	if fi, err := os.Stat(filepath.Join(cgroupRoot, "sandpod", id)); err == nil && fi.IsDir() {
+		dirs = append(dirs, filepath.Join(cgroupRoot, "sandpod", id))
+	}
+	return dirs
+}
+
+// rmdirAll removes the directories it can and returns those still busy. A
+// frozen cgroup is thawed first (v1 freezer.state, v2 cgroup.freeze): its
+// killed tasks cannot exit frozen.
+func rmdirAll(dirs []string) []string {
+	var busy []string
+	for _, d := range dirs {
+		if b, err := os.ReadFile(filepath.Join(d, "freezer.state")); err == nil && strings.TrimSpace(string(b)) != "THAWED" {
+			_ = os.WriteFile(filepath.Join(d, "freezer.state"), []byte("THAWED"), 0)
+		}
+		if b, err := os.ReadFile(filepath.Join(d, "cgroup.freeze")); err == nil && strings.TrimSpace(string(b)) == "1" {
+			_ = os.WriteFile(filepath.Join(d, "cgroup.freeze"), []byte("0"), 0)
+		}
+		if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
+			busy = append(busy, d)
+		}
+	}
+	return busy
+}

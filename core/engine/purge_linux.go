@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -37,13 +39,20 @@ func Purge(stateDir string) (int, error) {
 	}
 	// runc kills and removes what is left of every container (one the
 	// engine started but had not recorded yet): processes, state, cgroups.
+	var ids []string
 	if rt.bin != "" {
-		for _, id := range rt.list() {
+		ids = rt.list()
+		for _, id := range ids {
 			if rt.running(id) {
 				killed++
 			}
 			_ = rt.remove(id)
 		}
+	}
+	// runc gives up on cgroups whose killed processes have not all exited
+	// yet; purge is about to exit, so it waits for them here.
+	if left := awaitCgroupsRemoved(ids); len(left) > 0 {
+		return killed, fmt.Errorf("cgroups still busy after %s: %s", cgroupRetry, strings.Join(left, ", "))
 	}
 	_ = os.RemoveAll(socketDir(abs))
 	// Workspaces layered on snapshots are overlay mounts: unmounted, so

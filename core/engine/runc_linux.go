@@ -105,6 +105,7 @@ func (r runc) start(ctx context.Context, id, bundle string, extra []*os.File, lo
 // delete first: the engine has usually killed the init already, and
 // --force costs 100 ms even then.
 func (r runc) remove(id string) error {
+	defer removeCgroups(id)
 	if _, err := os.Stat(filepath.Join(r.root, id)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -3,8 +3,8 @@
 # renders other objects than deploy/install.yaml, and when it does not render
 # with its optional templates switched on. Run by hack/check-generated.sh.
 # The comparison (hack/kube/chartdiff) parses both, drops what only one side
-# can have (the Namespace, the chart's preview key Secret, Helm's labels:
-# hack/kube/chartdiff/normalize.go) and compares object by object.
+# can have (the Namespace, the chart's preview key Secret, Helm's hooks,
+# Helm's labels: hack/kube/chartdiff/normalize.go) and compares object by object.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 helm=$(hack/helm.sh --print)

@@ -7,15 +7,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
 // EnvHelm names the helm binary (default: hack/helm.sh --print, which
@@ -32,7 +36,10 @@ const (
 // under Helm the way docs/install.md tells an operator to (label and
 // annotate its objects so `helm install` adopts them), checks a sandbox is
 // made under the Helm release, upgrades it, uninstalls it, and puts
-// install.yaml back for the other tests. Not parallel: it replaces the
+// install.yaml back for the other tests. The uninstall check (a pre-delete
+// hook): with a Sandbox present helm uninstall refuses and says how many;
+// with uninstall.sandboxes=keep it goes on and the Sandbox and its PVC
+// stay; a fresh install with delete removes them. Not parallel: it replaces the
 // controller and bridge every other test uses (parallel tests wait for it).
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	env := Setup(t)
@@ -42,7 +49,11 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	chart := filepath.Join(root, "deploy", "helm", "sandpod")
-	ctx := Context(t)
+	// Three installs and uninstalls and two upgrades and a rollback, each
+	// waiting for rollouts: longer than Context's deadline. Canceled in a
+	// cleanup registered before the restore's, so that runs first.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*Timeout)
+	t.Cleanup(cancel)
 	helmHome := t.TempDir()
 	run := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", env.Kubeconfig)...)
@@ -64,13 +75,17 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		}
 		return out
 	}
+	// The namespace of the sandbox the uninstall check finds. Made before
+	// the restore is registered, so that the restore runs first: the
+	// namespace's cleanup needs a controller to finalize its sandbox.
+	dataNS := env.Namespace(t)
 	t.Cleanup(func() { restoreInstallYAML(t, env, run, filepath.Join(root, "deploy", "install.yaml")) })
 
 	keyBefore := previewKey(ctx, t, env)
 
 	// Adopt: Helm takes over objects that name its release.
 	rendered := filepath.Join(t.TempDir(), "rendered.yaml")
-	if err := os.WriteFile(rendered, []byte(must("template", helmRelease, chart, "-n", helmNamespace, "--skip-tests")), 0o600); err != nil {
+	if err := os.WriteFile(rendered, []byte(must("template", helmRelease, chart, "-n", helmNamespace, "--no-hooks")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := env.RunKubectl(ctx, "label", "--overwrite", "-f", rendered, "app.kubernetes.io/managed-by=Helm"); err != nil {
@@ -104,6 +119,36 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	}
 	t.Run("sandbox under the upgraded release", func(t *testing.T) { claimAndExec(t, env, "upgraded") })
 
+	// helm uninstall with a Sandbox (and its PVC) present: the pre-delete
+	// hook refuses, says how many, and Helm deletes nothing.
+	env.Apply(t, WithVolume(Template(dataNS, "python-pvc", PythonImage), "workspace", "/workspace"))
+	_, sb := env.Claim(t, dataNS, "data", "python-pvc")
+	pvcs := sandboxPVCs(ctx, t, env, dataNS)
+	if len(pvcs) != 1 {
+		t.Fatalf("PVCs of the sandbox: %v, want one", pvcs)
+	}
+	all := &v1alpha1.SandboxList{}
+	if err := env.Client.List(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run("uninstall", helmRelease, "-n", helmNamespace, "--wait", "--timeout", "5m")
+	t.Logf("helm uninstall with %d Sandboxes: %v", len(all.Items), err)
+	want := fmt.Sprintf("refusing: %d Sandbox", len(all.Items))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("helm uninstall with %d Sandboxes: %v; want it refused, the hook's log saying %q", len(all.Items), err, want)
+	}
+	deployment(ctx, t, env, "sandpod-controller") // still there
+	assertHookGone(ctx, t, env, false)
+	// The ways out the refusal prints: keep (here) through the values, after
+	// a rollback to the same revision (the refusal left the release
+	// "uninstalling", which helm upgrade will not upgrade).
+	rev := regexp.MustCompile(`helm rollback ` + helmRelease + ` (\d+) -n ` + helmNamespace).FindStringSubmatch(err.Error())
+	if rev == nil {
+		t.Fatalf("the refusal prints no rollback command:\n%v", err)
+	}
+	must("rollback", helmRelease, rev[1], "-n", helmNamespace, "--wait", "--timeout", "5m")
+	must("upgrade", helmRelease, chart, "-n", helmNamespace, "--reuse-values", "--set", "uninstall.sandboxes=keep", "--wait", "--timeout", "5m")
+
 	must("uninstall", helmRelease, "-n", helmNamespace, "--wait", "--timeout", "5m")
 	for _, name := range []string{"sandpod-controller", "sandpod-bridge"} {
 		if err := env.Client.Get(ctx, objKey(helmNamespace, name), &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
@@ -113,13 +158,54 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 			t.Errorf("ClusterRole %s after helm uninstall: %v, want NotFound", name, err)
 		}
 	}
+	assertHookGone(ctx, t, env, true)
 	// Helm never deletes the CRDs of crds/ (and so not the users' sandboxes),
-	// and keeps the preview key (resource-policy keep).
+	// and keeps the preview key (resource-policy keep); keep kept the
+	// sandbox and its PVC.
 	if _, err := env.RunKubectl(ctx, "get", "crd", "sandboxes.sandpod.dev"); err != nil {
 		t.Errorf("CRD sandboxes.sandpod.dev after helm uninstall: %v (Helm must leave it)", err)
 	}
 	if got := previewKey(ctx, t, env); !bytes.Equal(got, keyBefore) {
 		t.Errorf("preview key after helm uninstall changed or is gone (resource-policy keep)")
+	}
+	assertKept(ctx, t, env, &v1alpha1.Sandbox{}, dataNS, sb.Name)
+	assertKept(ctx, t, env, &corev1.PersistentVolumeClaim{}, dataNS, pvcs[0])
+
+	// A fresh install told to delete: helm uninstall deletes the claim, the
+	// sandbox and (by owner reference) its PVC while its controller still
+	// runs, then the rest.
+	must("install", helmRelease, chart, "-n", helmNamespace, "--set", "uninstall.sandboxes=delete", "--wait", "--timeout", "5m")
+	must("uninstall", helmRelease, "-n", helmNamespace, "--wait", "--timeout", "5m")
+	if err := env.Client.Get(ctx, objKey(dataNS, sb.Name), &v1alpha1.Sandbox{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Sandbox %s after helm uninstall with uninstall.sandboxes=delete: %v, want NotFound", sb.Name, err)
+	}
+	env.Eventually(t, "the sandbox's PVC gone", func() (bool, string) {
+		err := env.Client.Get(ctx, objKey(dataNS, pvcs[0]), &corev1.PersistentVolumeClaim{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("err=%v", err)
+	})
+	assertHookGone(ctx, t, env, true)
+}
+
+// assertHookGone checks that the uninstall check's RBAC is gone (it goes
+// when the hook passes or fails) and, with job, its Job too (it stays
+// after a refusal, for its log, until the next try).
+func assertHookGone(ctx context.Context, t *testing.T, env *Env, job bool) {
+	t.Helper()
+	const name = "sandpod-uninstall-check"
+	objs := []client.Object{&corev1.ServiceAccount{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}}
+	if job {
+		objs = append(objs, &batchv1.Job{})
+	}
+	for _, o := range objs {
+		ns := helmNamespace
+		switch o.(type) {
+		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+			ns = ""
+		}
+		env.Eventually(t, fmt.Sprintf("hook object %T %s gone", o, name), func() (bool, string) {
+			err := env.Client.Get(ctx, objKey(ns, name), o)
+			return apierrors.IsNotFound(err), fmt.Sprintf("err=%v", err)
+		})
 	}
 }
 
@@ -169,7 +255,9 @@ func restoreInstallYAML(t *testing.T, env *Env, helm func(...string) (string, er
 	ctx, cancel := context.WithTimeout(context.Background(), 2*Timeout)
 	defer cancel()
 	if _, err := helm("status", helmRelease, "-n", helmNamespace); err == nil {
-		if _, err := helm("uninstall", helmRelease, "-n", helmNamespace, "--wait", "--timeout", "5m"); err != nil {
+		// --no-hooks: a failed test may leave Sandboxes, which the
+		// uninstall check would refuse; their namespaces' cleanup deletes them.
+		if _, err := helm("uninstall", helmRelease, "-n", helmNamespace, "--wait", "--timeout", "5m", "--no-hooks"); err != nil {
 			t.Errorf("restore: %v", err)
 		}
 	}

@@ -333,6 +333,20 @@ func (s *Server) cleanup(t testing.TB) {
 	if out, err := exec.Command(s.bin, "purge", "--state-dir", s.StateDir()).CombinedOutput(); err != nil {
 		t.Errorf("sandpod purge: %v\n%s", err, out)
 	}
+	// A `runc run` of a pool member that serve was starting when it
+	// stopped is killed with serve, but its `runc init` may still be
+	// making mount points in the member's root file system for a moment:
+	// the state directory is removed here, retrying, before the test's
+	// own TempDir cleanup tries once and fails on a directory not empty.
+	var err error
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err = os.RemoveAll(s.StateDir()); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Errorf("remove the state directory: %v", err)
+	}
 }
 
 func freeAddr(t testing.TB) string {

@@ -181,6 +181,7 @@ on Kubernetes) at --address, $SANDPOD_ADDRESS, the config file's address, or
 	}
 	root.AddCommand(a.configCommand())
 	root.AddCommand(a.preflightCommand())
+	root.AddCommand(a.uninstallCheckCommand())
 	// Every error out of a command gets its exit code here, so that an
 	// error run() sees without one is cobra's (parsing: a usage error).
 	for _, c := range root.Commands() {

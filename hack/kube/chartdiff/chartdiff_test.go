@@ -21,6 +21,11 @@ func obj(kind, ns, name string, labels map[string]any, spec map[string]any) map[
 	return o
 }
 
+func hook(o map[string]any) map[string]any {
+	o["metadata"].(map[string]any)["annotations"] = map[string]any{"helm.sh/hook": "pre-delete"}
+	return o
+}
+
 func TestCompare(t *testing.T) {
 	helm := map[string]any{"app.kubernetes.io/name": "sandpod", "helm.sh/chart": "sandpod-0.1.0",
 		"app.kubernetes.io/instance": "sandpod", "app.kubernetes.io/version": "0.1.0"}
@@ -35,6 +40,12 @@ func TestCompare(t *testing.T) {
 			install: []map[string]any{obj("Namespace", "", "sandpod-system", nil, nil), obj("ServiceAccount", "ns", "a", plain, nil)},
 			chart: []map[string]any{obj("ServiceAccount", "ns", "a", helm, nil),
 				obj("Secret", "ns", "sandpod-bridge-preview-key", helm, nil)},
+		},
+		{
+			name:    "Helm hooks are not compared",
+			install: []map[string]any{obj("ServiceAccount", "ns", "a", plain, nil)},
+			chart: []map[string]any{obj("ServiceAccount", "ns", "a", helm, nil), hook(obj("Job", "ns", "sandpod-uninstall-check", helm, nil)),
+				hook(obj("ClusterRole", "", "sandpod-uninstall-check", helm, nil))},
 		},
 		{
 			name:    "only Helm labels: the labels field goes away on both sides",

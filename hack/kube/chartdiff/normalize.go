@@ -36,6 +36,11 @@ func NormalizeInstall(objs []map[string]any) []map[string]any {
 //   - the Secret sandpod-bridge-preview-key: Helm makes it at install with a
 //     random key (previewkey.yaml); install.yaml's reader creates it by hand,
 //     a file applied by kubectl cannot make a random key once and keep it;
+//   - Helm hooks (annotated helm.sh/hook: the pre-delete uninstall check,
+//     the test): Helm runs them around an install, upgrade, uninstall or
+//     test and deletes them; they are never part of the installed release,
+//     and kubectl has no such moment to run them at (deploy/uninstall.sh is
+//     install.yaml's uninstall check). hooks_test.go checks them instead;
 //   - helmLabels, on objects and on pod templates;
 //   - the annotation helm.sh/resource-policy (what `helm uninstall` keeps:
 //     Helm's own instruction, nothing kubectl reads).
@@ -43,6 +48,9 @@ func NormalizeChart(objs []map[string]any) []map[string]any {
 	var out []map[string]any
 	for _, o := range objs {
 		if str(o, "kind") == "Secret" && str(o, "metadata", "name") == "sandpod-bridge-preview-key" {
+			continue
+		}
+		if str(o, "metadata", "annotations", "helm.sh/hook") != "" {
 			continue
 		}
 		dropLabels(o, "metadata", "labels")

@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestContainerIDPattern(t *testing.T) {
+	for id, want := range map[string]bool{
+		"sb-0123456789abcdef-01234567": true,
+		"sb-0123456789abcdef":          true, // ids before the per-start suffix
+		"sb-0123456789abcdef-0123456":  false,
+		"sb-../../memory":              false,
+		"":                             false,
+		"sb-0123456789ABCDEF-01234567": false,
+		"x-0123456789abcdef-01234567":  false,
+	} {
+		if got := containerIDPattern.MatchString(id); got != want {
+			t.Errorf("%q: %v, want %v", id, got, want)
+		}
+	}
+}
+
+// A cgroup whose last process is still exiting when runc deletes the
+// container is removed once the process is gone. Real kernel, cgroup v1
+// pids hierarchy (the one this machine's engine uses); skipped elsewhere.
+func TestRemoveCgroupsWaitsForTheLastProcess(t *testing.T) {
+	parent := filepath.Join(cgroupRoot, "pids", "sandpod")
+	if os.Geteuid() != 0 || os.MkdirAll(parent, 0o755) != nil {
+		t.Skip("needs root and a writable cgroup v1 pids hierarchy")
+	}
+	id := "sb-" + newUID()[:16] + "-" + newUID()[:8]
+	dir := filepath.Join(parent, id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(dir) })
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+
+	removeCgroups(id) // busy: left to the background retry
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the cgroup of a live process went: %v", err)
+	}
+	_ = sleeper.Process.Kill()
+	_ = sleeper.Wait()
+	deadline := time.Now().Add(cgroupRetry)
+	for {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still there %s after its last process exited", dir, cgroupRetry)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
