@@ -54,6 +54,7 @@ NAMES = {
     "AsyncWatch": "Watch",
     "ClaimBatch": "SandboxList",
     "AsyncTerminal": "Terminal",
+    "AsyncExecStream": "ExecStream",
     "AsyncFileWatch": "FileWatch",
     "AsyncCodeContext": "CodeContext",
     "AsyncSnapshot": "Snapshot",
@@ -102,6 +103,7 @@ REGION_GENERATED_LINE = (
 REGION_FILES = [
     "_snapshots.py",
     "_code_client.py",
+    "_exec_stream.py",
     "_terminal.py",
     "_filewatch.py",
     "_process.py",

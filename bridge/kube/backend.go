@@ -70,6 +70,10 @@ type Backend struct {
 
 	// requests serializes the creates and claims of one request id.
 	requests requestLocks
+
+	// clusterDomain is Options.ClusterDomain (empty: the default), for the
+	// service names of sandboxes the controller has not named yet.
+	clusterDomain string
 }
 
 // New starts the backend's informers and returns once they have synced. The
@@ -84,7 +88,6 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	setClusterDomain(o.ClusterDomain)
 	scheme, err := apischeme.New()
 	if err != nil {
 		return nil, err
@@ -129,8 +132,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	}
 	recent := newRecentWrites()
 	b := &Backend{
-		cache: c, client: cl, live: cl, hub: newHub(), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
+		cache: c, client: cl, live: cl, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
 		secrets: newSecretCache(), log: o.Logger, now: time.Now, apiReader: apiReader,
+		clusterDomain: o.ClusterDomain,
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
 

@@ -82,7 +82,7 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 	}
 	if sb != nil {
 		release(sb.Name)
-		return sandboxToProto(sb), true, nil
+		return sandboxToProto(sb, b.clusterDomain), true, nil
 	}
 	got, err := b.createFromTemplate(ctx, tmpl, snap, "", requestOf(req.GetRequestId(), methodClaim), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure, holder.Annotations, release, unlock)
 	return got, false, err
@@ -196,7 +196,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbo
 			}
 			unlock()
 			if req.GetNoWait() {
-				return sandboxToProto(sb), nil
+				return sandboxToProto(sb, b.clusterDomain), nil
 			}
 			return b.waitRunning(ctx, sb.Namespace, sb.Name, sb.UID)
 		}
@@ -290,7 +290,7 @@ func (b *Backend) createFromTemplate(ctx context.Context, tmpl *v1alpha1.Sandbox
 	release(sb.Name) // after recent.put: the quota counts it from there now
 	unlock()
 	if noWait {
-		return sandboxToProto(sb), nil
+		return sandboxToProto(sb, b.clusterDomain), nil
 	}
 	return b.waitRunning(ctx, sb.Namespace, sb.Name, sb.UID)
 }
@@ -321,7 +321,7 @@ func (b *Backend) waitRunning(ctx context.Context, ns, name string, uid types.UI
 			last = describe(sb)
 			switch phaseOf(sb) {
 			case v1alpha1.SandboxRunning:
-				return sandboxToProto(sb), nil
+				return sandboxToProto(sb, b.clusterDomain), nil
 			case v1alpha1.SandboxFailed:
 				return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxStartFailed, "sandbox %q failed to start: %s", name, sb.Status.Message)
 			case v1alpha1.SandboxExpired:

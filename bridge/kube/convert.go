@@ -2,7 +2,6 @@ package kube
 
 import (
 	"sort"
-	"sync/atomic"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -13,22 +12,6 @@ import (
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
-
-// clusterDomain is the cluster's DNS domain (Options.ClusterDomain): a
-// sandbox with a service that the controller has not written a status for
-// yet (one just created) is answered with the name it will have, so a
-// client learns it from its create call. One process serves one cluster, so
-// this is the process's, set by New.
-var clusterDomain atomic.Pointer[string]
-
-func init() { setClusterDomain("") }
-
-func setClusterDomain(d string) {
-	if d == "" {
-		d = v1alpha1.DefaultClusterDomain
-	}
-	clusterDomain.Store(&d)
-}
 
 // isPoolMember says whether a sandbox waits in a warm pool, unclaimed.
 func isPoolMember(sb *v1alpha1.Sandbox) bool {
@@ -49,7 +32,12 @@ func phaseOf(sb *v1alpha1.Sandbox) v1alpha1.SandboxPhase {
 	return sb.Status.Phase
 }
 
-func sandboxToProto(sb *v1alpha1.Sandbox) *sandpodv1.Sandbox {
+// sandboxToProto is sb as the API answers it. clusterDomain is the cluster's
+// DNS domain (Options.ClusterDomain; empty: the default): a sandbox with a
+// service that the controller has not written a status for yet (one just
+// created) is answered with the name it will have, so a client learns it from
+// its create call.
+func sandboxToProto(sb *v1alpha1.Sandbox, clusterDomain string) *sandpodv1.Sandbox {
 	out := &sandpodv1.Sandbox{
 		Name:           sb.Name,
 		Namespace:      sb.Namespace,
@@ -64,7 +52,7 @@ func sandboxToProto(sb *v1alpha1.Sandbox) *sandpodv1.Sandbox {
 		AgentRestarts:  sb.Status.AgentRestarts,
 	}
 	if out.ServiceFqdn == "" && sb.Spec.Service && sb.DeletionTimestamp == nil {
-		out.ServiceFqdn = v1alpha1.ServiceFQDN(sb, *clusterDomain.Load())
+		out.ServiceFqdn = v1alpha1.ServiceFQDN(sb, clusterDomain)
 	}
 	if sb.Spec.TemplateRef != nil {
 		out.Template = sb.Spec.TemplateRef.Name

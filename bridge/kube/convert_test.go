@@ -4,29 +4,49 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
 // A sandbox with a service is answered with its DNS name before the
 // controller writes it (in the bridge's --cluster-domain); the controller's
 // name wins once written.
 func TestSandboxToProtoServiceFQDN(t *testing.T) {
-	t.Cleanup(func() { setClusterDomain("") })
 	sb := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "sb", Namespace: "ns"}}
-	if got := sandboxToProto(sb).GetServiceFqdn(); got != "" {
+	if got := sandboxToProto(sb, "").GetServiceFqdn(); got != "" {
 		t.Errorf("no service: %q, want none", got)
 	}
 	sb.Spec.Service = true
-	if got := sandboxToProto(sb).GetServiceFqdn(); got != "sb.ns.svc.cluster.local" {
+	if got := sandboxToProto(sb, "").GetServiceFqdn(); got != "sb.ns.svc.cluster.local" {
 		t.Errorf("default domain: %q", got)
 	}
-	setClusterDomain("corp.example")
-	if got := sandboxToProto(sb).GetServiceFqdn(); got != "sb.ns.svc.corp.example" {
+	if got := sandboxToProto(sb, "corp.example").GetServiceFqdn(); got != "sb.ns.svc.corp.example" {
 		t.Errorf("--cluster-domain corp.example: %q", got)
 	}
 	sb.Status.ServiceFQDN = "sb.ns.svc.other.example"
-	if got := sandboxToProto(sb).GetServiceFqdn(); got != sb.Status.ServiceFQDN {
+	if got := sandboxToProto(sb, "corp.example").GetServiceFqdn(); got != sb.Status.ServiceFQDN {
 		t.Errorf("with the controller's name: %q, want %q", got, sb.Status.ServiceFQDN)
+	}
+}
+
+// Two backends in one process each answer in their own cluster's domain: the
+// watch events (the hub's) too, not only the calls.
+func TestHubEventsInItsOwnDomain(t *testing.T) {
+	sb := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "sb", Namespace: "ns"}}
+	sb.Spec.Service = true
+	hubs := map[string]*hub{"a.example": newHub("a.example"), "b.example": newHub("b.example")}
+	subs := map[string]*subscriber{}
+	for domain, h := range hubs {
+		s := &subscriber{namespace: "ns", selector: labels.Everything(), ch: make(chan *sandpodv1.WatchSandboxesResponse, 1)}
+		defer h.subscribe(s)()
+		subs[domain] = s
+	}
+	for domain, h := range hubs {
+		h.publish(eventAdded, sb)
+		if got, want := (<-subs[domain].ch).GetSandbox().GetServiceFqdn(), "sb.ns.svc."+domain; got != want {
+			t.Errorf("hub of %s: %q, want %q", domain, got, want)
+		}
 	}
 }

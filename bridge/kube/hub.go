@@ -33,6 +33,8 @@ type hub struct {
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
 	subs    map[*subscriber]struct{}
+	// clusterDomain: the Backend's, for the sandboxes of the events.
+	clusterDomain string
 }
 
 type subscriber struct {
@@ -42,8 +44,8 @@ type subscriber struct {
 	ch          chan *sandpodv1.WatchSandboxesResponse
 }
 
-func newHub() *hub {
-	return &hub{waiters: map[string]map[chan struct{}]struct{}{}, subs: map[*subscriber]struct{}{}}
+func newHub(clusterDomain string) *hub {
+	return &hub{waiters: map[string]map[chan struct{}]struct{}{}, subs: map[*subscriber]struct{}{}, clusterDomain: clusterDomain}
 }
 
 // listen returns a channel that receives after any event for key, and a
@@ -105,7 +107,7 @@ func (h *hub) publish(t eventType, sb *v1alpha1.Sandbox) {
 			continue
 		}
 		if ev == nil {
-			ev = &sandpodv1.WatchSandboxesResponse{Type: eventToProto[t], Sandbox: sandboxToProto(sb)}
+			ev = &sandpodv1.WatchSandboxesResponse{Type: eventToProto[t], Sandbox: sandboxToProto(sb, h.clusterDomain)}
 		}
 		select {
 		case s.ch <- ev:

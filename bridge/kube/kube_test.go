@@ -85,8 +85,8 @@ func TestAPIErrorCodes(t *testing.T) {
 func TestSandboxToProto(t *testing.T) {
 	now := metav1.Now()
 	member := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "p-1", Labels: map[string]string{v1alpha1.LabelPool: "p"}}}
-	if !isPoolMember(member) || sandboxToProto(member).GetClaimed() || sandboxToProto(member).GetPhase() != sandpodv1.Phase_PHASE_PENDING {
-		t.Errorf("an unclaimed pool member without status: %v", sandboxToProto(member))
+	if !isPoolMember(member) || sandboxToProto(member, "").GetClaimed() || sandboxToProto(member, "").GetPhase() != sandpodv1.Phase_PHASE_PENDING {
+		t.Errorf("an unclaimed pool member without status: %v", sandboxToProto(member, ""))
 	}
 	adopted := &v1alpha1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: "p-1", Labels: map[string]string{v1alpha1.LabelClaim: "c"},
@@ -94,13 +94,13 @@ func TestSandboxToProto(t *testing.T) {
 		Spec:   v1alpha1.SandboxSpec{Env: []corev1.EnvVar{{Name: "B"}, {Name: "A"}}},
 		Status: v1alpha1.SandboxStatus{Phase: v1alpha1.SandboxRunning},
 	}
-	p := sandboxToProto(adopted)
+	p := sandboxToProto(adopted, "")
 	if !p.GetClaimed() || p.GetPool() != "p" || p.GetPhase() != sandpodv1.Phase_PHASE_RUNNING || strings.Join(p.GetEnvKeys(), ",") != "A,B" {
 		t.Errorf("an adopted sandbox: %v", p)
 	}
 	adopted.DeletionTimestamp = &now
-	if sandboxToProto(adopted).GetPhase() != sandpodv1.Phase_PHASE_TERMINATING {
-		t.Errorf("a deleting sandbox is %s", sandboxToProto(adopted).GetPhase())
+	if sandboxToProto(adopted, "").GetPhase() != sandpodv1.Phase_PHASE_TERMINATING {
+		t.Errorf("a deleting sandbox is %s", sandboxToProto(adopted, "").GetPhase())
 	}
 }
 

@@ -45,7 +45,7 @@ func (b *Backend) PauseSandbox(ctx context.Context, ns, name string) (*sandpodv1
 		reason := lifecycle.PauseRefusalReason(phase)
 		return nil, errinfo.Newf(codes.FailedPrecondition, reason, "%s", why)
 	case lifecycle.PauseNothing:
-		return withPhase(sandboxToProto(sb), sandpodv1.Phase_PHASE_PAUSED), nil
+		return withPhase(sandboxToProto(sb, b.clusterDomain), sandpodv1.Phase_PHASE_PAUSED), nil
 	}
 	if err := b.setPaused(ctx, sb, true); err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func (b *Backend) PauseSandbox(ctx context.Context, ns, name string) (*sandpodv1
 		_ = b.setPaused(ctx, sb, false) // not recorded: do not leave it frozen
 		return nil, sandboxError(err, ns, name, "pause sandbox %q", name)
 	}
-	return withPhase(sandboxToProto(sb), sandpodv1.Phase_PHASE_PAUSED), nil
+	return withPhase(sandboxToProto(sb, b.clusterDomain), sandpodv1.Phase_PHASE_PAUSED), nil
 }
 
 // resumePaused thaws a paused sandbox (ResumeSandbox of one whose mode is
@@ -69,7 +69,7 @@ func (b *Backend) resumePaused(ctx context.Context, sb *v1alpha1.Sandbox) (*sand
 	if err := b.patchSpec(ctx, sb, map[string]any{"operatingMode": v1alpha1.OperatingModeRunning}); err != nil {
 		return nil, sandboxError(err, sb.Namespace, sb.Name, "resume sandbox %q", sb.Name)
 	}
-	return withPhase(sandboxToProto(sb), sandpodv1.Phase_PHASE_RUNNING), nil
+	return withPhase(sandboxToProto(sb, b.clusterDomain), sandpodv1.Phase_PHASE_RUNNING), nil
 }
 
 // setPaused calls the sandbox agent's SetPaused on a connection of its own

@@ -60,7 +60,7 @@ func TestBridgeReadsItsWritesOverALaggingCache(t *testing.T) {
 	recent := newRecentWrites()
 	b := &Backend{
 		client: rywtest.Lagging{Client: server, Cache: cache}, live: server, apiReader: server,
-		hub: newHub(), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent, now: time.Now,
+		hub: newHub(""), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent, now: time.Now,
 	}
 	for _, m := range members {
 		b.members.update(m, false)

@@ -44,7 +44,7 @@ func (b *Backend) GetSandbox(ctx context.Context, ns, name string) (*sandpodv1.S
 	if err != nil {
 		return nil, err
 	}
-	return sandboxToProto(sb), nil
+	return sandboxToProto(sb, b.clusterDomain), nil
 }
 
 // ListSandboxes returns the matching sandboxes of a namespace, by name.
@@ -60,7 +60,7 @@ func (b *Backend) ListSandboxes(ctx context.Context, ns string, sel labels.Selec
 	out := make([]*sandpodv1.Sandbox, 0, len(list.Items))
 	keep := func(sb *v1alpha1.Sandbox) {
 		if sb != nil && sb.DeletionTimestamp == nil && (includePool || !isPoolMember(sb)) && sel.Matches(labels.Set(sb.Labels)) {
-			out = append(out, sandboxToProto(sb))
+			out = append(out, sandboxToProto(sb, b.clusterDomain))
 		}
 	}
 	cached := make(map[string]bool, len(list.Items))
@@ -122,7 +122,7 @@ func (b *Backend) SuspendSandbox(ctx context.Context, ns, name string) (*sandpod
 	if err := b.patchSpec(ctx, sb, map[string]any{"operatingMode": v1alpha1.OperatingModeSuspended}, v1alpha1.AnnotationExposedPorts); err != nil {
 		return nil, sandboxError(err, ns, name, "suspend sandbox %q", name)
 	}
-	return sandboxToProto(sb), nil
+	return sandboxToProto(sb, b.clusterDomain), nil
 }
 
 // ResumeSandbox sets the operating mode back to Running (a new pod with the
@@ -149,7 +149,7 @@ func (b *Backend) ResumeSandbox(ctx context.Context, ns, name string, wait bool)
 		}
 	}
 	if !wait {
-		return sandboxToProto(sb), nil
+		return sandboxToProto(sb, b.clusterDomain), nil
 	}
 	return b.waitRunning(ctx, ns, name, sb.UID)
 }
@@ -175,7 +175,7 @@ func (b *Backend) ExtendSandbox(ctx context.Context, ns, name string, shutdown t
 	if err := b.patchSpec(ctx, sb, spec, drop...); err != nil {
 		return nil, sandboxError(err, ns, name, "extend sandbox %q", name)
 	}
-	return sandboxToProto(sb), nil
+	return sandboxToProto(sb, b.clusterDomain), nil
 }
 
 // DeleteSandbox deletes a sandbox, and the claim holding it (which would

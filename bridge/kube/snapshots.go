@@ -318,7 +318,7 @@ func (b *Backend) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxReq
 			if sb, err := b.byRequestID(ctx, ns, id, methodClaim); err != nil {
 				return nil, nil, err
 			} else if sb != nil {
-				made[i] = sandboxToProto(sb)
+				made[i] = sandboxToProto(sb, b.clusterDomain)
 				continue
 			}
 		}
@@ -334,7 +334,7 @@ func (b *Backend) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxReq
 		}
 		if sb != nil {
 			release(sb.Name)
-			made[i] = sandboxToProto(sb)
+			made[i] = sandboxToProto(sb, b.clusterDomain)
 			continue
 		}
 		if made[i], err = b.createFromTemplate(ctx, tmpl, snapName, "", requestOf(id, methodClaim), req.GetLabels(), env, lc, true, restart, nil, release, func() {}); err != nil {
@@ -396,7 +396,7 @@ func (b *Backend) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSand
 		return nil, sandboxError(err, ns, name, "restore sandbox %q", name)
 	}
 	if req.GetNoWait() || sb.Spec.OperatingMode == v1alpha1.OperatingModeSuspended {
-		return sandboxToProto(sb), nil
+		return sandboxToProto(sb, b.clusterDomain), nil
 	}
 	return b.waitRestored(ctx, sb)
 }
@@ -422,7 +422,7 @@ func (b *Backend) waitRestored(ctx context.Context, sb *v1alpha1.Sandbox) (*sand
 			last = describe(cur)
 			switch phaseOf(cur) {
 			case v1alpha1.SandboxRunning:
-				return sandboxToProto(cur), nil
+				return sandboxToProto(cur, b.clusterDomain), nil
 			case v1alpha1.SandboxFailed:
 				return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxStartFailed, "sandbox %q failed to start after the restore: %s", sb.Name, cur.Status.Message)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/sandpod/sandpod/core/agentconn"
@@ -38,16 +34,7 @@ func agentClient(t *testing.T) (sandpodv1.AgentServiceClient, context.Context, s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	lis := bufconn.Listen(1 << 20)
-	g := srv.GRPCServer()
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
-	conn, err := grpc.NewClient("passthrough:///agent", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := serveInMemory(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, "s"), root

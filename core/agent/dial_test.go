@@ -7,12 +7,9 @@ import (
 	"net"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -25,16 +22,7 @@ func TestDialLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis := bufconn.Listen(1 << 20)
-	g := srv.GRPCServer()
-	go func() { _ = g.Serve(lis) }()
-	defer g.Stop()
-	conn, err := grpc.NewClient("passthrough:///agent", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := serveInMemory(t, srv)
 	ctx := metadata.AppendToOutgoingContext(context.Background(), agentconn.SecretMetadataKey, "s")
 	agent := sandpodv1.NewAgentServiceClient(conn)
 

@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -29,16 +25,7 @@ func startAgent(t *testing.T) (sandpodv1.AgentServiceClient, context.Context, *S
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	lis := bufconn.Listen(1 << 20)
-	g := srv.GRPCServer()
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
-	conn, err := grpc.NewClient("passthrough:///agent", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := serveInMemory(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, "s3cret"), srv

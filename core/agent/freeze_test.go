@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,12 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
@@ -34,16 +30,7 @@ func TestSetPausedStopsTheTreeAndContinuesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis := bufconn.Listen(1 << 20)
-	g := srv.GRPCServer()
-	go func() { _ = g.Serve(lis) }()
-	defer g.Stop()
-	conn, err := grpc.NewClient("passthrough:///agent", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := serveInMemory(t, srv)
 	ctx := metadata.AppendToOutgoingContext(context.Background(), agentconn.SecretMetadataKey, "s")
 	agent := sandpodv1.NewAgentServiceClient(conn)
 

@@ -2,16 +2,12 @@ package agent
 
 import (
 	"context"
-	"net"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
@@ -25,17 +21,8 @@ func TestHealthNeedsNoSecretAgentCallsDo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	lis := bufconn.Listen(1 << 20)
-	g := srv.GRPCServer()
-	go func() { _ = g.Serve(lis) }()
-	defer g.Stop()
-	conn, err := grpc.NewClient("passthrough:///agent", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	t.Cleanup(func() { _ = srv.Close() })
+	conn := serveInMemory(t, srv)
 	ctx := context.Background()
 
 	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})

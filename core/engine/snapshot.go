@@ -178,8 +178,7 @@ func (s *store) putSnap(sr *snapRecord, reqKey string, req *requestEntry) error 
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		if req != nil {
-			rb, _ := json.Marshal(req)
-			if err := tx.Bucket(bucketRequests).Put([]byte(reqKey), rb); err != nil {
+			if err := putRequest(tx, reqKey, *req); err != nil {
 				return err
 			}
 		}
@@ -195,8 +194,7 @@ func (s *store) putSnap(sr *snapRecord, reqKey string, req *requestEntry) error 
 func (s *store) putMany(recs []*record, reqs map[string]requestEntry) error {
 	return s.update(func(tx *bolt.Tx) error {
 		for k, req := range reqs {
-			rb, _ := json.Marshal(req)
-			if err := tx.Bucket(bucketRequests).Put([]byte(k), rb); err != nil {
+			if err := putRequest(tx, k, req); err != nil {
 				return err
 			}
 		}

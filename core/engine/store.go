@@ -99,13 +99,19 @@ func (s *store) put(r *record, reqKey string, req *requestEntry) error {
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		if req != nil {
-			rb, _ := json.Marshal(req)
-			if err := tx.Bucket(bucketRequests).Put([]byte(reqKey), rb); err != nil {
+			if err := putRequest(tx, reqKey, *req); err != nil {
 				return err
 			}
 		}
 		return tx.Bucket(bucketSandboxes).Put([]byte(r.key()), b)
 	})
+}
+
+// putRequest records, in tx, that the request id reqKey produced req's
+// sandbox or snapshot (put, putMany, putSnap).
+func putRequest(tx *bolt.Tx, reqKey string, req requestEntry) error {
+	rb, _ := json.Marshal(req)
+	return tx.Bucket(bucketRequests).Put([]byte(reqKey), rb)
 }
 
 // update commits fn and marks the backup out of date.

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +263,44 @@ func TestPurgeWorksOnADamagedStore(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, storeFile)); !bytes.Equal(before, after) {
 		t.Error("purge changed the damaged store")
+	}
+}
+
+// Each way of saving a record with the request id that made it (a create, a
+// fork, a snapshot) keeps that id, read back as a restarted serve reads it:
+// a retried request finds what it made.
+func TestStoreKeepsRequestIDs(t *testing.T) {
+	st, _, err := openStore(t.TempDir(), quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	want := map[string]requestEntry{
+		"default/create": {Op: "create", Sandbox: "a", UID: "u1"},
+		"default/fork":   {Op: "fork", Sandbox: "b", UID: "u2"},
+		"default/snap":   {Op: "snapshot", Sandbox: "s", UID: "u3"},
+	}
+	create, fork, snap := want["default/create"], want["default/fork"], want["default/snap"]
+	if err := st.put(testRecord("default", "a"), "default/create", &create); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.putMany([]*record{testRecord("default", "b")}, map[string]requestEntry{"default/fork": fork}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.putSnap(&snapRecord{Namespace: "default", Name: "s", UID: "u3"}, "default/snap", &snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.put(testRecord("default", "c"), "default/none", nil); err != nil {
+		t.Fatal(err)
+	}
+	recs, reqs, _, err := st.loadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 {
+		t.Errorf("%d sandbox records, want 3", len(recs))
+	}
+	if !reflect.DeepEqual(reqs, want) {
+		t.Errorf("request ids:\n got %v\nwant %v", reqs, want)
 	}
 }

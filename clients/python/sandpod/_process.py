@@ -14,9 +14,10 @@ from typing import Any
 
 import grpc
 
-from . import _async_io, _base, _sync_io
+from . import _base
 from ._base import Timeout
-from ._errors import SandboxTimeout, SandpodError, ServerError
+from ._errors import SandboxTimeout, SandpodError
+from ._exec_stream import AsyncExecStream, ExecStream
 from ._models import CommandResult, Output, OutputDecoder
 from .v1 import exec_pb2
 
@@ -28,13 +29,16 @@ Data = bytes | bytearray | memoryview | str
 # unasync: begin source: the asyncio handle; its sync twin below is generated
 
 
-class AsyncProcess:
+class AsyncProcess(AsyncExecStream):
     """A command running in a sandbox (from ``Sandbox.start``).
 
     Iterating yields its :class:`Output` chunks as they arrive (also after it exited,
     from the beginning); ``wait()`` returns the :class:`CommandResult`. As a context
     manager it kills the command at exit if it is still running.
     """
+
+    _kind = "exec"
+    _label = "exec of"
 
     def __init__(
         self,
@@ -45,24 +49,12 @@ class AsyncProcess:
         limit: float | None,
         first: exec_pb2.ExecResponse,
     ) -> None:
-        self.sandbox = sandbox
-        self.command = command
-        self._call = call
-        self._sender = sender
         self._limit = limit
         self._decoder = OutputDecoder()
         self._events: list[Output] = []
-        self._changed = _async_io.AsyncCondition()
         self._result: CommandResult | None = None
-        self._error: SandpodError | None = None
-        self._done = False
         self._stdin_closed = False
-        self.pid = 0
-        if first.WhichOneof("msg") == "started":
-            self.pid = first.started.pid
-        else:
-            self._apply(first)
-        self._reader = _async_io.AsyncWorker(self._read, f"sandpod-exec-{sandbox.name}")
+        super().__init__(sandbox, call, sender, command, first)
 
     def _apply(self, resp: exec_pb2.ExecResponse) -> None:
         kind = resp.WhichOneof("msg")
@@ -74,27 +66,8 @@ class AsyncProcess:
             if out is not None:
                 self._events.append(out)
 
-    async def _consume(self, resp: exec_pb2.ExecResponse) -> None:
-        async with self._changed:
-            self._apply(resp)
-            self._changed.notify_all()
-
-    async def _read(self) -> None:
-        try:
-            while not self._done:
-                resp = await _async_io.read(self._call)
-                if resp is None:
-                    self._error = ServerError(f"exec of {self.command!r} ended without an exit")
-                    break
-                self._sender.on_response(resp)
-                await self._consume(resp)
-        except grpc.RpcError as err:
-            self._error = self.sandbox._noted(_base.exec_error(err, self.command, self._limit))
-        finally:
-            await self._sender.close()
-            async with self._changed:
-                self._done = True
-                self._changed.notify_all()
+    def _error_of(self, err: grpc.RpcError) -> SandpodError:
+        return _base.exec_error(err, self.command, self._limit)
 
     def __repr__(self) -> str:
         state = (
@@ -103,10 +76,6 @@ class AsyncProcess:
             else f"exited {self._result.exit_code if self._result else '?'}"
         )
         return f"AsyncProcess(pid={self.pid}, command={self.command!r}, {state})"
-
-    @property
-    def running(self) -> bool:
-        return not self._done
 
     @property
     def result(self) -> CommandResult | None:
@@ -197,13 +166,16 @@ class AsyncProcess:
 # unasync: begin generated from the source above by hack/unasync.py; do not edit
 
 
-class Process:
+class Process(ExecStream):
     """A command running in a sandbox (from ``Sandbox.start``).
 
     Iterating yields its :class:`Output` chunks as they arrive (also after it exited,
     from the beginning); ``wait()`` returns the :class:`CommandResult`. As a context
     manager it kills the command at exit if it is still running.
     """
+
+    _kind = "exec"
+    _label = "exec of"
 
     def __init__(
         self,
@@ -214,24 +186,12 @@ class Process:
         limit: float | None,
         first: exec_pb2.ExecResponse,
     ) -> None:
-        self.sandbox = sandbox
-        self.command = command
-        self._call = call
-        self._sender = sender
         self._limit = limit
         self._decoder = OutputDecoder()
         self._events: list[Output] = []
-        self._changed = _sync_io.Condition()
         self._result: CommandResult | None = None
-        self._error: SandpodError | None = None
-        self._done = False
         self._stdin_closed = False
-        self.pid = 0
-        if first.WhichOneof("msg") == "started":
-            self.pid = first.started.pid
-        else:
-            self._apply(first)
-        self._reader = _sync_io.Worker(self._read, f"sandpod-exec-{sandbox.name}")
+        super().__init__(sandbox, call, sender, command, first)
 
     def _apply(self, resp: exec_pb2.ExecResponse) -> None:
         kind = resp.WhichOneof("msg")
@@ -243,27 +203,8 @@ class Process:
             if out is not None:
                 self._events.append(out)
 
-    def _consume(self, resp: exec_pb2.ExecResponse) -> None:
-        with self._changed:
-            self._apply(resp)
-            self._changed.notify_all()
-
-    def _read(self) -> None:
-        try:
-            while not self._done:
-                resp = _sync_io.read(self._call)
-                if resp is None:
-                    self._error = ServerError(f"exec of {self.command!r} ended without an exit")
-                    break
-                self._sender.on_response(resp)
-                self._consume(resp)
-        except grpc.RpcError as err:
-            self._error = self.sandbox._noted(_base.exec_error(err, self.command, self._limit))
-        finally:
-            self._sender.close()
-            with self._changed:
-                self._done = True
-                self._changed.notify_all()
+    def _error_of(self, err: grpc.RpcError) -> SandpodError:
+        return _base.exec_error(err, self.command, self._limit)
 
     def __repr__(self) -> str:
         state = (
@@ -272,10 +213,6 @@ class Process:
             else f"exited {self._result.exit_code if self._result else '?'}"
         )
         return f"Process(pid={self.pid}, command={self.command!r}, {state})"
-
-    @property
-    def running(self) -> bool:
-        return not self._done
 
     @property
     def result(self) -> CommandResult | None:

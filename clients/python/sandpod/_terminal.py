@@ -11,17 +11,15 @@ threading one: see ``_async_io`` and ``_sync_io``).
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Union
 
-import grpc
-
-from . import _async_io, _base, _sync_io
-from ._errors import SandboxTimeout, SandpodError, ServerError, from_rpc_error
+from . import _base
+from ._errors import SandboxTimeout, ServerError
+from ._exec_stream import AsyncExecStream, ExecStream
 from .v1 import exec_pb2
 
 #: What ``expect`` waits for: text or bytes (found as they are) or a regular expression.
@@ -98,7 +96,7 @@ def _exit_code(exit: exec_pb2.ExitStatus) -> int:
 # unasync: begin source: the asyncio handle; its sync twin below is generated
 
 
-class AsyncTerminal:
+class AsyncTerminal(AsyncExecStream):
     """A command on a terminal of the sandbox (from ``Sandbox.terminal``).
 
     ``send`` types into it (``"\\r"`` is Enter, ``"\\x03"`` Ctrl-C, ``"\\x7f"`` backspace),
@@ -109,24 +107,16 @@ class AsyncTerminal:
     the command and everything it started on the terminal.
     """
 
+    _kind = "terminal"
+    _label = "terminal"
+    _cancel_is_close = True  # close() cancels the call
+
     def __init__(
         self, sandbox: Any, call: Any, sender: Any, command: str, first: exec_pb2.ExecResponse
     ) -> None:
-        self.sandbox = sandbox
-        self.command = command
-        self._call = call
-        self._sender = sender
         self._buf = bytearray()
-        self._changed = _async_io.AsyncCondition()
         self._exit: exec_pb2.ExitStatus | None = None
-        self._error: SandpodError | None = None
-        self._done = False
-        self.pid = 0
-        if first.WhichOneof("msg") == "started":
-            self.pid = first.started.pid
-        else:
-            self._apply(first)
-        self._reader = _async_io.AsyncWorker(self._read, f"sandpod-terminal-{sandbox.name}")
+        super().__init__(sandbox, call, sender, command, first)
 
     def _apply(self, resp: exec_pb2.ExecResponse) -> None:
         kind = resp.WhichOneof("msg")
@@ -136,40 +126,9 @@ class AsyncTerminal:
         elif kind in ("stdout", "stderr"):
             self._buf += getattr(resp, kind)
 
-    async def _consume(self, resp: exec_pb2.ExecResponse) -> None:
-        async with self._changed:
-            self._apply(resp)
-            self._changed.notify_all()
-
-    async def _read(self) -> None:
-        try:
-            while not self._done:
-                resp = await _async_io.read(self._call)
-                if resp is None:
-                    self._error = ServerError(f"terminal {self.command!r} ended without an exit")
-                    break
-                self._sender.on_response(resp)
-                await self._consume(resp)
-        except grpc.RpcError as err:
-            if err.code() != grpc.StatusCode.CANCELLED:  # cancelled: closed by us
-                self._error = self.sandbox._noted(from_rpc_error(err))
-        # unasync: async-only
-        except asyncio.CancelledError:
-            pass  # grpc.aio's read of a call closed by us
-        # unasync: end
-        finally:
-            await self._sender.close()
-            async with self._changed:
-                self._done = True
-                self._changed.notify_all()
-
     def __repr__(self) -> str:
         state = "running" if self.running else f"exited {self.exit_code}"
         return f"AsyncTerminal(pid={self.pid}, command={self.command!r}, {state})"
-
-    @property
-    def running(self) -> bool:
-        return not self._done
 
     @property
     def exit_code(self) -> int | None:
@@ -275,7 +234,7 @@ class AsyncTerminal:
 # unasync: begin generated from the source above by hack/unasync.py; do not edit
 
 
-class Terminal:
+class Terminal(ExecStream):
     """A command on a terminal of the sandbox (from ``Sandbox.terminal``).
 
     ``send`` types into it (``"\\r"`` is Enter, ``"\\x03"`` Ctrl-C, ``"\\x7f"`` backspace),
@@ -286,24 +245,16 @@ class Terminal:
     the command and everything it started on the terminal.
     """
 
+    _kind = "terminal"
+    _label = "terminal"
+    _cancel_is_close = True  # close() cancels the call
+
     def __init__(
         self, sandbox: Any, call: Any, sender: Any, command: str, first: exec_pb2.ExecResponse
     ) -> None:
-        self.sandbox = sandbox
-        self.command = command
-        self._call = call
-        self._sender = sender
         self._buf = bytearray()
-        self._changed = _sync_io.Condition()
         self._exit: exec_pb2.ExitStatus | None = None
-        self._error: SandpodError | None = None
-        self._done = False
-        self.pid = 0
-        if first.WhichOneof("msg") == "started":
-            self.pid = first.started.pid
-        else:
-            self._apply(first)
-        self._reader = _sync_io.Worker(self._read, f"sandpod-terminal-{sandbox.name}")
+        super().__init__(sandbox, call, sender, command, first)
 
     def _apply(self, resp: exec_pb2.ExecResponse) -> None:
         kind = resp.WhichOneof("msg")
@@ -313,36 +264,9 @@ class Terminal:
         elif kind in ("stdout", "stderr"):
             self._buf += getattr(resp, kind)
 
-    def _consume(self, resp: exec_pb2.ExecResponse) -> None:
-        with self._changed:
-            self._apply(resp)
-            self._changed.notify_all()
-
-    def _read(self) -> None:
-        try:
-            while not self._done:
-                resp = _sync_io.read(self._call)
-                if resp is None:
-                    self._error = ServerError(f"terminal {self.command!r} ended without an exit")
-                    break
-                self._sender.on_response(resp)
-                self._consume(resp)
-        except grpc.RpcError as err:
-            if err.code() != grpc.StatusCode.CANCELLED:  # cancelled: closed by us
-                self._error = self.sandbox._noted(from_rpc_error(err))
-        finally:
-            self._sender.close()
-            with self._changed:
-                self._done = True
-                self._changed.notify_all()
-
     def __repr__(self) -> str:
         state = "running" if self.running else f"exited {self.exit_code}"
         return f"Terminal(pid={self.pid}, command={self.command!r}, {state})"
-
-    @property
-    def running(self) -> bool:
-        return not self._done
 
     @property
     def exit_code(self) -> int | None:

@@ -66,6 +66,9 @@ def test_close_ends_the_terminal_and_its_jobs(sandbox):
     t.expect("started\r\n", timeout=LONG)
     t.close()
     assert not t.running
+    # Its own close is no error (the call ended CANCELLED): only not an exit.
+    with pytest.raises(sandpod.ServerError, match="closed before it ended"):
+        t.wait(timeout=LONG)
     count = (
         "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <$f; echo; done | grep -c '^sleep 1001 $'"
     )
@@ -126,5 +129,30 @@ def test_async_terminal(server: Server):
             chunks = [c async for c in t]
             assert all(isinstance(c, bytes) for c in chunks)
             assert await t.wait(timeout=LONG) == 3
+
+    asyncio.run(main())
+
+
+def test_async_close_of_a_running_terminal_is_no_error(server: Server):
+    # close() cancels the call: grpc.aio's read then raises CancelledError, which
+    # the reader takes as the terminal's own close (no error kept, and its task
+    # ends rather than being cancelled), as the sync reader takes CANCELLED.
+    async def main() -> None:
+        async with (
+            sandpod.AsyncClient(
+                server.address, token=server.token, timeout=120, progress=False
+            ) as client,
+            await client.claim("python") as sb,
+        ):
+            t = await sb.terminal(["/bin/sh", "-i"])
+            await t.send("echo started\r")
+            await t.expect("started\r\n", timeout=LONG)
+            await t.close()
+            assert not t.running
+            assert not t._reader._task.cancelled()
+            rest = [c async for c in t]  # ends, raising nothing
+            assert all(isinstance(c, bytes) for c in rest)
+            with pytest.raises(sandpod.ServerError, match="closed before it ended"):
+                await t.wait(timeout=LONG)
 
     asyncio.run(main())
