@@ -15,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
+	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
@@ -162,6 +164,20 @@ func TestSandboxClaimSnapshotRefusals(t *testing.T) {
 	takenSnapshot(t, ns, "base", "src")
 	create(t, claimFrom(ns, "novolumes", "bare", "base"))
 	waitClaimRefused(t, ns, "novolumes", v1alpha1.ReasonSandboxHasNoVolumes, `template "bare" has no volumes`)
+
+	// The bridge's ClaimSandbox decides alike, as gRPC errors.
+	api := startBridge(t, ns)
+	for _, tc := range []struct {
+		snapshot, template string
+		why                errinfo.Why
+	}{
+		{"later", "py", errinfo.ReasonSnapshotNotFound},
+		{"bad", "py", errinfo.ReasonSnapshotNotReady},
+		{"base", "bare", errinfo.ReasonSandboxHasNoVolumes},
+	} {
+		_, err := api.ClaimSandbox(callCtx(t), &pb.ClaimSandboxRequest{Snapshot: tc.snapshot, Template: tc.template, Namespace: ns})
+		wantWhy(t, err, tc.why)
+	}
 
 	// The missing snapshot made now: the waiting claim binds (a snapshot
 	// still being taken is accepted; its sandbox's volumes come from it).
