@@ -53,11 +53,7 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 			return b.claimed(ctx, sb)
 		}
 	}
-	snap, tmplName, err := b.fromSnapshot(ctx, ns, req.GetSnapshot(), req.GetTemplate())
-	if err != nil {
-		return nil, false, err
-	}
-	tmpl, err := b.template(ctx, ns, tmplName)
+	snap, tmpl, err := b.fromSnapshot(ctx, ns, req.GetSnapshot(), req.GetTemplate())
 	if err != nil {
 		return nil, false, err
 	}
@@ -201,11 +197,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandbo
 			return b.waitRunning(ctx, sb.Namespace, sb.Name, sb.UID)
 		}
 	}
-	snap, tmplName, err := b.fromSnapshot(ctx, ns, req.GetSnapshot(), req.GetTemplate())
-	if err != nil {
-		return nil, err
-	}
-	tmpl, err := b.template(ctx, ns, tmplName)
+	snap, tmpl, err := b.fromSnapshot(ctx, ns, req.GetSnapshot(), req.GetTemplate())
 	if err != nil {
 		return nil, err
 	}

@@ -249,34 +249,44 @@ func (b *Backend) snapshotUsers(ctx context.Context, ns, name string) ([]string,
 }
 
 // fromSnapshot resolves the snapshot and template of a create, claim or
-// fork: no snapshot, the template asked for; else the snapshot (which
-// must not have failed) and the template asked for, else the snapshot's.
-func (b *Backend) fromSnapshot(ctx context.Context, ns, snapshot, template string) (string, string, error) {
+// fork: no snapshot, the template asked for; else the shared decision
+// (lifecycle.SnapshotSource, as a SandboxClaim with spec.snapshotRef
+// decides): the snapshot must exist and not have failed, the template is
+// the one asked for, else the snapshot's, and it must have volumes.
+func (b *Backend) fromSnapshot(ctx context.Context, ns, snapshot, template string) (string, *v1alpha1.SandboxTemplate, error) {
 	if snapshot == "" {
-		return "", template, nil
+		tmpl, err := b.template(ctx, ns, template)
+		return "", tmpl, err
 	}
-	snap, err := b.snapshotObj(ctx, ns, snapshot)
-	if err != nil {
-		return "", "", err
+	snap := &v1alpha1.SandboxSnapshot{}
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: snapshot}, snap); apierrors.IsNotFound(err) {
+		snap = nil
+	} else if err != nil {
+		return "", nil, apiError(err, "read snapshot %q", snapshot)
 	}
-	if snap.Status.Phase == v1alpha1.SnapshotFailed {
-		return "", "", errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSnapshotNotReady, "snapshot %q failed and cannot be used: %s", snapshot, snap.Status.Message)
+	template, no := lifecycle.SnapshotSource(snapshot, snap, template)
+	if no == nil {
+		tmpl, err := b.template(ctx, ns, template)
+		if err != nil {
+			return "", nil, err
+		}
+		if no = lifecycle.SnapshotVolumes(snapshot, tmpl.Name, &tmpl.Spec); no == nil {
+			return snapshot, tmpl, nil
+		}
 	}
-	if template == "" {
-		template = snapshotTemplate(snap)
+	switch no.Why {
+	case lifecycle.SnapshotSourceNotFound:
+		return "", nil, errinfo.SnapshotNotFound(ns, snapshot)
+	case lifecycle.SnapshotSourceFailed:
+		return "", nil, errinfo.New(codes.FailedPrecondition, errinfo.ReasonSnapshotNotReady, nil, no.Message)
+	case lifecycle.SnapshotSourceNoVolumes:
+		return "", nil, errinfo.New(codes.FailedPrecondition, errinfo.ReasonSandboxHasNoVolumes, nil, no.Message)
+	default:
+		return "", nil, errinfo.Invalid(errinfo.ReasonInvalidName, "template", "%s", no.Message)
 	}
-	if template == "" {
-		return "", "", errinfo.Invalid(errinfo.ReasonInvalidName, "template", "snapshot %q does not know its source's template: name a template", snapshot)
-	}
-	return snapshot, template, nil
 }
 
-func snapshotTemplate(s *v1alpha1.SandboxSnapshot) string {
-	if s.Status.Template != "" {
-		return s.Status.Template
-	}
-	return s.Labels[v1alpha1.LabelTemplate]
-}
+func snapshotTemplate(s *v1alpha1.SandboxSnapshot) string { return lifecycle.SnapshotTemplate(s) }
 
 // ForkSandbox makes count sandboxes whose volumes start from a snapshot:
 // ready members of a pool of forks of it first, then new sandboxes. From a
@@ -296,11 +306,7 @@ func (b *Backend) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxReq
 		}
 		snapName = s.Name
 	}
-	snapName, tmplName, err := b.fromSnapshot(ctx, ns, snapName, req.GetTemplate())
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl, err := b.template(ctx, ns, tmplName)
+	snapName, tmpl, err := b.fromSnapshot(ctx, ns, snapName, req.GetTemplate())
 	if err != nil {
 		return nil, nil, err
 	}

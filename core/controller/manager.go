@@ -61,6 +61,13 @@ type Options struct {
 	// ClusterDomain is the cluster's DNS domain, in the sandboxes'
 	// status.serviceFQDN (default cluster.local).
 	ClusterDomain string
+	// SnapshotRecheck is how often a SandboxSnapshot being taken reads its
+	// VolumeSnapshots unwoken (default: snapshot.WatchRecheck when they are
+	// watched, snapshot.PollRecheck when they are not).
+	SnapshotRecheck time.Duration
+	// SnapshotNoWatch never watches VolumeSnapshots (poll only), as on a
+	// cluster without the CSI snapshot CRDs.
+	SnapshotNoWatch bool
 }
 
 // NewScheme is the scheme of the manager (scheme.New).
@@ -134,13 +141,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	snr := &snapshot.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("sandboxsnapshot").
+	snr := &snapshot.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recheck: o.SnapshotRecheck}
+	snb := ctrl.NewControllerManagedBy(mgr).Named("sandboxsnapshot").
 		For(&v1alpha1.SandboxSnapshot{}).
 		// Its users: the last one going lets a deleted snapshot go.
 		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(snapshotOfObject)).
-		Watches(&v1alpha1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(snapshotOfObject)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
+		Watches(&v1alpha1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(snapshotOfObject))
+	if watchVolumeSnapshots(ctx, mgr, o) {
+		snb = snapshot.WatchVolumeSnapshots(snb)
+		if snr.Recheck <= 0 {
+			snr.Recheck = snapshot.WatchRecheck
+		}
+	}
+	if err := snb.WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(counted("sandboxsnapshot", snr)); err != nil {
 		return err
 	}
@@ -170,8 +183,38 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("sandboxclaim").
 		For(&v1alpha1.SandboxClaim{}).
 		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(claimOfSandbox)).
+		// Claims waiting for their snapshot (made later, or fixed).
+		Watches(&v1alpha1.SandboxSnapshot{}, handler.EnqueueRequestsFromMapFunc(unboundClaimsOfSnapshot(c))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4 * o.Workers}).
 		Complete(counted("sandboxclaim", cr))
+}
+
+// watchVolumeSnapshots says whether the snapshot controller watches
+// VolumeSnapshots: only when the cluster serves them as the controller
+// starts (a CRD installed later is used, but polled, until a restart). It
+// logs which, so a slow snapshot on a cluster without the CRDs at start is
+// explained.
+func watchVolumeSnapshots(ctx context.Context, mgr ctrl.Manager, o Options) bool {
+	lg := ctrl.LoggerFrom(ctx).WithName("sandboxsnapshot")
+	if o.SnapshotNoWatch {
+		lg.Info("VolumeSnapshots are polled, not watched (disabled)", "recheck", recheckOr(o.SnapshotRecheck, snapshot.PollRecheck).String())
+		return false
+	}
+	served, err := snapshot.VolumeSnapshotServed(mgr.GetRESTMapper())
+	if !served {
+		lg.Info("the CSI snapshot API (snapshot.storage.k8s.io/v1 VolumeSnapshot) is not served: VolumeSnapshots are polled, not watched",
+			"recheck", recheckOr(o.SnapshotRecheck, snapshot.PollRecheck).String(), "error", fmt.Sprint(err))
+		return false
+	}
+	lg.Info("VolumeSnapshots are watched", "safetyRecheck", recheckOr(o.SnapshotRecheck, snapshot.WatchRecheck).String())
+	return true
+}
+
+func recheckOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // poolOfSandbox maps a sandbox to its pool, by pool label and by owner. An
@@ -216,6 +259,24 @@ func sandboxesOfSnapshot(c client.Client) handler.MapFunc {
 		out := make([]reconcile.Request, 0, len(sbs.Items))
 		for i := range sbs.Items {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sbs.Items[i])})
+		}
+		return out
+	}
+}
+
+// unboundClaimsOfSnapshot maps a snapshot to the claims from it that hold
+// no sandbox yet: a bound claim no longer depends on it.
+func unboundClaimsOfSnapshot(c client.Client) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var claims v1alpha1.SandboxClaimList
+		if err := c.List(ctx, &claims, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.ClaimSnapshot: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range claims.Items {
+			if claims.Items[i].Status.SandboxName == "" {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
+			}
 		}
 		return out
 	}

@@ -43,6 +43,7 @@ func Run(ctx context.Context, args []string) error {
 	delivery := fs.String("agent-delivery", string(sandbox.AgentDeliveryAuto), "how the agent binary gets into sandbox pods: image-volume (no init container; Kubernetes 1.35+ with containerd 2.1+ or CRI-O), init-container (any cluster), or auto (image-volume when the API server is 1.35 or newer)")
 	workers := fs.Int("workers", 8, "concurrent reconciles per kind (claims get four times as many)")
 	poolBatch := fs.Int("pool-batch", 16, "members a warm pool creates per pass at most")
+	snapRecheck := fs.Duration("snapshot-recheck", 0, "how often a SandboxSnapshot being taken reads its VolumeSnapshots when no change wakes it (0: 1m when the cluster serves VolumeSnapshots at start, which are then watched; 2s when it does not)")
 	refillDelay := fs.Duration("pool-refill-delay", time.Second, "how long claims must pause before a warm pool refills (refills yield to claims, at most 10 times this long; a pool below half its size waits only this long; 0 refills at once; the same rule as sandpod serve)")
 	qps := fs.Float64("kube-api-qps", 200, "client QPS to the API server")
 	burst := fs.Int("kube-api-burst", 400, "client burst to the API server")
@@ -110,12 +111,13 @@ func Run(ctx context.Context, args []string) error {
 	}
 	ctrl.Log.Info("agent delivery", "mode", agentDelivery, "image", *agentImage)
 	if err := Setup(ctx, mgr, Options{
-		AgentImage:    *agentImage,
-		AgentDelivery: agentDelivery,
-		RuntimeClass:  sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
-		Workers:       *workers,
-		ClusterDomain: domain,
-		PoolBatch:     *poolBatch,
+		AgentImage:      *agentImage,
+		AgentDelivery:   agentDelivery,
+		RuntimeClass:    sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
+		Workers:         *workers,
+		ClusterDomain:   domain,
+		PoolBatch:       *poolBatch,
+		SnapshotRecheck: *snapRecheck,
 		PoolRefillDelay: func() time.Duration {
 			if *refillDelay == 0 {
 				return -1

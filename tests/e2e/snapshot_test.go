@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandpod "github.com/sandpod/sandpod/clients/go"
@@ -35,7 +37,8 @@ func readState(t *testing.T, sb *sandpod.Sandbox) string {
 
 // TestSnapshotForkRestore runs snapshots for real: a sandbox's workspace
 // (a CSI volume) is snapshotted; 4 forks each see its file and write their
-// own without touching the others; a fork put back to the snapshot sees the
+// own without touching the others; a SandboxClaim from the snapshot sees
+// its file; a fork put back to the snapshot sees the
 // snapshot's file again, in a new pod with the same name; the snapshot
 // cannot be deleted while the forks use it, and goes with its
 // VolumeSnapshot once they are gone.
@@ -99,6 +102,27 @@ func TestSnapshotForkRestore(t *testing.T) {
 		t.Errorf("the source reads %q after its forks wrote theirs", got)
 	}
 
+	// A SandboxClaim from the snapshot (the kubectl path; no pool of forks
+	// here, so cold): its volume starts as the snapshot's.
+	claim := &v1alpha1.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-base"},
+		Spec:       v1alpha1.SandboxClaimSpec{TemplateRef: v1alpha1.TemplateRef{Name: "snap"}, SnapshotRef: &v1alpha1.ClaimSnapshotRef{Name: "base"}},
+	}
+	if err := env.Client.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	env.Eventually(t, "claim from-base ready", func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim)
+		return err == nil && claim.Status.SandboxName != "" && meta.IsStatusConditionTrue(claim.Status.Conditions, v1alpha1.ConditionReady), fmt.Sprint(claim.Status, err)
+	})
+	claimed, err := c.Get(ctx, claim.Status.SandboxName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readState(t, claimed); got != "set up once" {
+		t.Errorf("the claim's sandbox reads %q, want the snapshot's %q", got, "set up once")
+	}
+
 	// Restore a fork: the snapshot's file again, same name, new pod.
 	fork := forks.Sandboxes[0]
 	before := env.Pod(t, env.WaitSandboxReady(t, ns, fork.Name()))
@@ -120,6 +144,9 @@ func TestSnapshotForkRestore(t *testing.T) {
 		t.Fatalf("delete of a snapshot in use: %v, want ErrSnapshotInUse", err)
 	}
 	if err := forks.DeleteAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, claim); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.Delete(ctx); err != nil {

@@ -35,6 +35,16 @@ const (
 	ReasonSnapshotPending = "SnapshotPending"
 	// ReasonSnapshotUnusable: the sandbox's snapshot is missing or failed.
 	ReasonSnapshotUnusable = "SnapshotUnusable"
+	// ReasonSnapshotNotFound: a claim's spec.snapshotRef names no
+	// SandboxSnapshot of its namespace (or one being deleted); the bridge
+	// answers SNAPSHOT_NOT_FOUND.
+	ReasonSnapshotNotFound = "SnapshotNotFound"
+	// ReasonSnapshotNotReady: a claim's snapshot failed (the bridge:
+	// SNAPSHOT_NOT_READY).
+	ReasonSnapshotNotReady = "SnapshotNotReady"
+	// ReasonSandboxHasNoVolumes: a claim from a snapshot names a template
+	// without volume claim templates (the bridge: SANDBOX_HAS_NO_VOLUMES).
+	ReasonSandboxHasNoVolumes = "SandboxHasNoVolumes"
 	// ReasonRestoring: the sandbox's pod and volumes are being replaced by
 	// volumes from its snapshot.
 	ReasonRestoring = "Restoring"

@@ -6,6 +6,7 @@ import (
 )
 
 // SandboxClaimSpec asks for one sandbox of a template.
+// +kubebuilder:validation:XValidation:rule="has(self.snapshotRef) == has(oldSelf.snapshotRef)",message="snapshotRef is immutable: it cannot be added or removed after the claim is made"
 type SandboxClaimSpec struct {
 	// TemplateRef is the template of the sandbox to claim; a warm pool of
 	// that template in the same namespace serves the claim when it has a
@@ -43,6 +44,36 @@ type SandboxClaimSpec struct {
 	// claimed sandbox; unset keeps the template's.
 	// +optional
 	RestartOnFailure *bool `json:"restartOnFailure,omitempty"`
+
+	// SnapshotRef, when set, claims a sandbox whose volumes start from this
+	// SandboxSnapshot (same namespace: the reference has no namespace): a
+	// ready member of a pool of forks (a warm pool of the template whose
+	// spec.snapshot names it), else a sandbox created cold with that
+	// spec.snapshotRef. The snapshot must exist and not have failed, and the
+	// template must have volume claim templates; otherwise the claim's Ready
+	// condition says why (SnapshotNotFound, SnapshotNotReady,
+	// SandboxHasNoVolumes). A snapshot still being taken is accepted: the
+	// sandbox waits for it.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="snapshotRef is immutable"
+	SnapshotRef *ClaimSnapshotRef `json:"snapshotRef,omitempty"`
+}
+
+// ClaimSnapshotRef names the SandboxSnapshot a claimed sandbox starts from.
+type ClaimSnapshotRef struct {
+	// Name of the SandboxSnapshot, in the claim's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+}
+
+// SnapshotName is the SandboxSnapshot the claim starts from ("" if none).
+func (s *SandboxClaimSpec) SnapshotName() string {
+	if s.SnapshotRef == nil {
+		return ""
+	}
+	return s.SnapshotRef.Name
 }
 
 // SandboxClaimStatus is the observed state of a claim.
@@ -70,6 +101,7 @@ type SandboxClaimStatus struct {
 // +kubebuilder:printcolumn:name="Sandbox",type=string,JSONPath=`.status.sandboxName`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Warm",type=boolean,JSONPath=`.status.warm`
+// +kubebuilder:printcolumn:name="Snapshot",type=string,JSONPath=`.spec.snapshotRef.name`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SandboxClaim struct {
 	metav1.TypeMeta   `json:",inline"`

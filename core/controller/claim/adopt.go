@@ -48,6 +48,12 @@ func ColdSandbox(c *v1alpha1.SandboxClaim, t *v1alpha1.SandboxTemplate, now time
 		Spec:       lifecycle.SandboxSpecFromTemplate(t.Name, &t.Spec),
 	}
 	Bind(sb, c, t, now)
+	// From a snapshot: its volumes start from the snapshot's
+	// VolumeSnapshots, as the bridge's cold sandbox from one does.
+	if snap := c.Spec.SnapshotName(); snap != "" {
+		sb.Spec.SnapshotRef = &v1alpha1.SnapshotRef{Name: snap}
+		sb.Labels[v1alpha1.LabelSnapshot] = snap
+	}
 	return sb
 }
 

@@ -154,6 +154,14 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 		}
 	}
 
+	// From a snapshot: the bridge's decision (lifecycle.SnapshotSource),
+	// before the template, as the bridge takes it.
+	if no, err := r.snapshotSource(ctx, c); err != nil || no != nil {
+		if no != nil {
+			v.Problem, v.PReason = no.Message, snapshotReason(no.Why)
+		}
+		return v, err
+	}
 	tmpl := &v1alpha1.SandboxTemplate{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.TemplateRef.Name}, tmpl); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -161,6 +169,12 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 			return v, nil
 		}
 		return v, err
+	}
+	if snap := c.Spec.SnapshotName(); snap != "" {
+		if no := lifecycle.SnapshotVolumes(snap, tmpl.Name, &tmpl.Spec); no != nil {
+			v.Problem, v.PReason = no.Message, snapshotReason(no.Why)
+			return v, nil
+		}
 	}
 	// Over a SandboxQuota the claim waits, its Ready condition naming the
 	// limit (reason QuotaExceeded), and looks again later.
@@ -237,10 +251,11 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 		return nil, err
 	}
 	var members []*v1alpha1.Sandbox
+	snapshot := c.Spec.SnapshotName()
 	for i := range pools.Items {
 		pool := &pools.Items[i]
-		if pool.Spec.Snapshot != "" {
-			continue // a pool of forks serves claims from its snapshot (the bridge's), not a claim of the template
+		if pool.Spec.Snapshot != snapshot {
+			continue // a pool of forks serves only claims from its snapshot; a plain pool, only claims without one
 		}
 		var list v1alpha1.SandboxList
 		// Read-only views of the cache's members (no deep copy of a whole
@@ -257,7 +272,7 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 	sb, name, err := adopt.Adoption{
 		Writer: r.Client,
 		Taken:  r.Taken,
-		Next:   adopt.Candidates(members, lifecycle.TemplateHash(tmpl.Spec)),
+		Next:   adopt.Candidates(members, lifecycle.PoolHash(lifecycle.TemplateHash(tmpl.Spec), snapshot)),
 		Apply:  func(sb *v1alpha1.Sandbox) { Bind(sb, c, tmpl, now) },
 		Refused: func(name string, err error) {
 			log.FromContext(ctx).V(1).Info("adopt conflict", "member", name, "err", err.Error())

@@ -20,6 +20,9 @@ const (
 	// SandboxSnapshot indexes sandboxes by the SandboxSnapshot they are
 	// made from (spec.snapshotRef.name): a snapshot's users.
 	SandboxSnapshot = "sandpod.index.snapshot"
+	// ClaimSnapshot indexes SandboxClaims by the SandboxSnapshot they
+	// claim from (spec.snapshotRef.name): the claims a snapshot wakes.
+	ClaimSnapshot = "sandpod.index.claimsnapshot"
 )
 
 // Indexer is the part of a manager that registers field indexes.
@@ -46,6 +49,14 @@ func Register(ctx context.Context, ix Indexer) error {
 		return err
 	}
 	if err := ix.IndexField(ctx, &v1alpha1.Sandbox{}, SandboxSnapshot, SnapshotOfSandbox); err != nil {
+		return err
+	}
+	if err := ix.IndexField(ctx, &v1alpha1.SandboxClaim{}, ClaimSnapshot, func(o client.Object) []string {
+		if n := o.(*v1alpha1.SandboxClaim).Spec.SnapshotName(); n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	return ix.IndexField(ctx, &v1alpha1.SandboxWarmPool{}, PoolTemplate, func(o client.Object) []string {

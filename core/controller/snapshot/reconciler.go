@@ -35,9 +35,15 @@ const (
 	ReasonInUse           = "InUse"
 )
 
-// pendingRecheck is how often a snapshot being taken looks at its
-// VolumeSnapshots: they are read from the API server, not watched.
-const pendingRecheck = 2 * time.Second
+// PollRecheck is how often a snapshot being taken looks at its
+// VolumeSnapshots when they cannot be watched (a cluster without the CSI
+// snapshot CRDs when the controller started), and how often it looks for
+// its source's PVCs, which do not wake it.
+const PollRecheck = 2 * time.Second
+
+// WatchRecheck is the safety requeue of a snapshot being taken while its
+// VolumeSnapshots are watched: each change of one wakes it (Watching).
+const WatchRecheck = time.Minute
 
 // Reconciler keeps each SandboxSnapshot's VolumeSnapshots and status.
 type Reconciler struct {
@@ -48,12 +54,22 @@ type Reconciler struct {
 	// labelled PVCs) to tell a PVC not made yet from someone else's.
 	APIReader client.Reader
 	Clock     clock.Clock
+	// Recheck is how long a snapshot waits for its VolumeSnapshots before
+	// it reads them again unwoken (default PollRecheck).
+	Recheck time.Duration
+}
+
+func (r *Reconciler) recheck() time.Duration {
+	if r.Recheck > 0 {
+		return r.Recheck
+	}
+	return PollRecheck
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxsnapshots,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxsnapshots/status,verbs=get;patch
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxsnapshots/finalizers,verbs=update
-// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;create;delete
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotcontents,verbs=get
 
 // Reconcile runs one pass: users and finalizer, VolumeSnapshots, status.
@@ -129,7 +145,7 @@ func (r *Reconciler) take(ctx context.Context, snap *v1alpha1.SandboxSnapshot, s
 			if apierrors.IsNotFound(err) {
 				st.Phase, st.Message = v1alpha1.SnapshotPending, fmt.Sprintf("waiting for volume %s of sandbox %q to be made", vct.Name, src.Name)
 				setReady(st, snap, now, metav1.ConditionFalse, ReasonSnapshotPending, st.Message)
-				return pendingRecheck, nil
+				return PollRecheck, nil
 			}
 			if err != nil {
 				return 0, err
@@ -186,7 +202,7 @@ func (r *Reconciler) take(ctx context.Context, snap *v1alpha1.SandboxSnapshot, s
 		return 0, nil
 	}
 	setReady(st, snap, now, metav1.ConditionFalse, ReasonSnapshotPending, msg)
-	return pendingRecheck, nil
+	return r.recheck(), nil
 }
 
 // release deletes the VolumeSnapshots of a snapshot nothing uses and lets

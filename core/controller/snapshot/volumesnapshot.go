@@ -16,10 +16,12 @@ import (
 )
 
 // The CSI snapshot API (external-snapshotter's CRDs) is read and written as
-// unstructured objects, straight from the API server: sandpod neither links
-// the external-snapshotter's client nor watches VolumeSnapshots, so the
-// controller starts and serves everything else on a cluster without them,
-// and a SandboxSnapshot there fails with a message that says what to install.
+// unstructured objects, straight from the API server: sandpod does not link
+// the external-snapshotter's client, so the controller starts and serves
+// everything else on a cluster without them, and a SandboxSnapshot there
+// fails with a message that says what to install. Where the API is served
+// when the controller starts, its VolumeSnapshots' metadata is watched
+// (watch.go) to wake their SandboxSnapshot; elsewhere it polls.
 
 // SnapshotGroup is the API group of CSI volume snapshots.
 const SnapshotGroup = "snapshot.storage.k8s.io"
