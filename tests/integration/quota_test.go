@@ -147,14 +147,17 @@ func TestLeaseReclaimsUnrenewedSandboxes(t *testing.T) {
 // sandboxes at once; unrenewed after that, they go.
 func TestLeaseSurvivesAServerRestart(t *testing.T) {
 	srv := startServer(t, defaultConfig)
-	const lease = 3 * time.Second
+	// Long enough that the restart and the first Get fit in one lease on a
+	// loaded machine (with 3 s, a start that took longer lost the sandbox
+	// before the Get could see it).
+	const lease = 15 * time.Second
 	resp, err := srv.Client().ClaimSandbox(ctx(t), &sandpodv1.ClaimSandboxRequest{Template: "python", Lease: dur(lease)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := resp.GetSandbox().GetName()
 	srv.Stop(t)
-	time.Sleep(2 * lease)
+	time.Sleep(lease + 2*time.Second)
 	srv.StartAgain(t)
 	c := srv.Client()
 	got, err := getSandbox(t, c, name)
