@@ -32,7 +32,9 @@ func waitGoneGo(t *testing.T, c *sandpod.Client, name string) {
 func TestLeaseRenewedUntilStopped(t *testing.T) {
 	ctx := testContext(t)
 	c := dial(t, serverAddr)
-	const lease = 3 * time.Second
+	// Long enough for the two claims to finish within the first lease on
+	// a loaded machine.
+	const lease = 6 * time.Second
 	runCtx, endRun := context.WithCancel(context.Background())
 	defer endRun()
 	byStop := claim(t, c, "python", sandpod.WithLease(lease))
@@ -40,11 +42,11 @@ func TestLeaseRenewedUntilStopped(t *testing.T) {
 	if info := byStop.Info(); info.Lease != lease || info.LeaseExpireTime.IsZero() {
 		t.Fatalf("lease %v, expires %v", info.Lease, info.LeaseExpireTime)
 	}
-	time.Sleep(4 * lease)
+	time.Sleep(3 * lease)
 	for _, sb := range []*sandpod.Sandbox{byStop, byCtx} {
 		info, err := sb.Refresh(ctx)
 		if err != nil || info.Phase != sandpod.PhaseRunning {
-			t.Fatalf("%s after four leases of renewals: %v %v", sb.Name(), info.Phase, err)
+			t.Fatalf("%s after three leases of renewals: %v %v", sb.Name(), info.Phase, err)
 		}
 	}
 	byStop.StopRenewing()
