@@ -24,6 +24,11 @@ import (
 type process struct {
 	pid   int
 	start uint64
+	// pidfd refers to this very process (-1 where pidfd_open is missing):
+	// signals go through it, so a PID the kernel handed to another
+	// process after this one exited is never signalled. sigMu guards it.
+	pidfd int
+	sigMu sync.Mutex
 	// done closes when the process has exited.
 	done chan struct{}
 	// exit describes how it ended, once done is closed.
@@ -115,7 +120,9 @@ func startProcess(l launch) (*process, error) {
 		_ = l.runc.remove(l.id)
 		return nil, err
 	}
-	p := &process{pid: pid, done: make(chan struct{}), runc: l.runc, id: l.id, cgroup: l.cgroup}
+	// The init is this engine's child (a subreaper inherits it from runc)
+	// and only reap() reaps it, so the PID still names it here.
+	p := &process{pid: pid, pidfd: openPidfd(pid), done: make(chan struct{}), runc: l.runc, id: l.id, cgroup: l.cgroup}
 	p.start, _ = processStart(pid)
 	go p.reap()
 	fail := func(err error) (*process, error) {
@@ -175,9 +182,53 @@ func adoptProcess(rt runc, id, cgroup string, pid int, start uint64) *process {
 	if err != nil {
 		return nil
 	}
-	p := &process{pid: pid, start: start, done: make(chan struct{}), runc: rt, id: id, cgroup: cgroup}
+	// The start time was read before the pidfd was opened: read again, so
+	// the pidfd is known to name the process that start time belongs to.
+	if got, err := processStart(pid); err != nil || got != start {
+		_ = unix.Close(fd)
+		return nil
+	}
+	p := &process{pid: pid, pidfd: openPidfd(pid), start: start, done: make(chan struct{}), runc: rt, id: id, cgroup: cgroup}
 	go p.wait(fd, "exited (exit status unknown: it started before the engine restarted)")
 	return p
+}
+
+// openPidfd opens a pidfd for pid, or returns -1 (kernels before 5.3).
+func openPidfd(pid int) int {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// signal sends sig to the init unless it has exited: through its pidfd,
+// or, without one, by PID while done is still open (an exited init's PID
+// may already be another process's).
+func (p *process) signal(sig syscall.Signal) {
+	p.sigMu.Lock()
+	defer p.sigMu.Unlock()
+	if p.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(p.pidfd, sig, nil, 0)
+		return
+	}
+	select {
+	case <-p.done:
+	default:
+		_ = syscall.Kill(p.pid, sig)
+	}
+}
+
+// exited closes done once the init is gone, and its pidfd with it.
+func (p *process) exited(how string) {
+	p.sigMu.Lock()
+	p.exit = how
+	if p.pidfd >= 0 {
+		_ = unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
+	close(p.done)
+	p.sigMu.Unlock()
 }
 
 // reap waits for an init this engine started. runc run --detach leaves
@@ -191,13 +242,12 @@ func (p *process) reap() {
 			continue
 		}
 		if err != nil {
-			p.exit = "exited (its status went to another process: " + err.Error() + ")"
+			p.exited("exited (its status went to another process: " + err.Error() + ")")
 		} else {
-			p.exit = describeWaitStatus(ws)
+			p.exited(describeWaitStatus(ws))
 		}
-		break
+		return
 	}
-	close(p.done)
 }
 
 // wait closes p.done when the init behind fd (a pidfd) has exited: an init
@@ -211,8 +261,7 @@ func (p *process) wait(fd int, how string) {
 		}
 		break
 	}
-	p.exit = how
-	close(p.done)
+	p.exited(how)
 }
 
 // becomeSubreaper makes the engine the parent of the sandbox inits that
@@ -234,7 +283,7 @@ func (p *process) kill(timeout time.Duration) error {
 func (p *process) sendKill() {
 	p.freezeMu.Lock()
 	p.killing = true
-	_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	p.signal(syscall.SIGKILL)
 	if frozen, _ := p.isFrozen(); frozen || p.frozen {
 		_ = p.thawLocked()
 	}
