@@ -297,7 +297,7 @@ metadata:
   name: idler
 spec:
   lifecycle:
-    idleTimeout: 1s
+    idleTimeout: 5s # the counter below must start before it on a loaded machine
     idleAction: Pause
   podTemplate:
     spec:
