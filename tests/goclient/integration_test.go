@@ -278,13 +278,20 @@ func TestPauseResume(t *testing.T) {
 		t.Run(tc.template, func(t *testing.T) {
 			sb := claim(t, c, tc.template)
 			// A value that lives only in a process's memory: a shell holding
-			// a variable, answering each line on a fifo with it.
-			if _, err := sb.Run(ctx, `mkfifo q a && (v=$RANDOM$RANDOM; echo $v > v.txt; while read _ < q; do echo $v > a; done) >/dev/null 2>&1 &`, sandpod.WithCheck()); err != nil {
+			// a random variable (sh has no $RANDOM), answering each line on a
+			// fifo with it. v.txt appears whole (a rename) once it is set.
+			if _, err := sb.Run(ctx, `mkfifo q a && (v=$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); echo $v > v.tmp && mv v.tmp v.txt; while read _ < q; do echo $v > a; done) >/dev/null 2>&1 &`, sandpod.WithCheck()); err != nil {
 				t.Fatal(err)
 			}
-			want, err := sb.Files().ReadFile(ctx, "v.txt")
-			if err != nil {
-				t.Fatal(err)
+			var want []byte
+			for deadline := time.Now().Add(time.Minute); len(want) == 0; time.Sleep(20 * time.Millisecond) {
+				want, _ = sb.Files().ReadFile(ctx, "v.txt")
+				if time.Now().After(deadline) {
+					t.Fatal("the shell never wrote its value to v.txt")
+				}
+			}
+			if strings.TrimSpace(string(want)) == "" {
+				t.Fatalf("the shell's value is empty: %q", want)
 			}
 			if err := sb.Pause(ctx); err != nil {
 				t.Fatal(err)
