@@ -358,6 +358,7 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 	var stopped, seeded time.Duration
 	inPlace := false
 	var inPlaceProc *process
+	var inPlacePIDs []int
 	if err == nil {
 		// Keep the container, swap the workspace under it (swap_linux.go).
 		e.mu.Lock()
@@ -365,10 +366,10 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 		e.mu.Unlock()
 		if why == "" {
 			t0 := time.Now()
-			killed, serr := e.restoreInPlace(sb, p)
+			pids, killed, serr := e.restoreInPlace(sb, p)
 			switch {
 			case serr == nil:
-				inPlace, inPlaceProc = true, p
+				inPlace, inPlaceProc, inPlacePIDs = true, p, pids
 				seeded = time.Since(t0)
 			case killed:
 				e.log.Warn("restore in place failed; starting a new container", "sandbox", sb.rec.key(), "err", serr)
@@ -398,10 +399,10 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 	e.log.Info("sandbox restored", "sandbox", sb.rec.key(), "snapshot", s.Name, "in_place", inPlace, "stop", stopped.Round(time.Microsecond), "files", seeded.Round(time.Microsecond))
 	if inPlace {
 		if req.GetNoWait() {
-			go e.finishInPlace(context.WithoutCancel(ctx), sb, inPlaceProc)
+			go e.finishInPlace(context.WithoutCancel(ctx), sb, inPlaceProc, inPlacePIDs)
 			return e.snapshot(sb), nil
 		}
-		e.finishInPlace(ctx, sb, inPlaceProc)
+		e.finishInPlace(ctx, sb, inPlaceProc, inPlacePIDs)
 		return e.waitReady(ctx, sb)
 	}
 	if !run {

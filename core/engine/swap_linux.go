@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -126,20 +127,20 @@ func unmountAll(target string) error {
 // SIGKILL, and the thaw lets them die without running any more of their
 // own code (a frozen process with a pending SIGKILL dies on its way out of
 // the freezer). The freezer also catches what forks while it freezes.
-// awaitOnlyInit then waits until they are gone.
-func (p *process) killAllButInit() error {
+// It returns the PIDs it killed; awaitGone waits until they are gone.
+func (p *process) killAllButInit() ([]int, error) {
 	p.freezeMu.Lock()
 	defer p.freezeMu.Unlock()
 	if p.killing || p.frozen {
-		return errNoSwap
+		return nil, errNoSwap
 	}
 	f, ok := freezerOf(p.cgroup)
 	if !ok || p.cgroup == "" {
-		return errNoSwap
+		return nil, errNoSwap
 	}
 	if err := f.set(f.frozenIn, f.frozenOut); err != nil {
 		_ = f.set(f.thawedIn, f.thawedOut)
-		return fmt.Errorf("freeze: %w", err)
+		return nil, fmt.Errorf("freeze: %w", err)
 	}
 	others, err := p.others()
 	if err == nil {
@@ -152,23 +153,31 @@ func (p *process) killAllButInit() error {
 	if terr := f.set(f.thawedIn, f.thawedOut); terr != nil && err == nil {
 		err = fmt.Errorf("thaw: %w", terr)
 	}
-	return err
+	return others, err
 }
 
-// awaitOnlyInit waits until the init is the only process left in p's
-// container (after killAllButInit), or fails after limit.
-func (p *process) awaitOnlyInit(limit time.Duration) error {
+// awaitGone waits until none of killed is left in p's container (after
+// killAllButInit), or fails after limit. Their PIDs are not reused
+// meanwhile but by the kernel's wrap-around, which at worst makes this
+// wait its limit.
+func (p *process) awaitGone(killed []int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for wait := 200 * time.Microsecond; ; wait = min(wait*2, 5*time.Millisecond) {
 		left, err := p.others()
 		if err != nil {
 			return err
 		}
-		if len(left) == 0 {
+		n := 0
+		for _, pid := range left {
+			if slices.Contains(killed, pid) {
+				n++
+			}
+		}
+		if n == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d processes still there %s after their SIGKILL", len(left), limit)
+			return fmt.Errorf("%d processes still there %s after their SIGKILL", n, limit)
 		}
 		time.Sleep(wait)
 	}
@@ -220,55 +229,54 @@ func (e *Engine) swappableLocked(sb *sandbox) (*process, string) {
 // under its running container and tells its init to start a new agent
 // (finishInPlace waits for it). killed says whether its processes were
 // touched: after a failure with killed set, the whole container must go.
-func (e *Engine) restoreInPlace(sb *sandbox, p *process) (killed bool, err error) {
+func (e *Engine) restoreInPlace(sb *sandbox, p *process) (pids []int, killed bool, err error) {
 	e.mu.Lock()
 	rec := sb.rec
 	e.mu.Unlock()
 	base, wd := e.swapBase(&rec), e.workDir(&rec)
 	if !isOverlayMount(base) {
-		return false, errNoSwap
+		return nil, false, errNoSwap
 	}
 	if err := p.respawnAgent(agent.RespawnArm); err != nil {
-		return false, errNoSwap
+		return nil, false, errNoSwap
 	}
 	e.mu.Lock()
 	sb.workload = lifecycle.WorkloadStarting
 	e.mu.Unlock()
 	e.publish(sb)
 	t0 := time.Now()
-	if err := p.killAllButInit(); err != nil {
-		return true, err
+	pids, err = p.killAllButInit()
+	if err != nil {
+		return nil, true, err
 	}
 	tKill := time.Since(t0)
 	// The old workspace goes while the killed processes die: they cannot
 	// run any of their own code any more, and the unmount is lazy.
 	if err := unix.Unmount(base, unix.MNT_DETACH); err != nil {
-		return true, fmt.Errorf("unmount the old workspace: %w", err)
+		return nil, true, fmt.Errorf("unmount the old workspace: %w", err)
 	}
 	if err := e.seedWorkspace(sb, nil); err != nil {
-		return true, err
+		return nil, true, err
 	}
 	if err := attachWorkspace(wd, base); err != nil {
-		return true, err
+		return nil, true, err
 	}
 	tSeed := time.Since(t0) - tKill
-	// The new agent starts only when nothing of the old tree is left.
-	if err := p.awaitOnlyInit(5 * time.Second); err != nil {
-		return true, err
-	}
-	tGone := time.Since(t0) - tKill - tSeed
+	// The init starts the new agent once it has reaped the old one; the
+	// other killed processes may still be exiting (they run no code of
+	// their own any more): finishInPlace waits for them.
 	if err := p.respawnAgent(agent.RespawnGo); err != nil {
-		return true, err
+		return nil, true, err
 	}
-	e.log.Info("restore in place", "sandbox", rec.key(), "kill", tKill.Round(time.Microsecond),
-		"workspace", tSeed.Round(time.Microsecond), "gone", tGone.Round(time.Microsecond))
-	return true, nil
+	e.log.Info("restore in place", "sandbox", rec.key(), "killed", len(pids), "kill", tKill.Round(time.Microsecond),
+		"workspace", tSeed.Round(time.Microsecond))
+	return pids, true, nil
 }
 
-// finishInPlace waits for the new agent of a restore in place and marks
-// the sandbox ready. An agent that does not answer gets the container
+// finishInPlace waits for the new agent of a restore in place and for the
+// killed processes to be gone, and marks the sandbox ready. An agent that does not answer gets the container
 // killed: the restart policy takes over, as for any agent that died.
-func (e *Engine) finishInPlace(ctx context.Context, sb *sandbox, p *process) {
+func (e *Engine) finishInPlace(ctx context.Context, sb *sandbox, p *process, killed []int) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.StartTimeout)
 	defer cancel()
 	t0 := time.Now()
@@ -286,9 +294,14 @@ func (e *Engine) finishInPlace(ctx context.Context, sb *sandbox, p *process) {
 		}
 		saved <- e.store.put(&sb.rec, "", nil)
 	}()
+	gone := make(chan error, 1)
+	go func() { gone <- p.awaitGone(killed, 10*time.Second) }()
 	err := e.awaitAgent(ctx, sb, p)
 	if serr := <-saved; serr != nil && err == nil {
 		err = fmt.Errorf("save the restored sandbox: %w", serr)
+	}
+	if gerr := <-gone; gerr != nil && err == nil {
+		err = gerr
 	}
 	now := time.Now()
 	e.log.Info("restore in place: agent back", "sandbox", sb.rec.key(), "took", now.Sub(t0).Round(time.Microsecond))
