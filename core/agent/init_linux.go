@@ -70,39 +70,58 @@ func RunInit(secret string, gateFD, respawnFD int) int {
 			}
 		}
 	}()
+	child, gate, code := startAgentChild(secret != "", gateFD, inherited)
+	if child == nil {
+		return code
+	}
+	if !openGate(gate, secret) {
+		return 1
+	}
 	for {
-		child, code := startAgentChild(secret, gateFD, inherited)
-		if child == nil {
-			return code
-		}
 		current.Store(child.Process)
 		status := reapUntil(child.Process.Pid)
-		if respawnFD == 0 || !awaitRespawn(respawnFD) {
+		var st respawnState
+		if respawnFD == 0 || !st.read(respawnFD) || !st.armed {
 			return status
 		}
+		// The next agent starts loading now, while the engine swaps the
+		// workspace; it touches nothing before its secret, which it gets
+		// only on RespawnGo.
+		next, gate, code := startAgentChild(secret != "", gateFD, inherited)
+		if next == nil {
+			return code
+		}
+		current.Store(next.Process)
+		if !st.awaitGo(respawnFD) {
+			_ = next.Process.Kill()
+			reapUntil(next.Process.Pid)
+			return status
+		}
+		if !openGate(gate, secret) {
+			return 1
+		}
+		child = next
 		fmt.Fprintln(os.Stderr, "sandpod init: agent restarted for a restore in place")
 	}
 }
 
 // startAgentChild starts one agent with the listener (and any other
-// inherited fds) and a fresh secret pipe on gateFD.
-func startAgentChild(secret string, gateFD int, inherited []*os.File) (*exec.Cmd, int) {
+// inherited fds) and, with gated, a fresh pipe on gateFD whose write end
+// it returns: the agent waits on it for the secret (see openGate).
+func startAgentChild(gated bool, gateFD int, inherited []*os.File) (*exec.Cmd, *os.File, int) {
 	child := exec.Command("/proc/self/exe", os.Args[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	child.Env = append(os.Environ(), childEnv+"=1")
 	child.ExtraFiles = append([]*os.File(nil), inherited...)
-	if secret != "" {
-		r, w, err := os.Pipe()
+	var w *os.File
+	if gated {
+		r, pw, err := os.Pipe()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "sandpod init: secret pipe: %v\n", err)
-			return nil, 1
+			return nil, nil, 1
 		}
 		defer r.Close()
-		if _, err := w.WriteString(secret); err != nil {
-			fmt.Fprintf(os.Stderr, "sandpod init: secret pipe: %v\n", err)
-			return nil, 1
-		}
-		w.Close()
+		w = pw
 		for len(child.ExtraFiles) < gateFD-3 {
 			child.ExtraFiles = append(child.ExtraFiles, nil)
 		}
@@ -114,9 +133,25 @@ func startAgentChild(secret string, gateFD int, inherited []*os.File) (*exec.Cmd
 	}
 	if err := child.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "sandpod init: start agent: %v\n", err)
-		return nil, 1
+		if w != nil {
+			w.Close()
+		}
+		return nil, nil, 1
 	}
-	return child, 0
+	return child, w, 0
+}
+
+// openGate hands the agent its secret and closes the pipe (nil: no gate).
+func openGate(w *os.File, secret string) bool {
+	if w == nil {
+		return true
+	}
+	defer w.Close()
+	if _, err := w.WriteString(secret); err != nil {
+		fmt.Fprintf(os.Stderr, "sandpod init: secret pipe: %v\n", err)
+		return false
+	}
+	return true
 }
 
 // reapUntil reaps every child until pid ends and returns its exit code.
@@ -139,12 +174,11 @@ func reapUntil(pid int) int {
 	}
 }
 
-// awaitRespawn says whether the engine armed a respawn (and then gave the
-// go within respawnWait). It reaps orphans meanwhile: the restore killed
-// every process of the sandbox, and their zombies are the init's.
-func awaitRespawn(fd int) bool {
-	armed := false
-	deadline := time.Now().Add(respawnWait)
+// respawnState is what the engine wrote on the respawn pipe so far.
+type respawnState struct{ armed, goAhead, closed bool }
+
+// read drains what the pipe holds now; false if it failed or closed.
+func (st *respawnState) read(fd int) bool {
 	for {
 		var b [16]byte
 		n, err := unix.Read(fd, b[:])
@@ -153,22 +187,30 @@ func awaitRespawn(fd int) bool {
 			for _, c := range b[:n] {
 				switch c {
 				case RespawnArm:
-					armed = true
+					st.armed = true
 				case RespawnGo:
-					if armed {
-						return true
-					}
+					st.goAhead = st.armed
 				}
 			}
-			continue
 		case n == 0 && err == nil: // the engine's end closed
+			st.closed = true
 			return false
 		case err == unix.EAGAIN:
-			if !armed {
-				return false // an ordinary end of the agent
-			}
+			return true
 		case err != unix.EINTR:
 			return false
+		}
+	}
+}
+
+// awaitGo waits up to respawnWait for RespawnGo after RespawnArm, reaping
+// orphans meanwhile: the restore killed every process of the sandbox, and
+// their zombies are the init's.
+func (st *respawnState) awaitGo(fd int) bool {
+	deadline := time.Now().Add(respawnWait)
+	for {
+		if st.goAhead {
+			return true
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -177,6 +219,9 @@ func awaitRespawn(fd int) bool {
 		reapOrphans()
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		_, _ = unix.Poll(fds, int(min(left, 20*time.Millisecond)/time.Millisecond)+1)
+		if !st.read(fd) {
+			return false
+		}
 	}
 }
 
