@@ -48,10 +48,15 @@ var errNoSwap = errors.New("no restore in place")
 
 // swapRefusal says why a running sandbox cannot be restored in place ("":
 // it can). A pure decision: the restore falls back to a new container.
-func swapRefusal(started, frozen, freezer, layered, running bool) string {
+func swapRefusal(started, frozen, freezer, layered, running, rootInside bool) string {
 	switch {
 	case !running:
 		return "not running"
+	case rootInside:
+		// Root inside may ptrace pasta (its own uid, in its PID namespace
+		// but not in the container's cgroup), which the freezer does not
+		// reach: only the end of the PID namespace ends it.
+		return "its commands run as root inside, which can reach pasta, a process outside the freezer cgroup"
 	case !started:
 		return "its container was not started by this engine with a swappable workspace"
 	case frozen:
@@ -220,8 +225,9 @@ func (e *Engine) swappableLocked(sb *sandbox) (*process, string) {
 	if freezer {
 		_, freezer = freezerOf(p.cgroup)
 	}
+	uid, _ := sb.rec.Spec.runAs()
 	why := swapRefusal(started, frozen, freezer, e.forkMethod == forkOverlay,
-		sb.workload == lifecycle.WorkloadReady && !sb.rec.Deleting && sb.rec.Mode == v1alpha1.OperatingModeRunning)
+		sb.workload == lifecycle.WorkloadReady && !sb.rec.Deleting && sb.rec.Mode == v1alpha1.OperatingModeRunning, uid == 0)
 	return p, why
 }
 
