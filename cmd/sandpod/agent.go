@@ -24,6 +24,7 @@ func runAgent(ctx context.Context, args []string) int {
 	fs.StringVar(&o.TLSKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.StringVar(&o.HealthListen, "health-listen", "", "also serve only gRPC health, without TLS, here (tcp://HOST:PORT): for a kubelet probe")
 	fs.IntVar(&o.GateFD, "gate-fd", 0, "pipe delivering the secret once the engine is ready (local engine)")
+	fs.IntVar(&o.RespawnFD, "respawn-fd", 0, "pipe on which the engine asks the init for a new agent (local engine: a restore in place)")
 	fs.StringVar(&o.RunAs, "run-as", "", "UID:GID that commands run as, when not the agent's own (local engine)")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -40,6 +40,10 @@ type Options struct {
 	// it has recorded the init's PID; init waits on it before starting
 	// anything.
 	GateFD int
+	// RespawnFD, when set, is the local engine's respawn pipe: the init
+	// starts a new agent when the engine asks (a restore in place; see
+	// RespawnArm) instead of ending with it.
+	RespawnFD int
 	// RunAs is "UID:GID": commands (and the template's command) run as this
 	// user and group, not as the agent (local engine: the agent is root
 	// inside its sandbox, user code is not).
@@ -66,9 +70,9 @@ func Main(ctx context.Context, o Options) int {
 			return 1
 		}
 		if o.GateFD > 0 {
-			return RunInit(secret, o.GateFD)
+			return RunInit(secret, o.GateFD, o.RespawnFD)
 		}
-		return RunInit("", 0)
+		return RunInit("", 0, 0)
 	}
 	if err := serve(ctx, o, log); err != nil {
 		log.Error("agent stopped", "err", err)
@@ -126,6 +130,11 @@ func serve(ctx context.Context, o Options, log *slog.Logger) error {
 		return err
 	}
 	defer srv.Close()
+	if o.RespawnFD > 0 {
+		// The init's working directory is the mount point under the
+		// workspace the engine swaps on a restore: start from the live one.
+		_ = os.Chdir(o.Root)
+	}
 	var opts []grpc.ServerOption
 	if _, err := os.Stat(o.TLSCert); o.TLSCert != "" && errors.Is(err, os.ErrNotExist) {
 		// A Secret made before agents had certificates: the bridge, reading

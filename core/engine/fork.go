@@ -356,7 +356,29 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 	}
 	e.mu.Unlock()
 	var stopped, seeded time.Duration
+	inPlace := false
+	var inPlaceProc *process
+	var inPlacePIDs []int
 	if err == nil {
+		// Keep the container, swap the workspace under it (swap_linux.go).
+		e.mu.Lock()
+		p, why := e.swappableLocked(sb)
+		e.mu.Unlock()
+		if why == "" {
+			t0 := time.Now()
+			pids, killed, serr := e.restoreInPlace(sb, p)
+			switch {
+			case serr == nil:
+				inPlace, inPlaceProc, inPlacePIDs = true, p, pids
+				seeded = time.Since(t0)
+			case killed:
+				e.log.Warn("restore in place failed; starting a new container", "sandbox", sb.rec.key(), "err", serr)
+			case serr != errNoSwap:
+				e.log.Warn("restore in place refused; starting a new container", "sandbox", sb.rec.key(), "err", serr)
+			}
+		}
+	}
+	if err == nil && !inPlace {
 		// The old processes die while the workspace is made again and the
 		// new ones start; their files go once they are gone.
 		t0 := time.Now()
@@ -374,7 +396,15 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 		e.poke()
 		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "restore %q to %q: %v", req.GetName(), req.GetSnapshot(), err)
 	}
-	e.log.Info("sandbox restored", "sandbox", sb.rec.key(), "snapshot", s.Name, "stop", stopped.Round(time.Microsecond), "files", seeded.Round(time.Microsecond))
+	e.log.Info("sandbox restored", "sandbox", sb.rec.key(), "snapshot", s.Name, "in_place", inPlace, "stop", stopped.Round(time.Microsecond), "files", seeded.Round(time.Microsecond))
+	if inPlace {
+		if req.GetNoWait() {
+			go e.finishInPlace(context.WithoutCancel(ctx), sb, inPlaceProc, inPlacePIDs)
+			return e.snapshot(sb), nil
+		}
+		e.finishInPlace(ctx, sb, inPlaceProc, inPlacePIDs)
+		return e.waitReady(ctx, sb)
+	}
 	if !run {
 		e.publish(sb)
 		return e.snapshot(sb), nil

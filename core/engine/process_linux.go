@@ -49,11 +49,19 @@ type process struct {
 	freezeMu sync.Mutex
 	frozen   bool
 	killing  bool
+
+	// respawn is the engine's end of the init's respawn pipe (nil: not
+	// started with a swappable workspace, or adopted after a restart): a
+	// restore in place asks the init for a new agent through it.
+	respawn *os.File
 }
 
 // release removes the container's runc state and cgroups once its init
 // has exited.
 func (p *process) release() {
+	if p.respawn != nil {
+		_ = p.respawn.Close()
+	}
 	if p.id != "" {
 		_ = p.runc.remove(p.id)
 	}
@@ -76,6 +84,11 @@ type launch struct {
 	// cgroup is the container's freezer cgroup directory, if the engine
 	// chose it (see Engine.freezerDir).
 	cgroup string
+	// swapBase, when set, is where the container's /workspace is bound
+	// from (swap_linux.go): the workspace overlay (container.WorkDir's
+	// overlay, at workspace) is bound onto it before the gate opens, and
+	// the init gets a respawn pipe.
+	swapBase, workspace string
 }
 
 // startProcess starts `sandpod agent` as the init of a runc container (see
@@ -110,19 +123,38 @@ func startProcess(l launch) (*process, error) {
 	defer logFile.Close()
 
 	c := l.container
-	c.AgentArgs = append([]string{"agent", "--sandbox", c.Hostname, "--root", WorkspaceDir,
-		"--listen", "fd://3", "--gate-fd", "4", "--run-as", runAsArg(c.RunAsUID, c.RunAsGID)}, c.AgentArgs...)
+	args := []string{"agent", "--sandbox", c.Hostname, "--root", WorkspaceDir,
+		"--listen", "fd://3", "--gate-fd", "4", "--run-as", runAsArg(c.RunAsUID, c.RunAsGID)}
+	extra := []*os.File{lisFile, gateR}
+	var respawnW *os.File
+	if l.swapBase != "" {
+		respawnR, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		defer respawnR.Close()
+		respawnW = w
+		extra = append(extra, respawnR)
+		args = append(args, "--respawn-fd", "5")
+	}
+	c.AgentArgs = append(args, c.AgentArgs...)
 	if err := writeBundle(l.bundle, c); err != nil {
+		if respawnW != nil {
+			respawnW.Close()
+		}
 		return nil, fmt.Errorf("write runc bundle: %w", err)
 	}
-	pid, err := l.runc.start(l.ctx, l.id, l.bundle, []*os.File{lisFile, gateR}, logFile)
+	pid, err := l.runc.start(l.ctx, l.id, l.bundle, extra, logFile)
 	if err != nil {
+		if respawnW != nil {
+			respawnW.Close()
+		}
 		_ = l.runc.remove(l.id)
 		return nil, err
 	}
 	// The init is this engine's child (a subreaper inherits it from runc)
 	// and only reap() reaps it, so the PID still names it here.
-	p := &process{pid: pid, pidfd: openPidfd(pid), done: make(chan struct{}), runc: l.runc, id: l.id, cgroup: l.cgroup}
+	p := &process{pid: pid, pidfd: openPidfd(pid), done: make(chan struct{}), runc: l.runc, id: l.id, cgroup: l.cgroup, respawn: respawnW}
 	p.start, _ = processStart(pid)
 	go p.reap()
 	fail := func(err error) (*process, error) {
@@ -132,6 +164,14 @@ func startProcess(l launch) (*process, error) {
 	}
 	if err := l.setupPID(p.pid, p.start); err != nil {
 		return fail(err)
+	}
+	// The workspace goes in now that the container exists: the bind
+	// propagates into it (swap_linux.go); before the gate opens, so the
+	// agent starts on it.
+	if l.swapBase != "" {
+		if err := attachWorkspace(l.workspace, l.swapBase); err != nil {
+			return fail(err)
+		}
 	}
 	// Open the gate: init starts the agent only now.
 	if _, err := gateW.Write([]byte(l.secret)); err != nil {

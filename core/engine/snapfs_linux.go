@@ -364,7 +364,7 @@ func isOverlayMount(dir string) bool {
 }
 
 // mountsUnder lists the overlay mount points at or below dir (deepest
-// first), from /proc/self/mountinfo: what purge unmounts.
+// first), and the workspaces' mount points (swap_linux.go), from /proc/self/mountinfo: what purge unmounts.
 func mountsUnder(dir string) []string {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -383,7 +383,7 @@ func mountsUnder(dir string) []string {
 		for sep < len(fields) && fields[sep] != "-" {
 			sep++
 		}
-		if sep+1 >= len(fields) || fields[sep+1] != "overlay" {
+		if sep+1 >= len(fields) || (fields[sep+1] != "overlay" && filepath.Base(mp) != swapBaseName) {
 			continue
 		}
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {

@@ -137,6 +137,22 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 	if err := e.prepareWorkDir(wd, base+uid, base+gid); err != nil {
 		return nil, err
 	}
+	// A workspace layered on a snapshot can be swapped under the running
+	// container by a restore (swap_linux.go).
+	mountFrom, swapBase := wd, ""
+	layered := false
+	if sb := e.sandboxOf(rec); sb != nil {
+		e.mu.Lock()
+		layered = sb.rec.Seeded && sb.rec.Layered
+		e.mu.Unlock()
+	}
+	if layered && isOverlayMount(wd) && e.cgroups.usable() {
+		swapBase = e.swapBase(rec)
+		if err := prepareSwapBase(swapBase); err != nil {
+			return nil, fmt.Errorf("workspace mount point: %w", err)
+		}
+		mountFrom = swapBase
+	}
 	trees, err := prepareRootFS(filepath.Join(dir, "rootfs"), base, rec.Name, uid, gid, !rec.Spec.NetIsolated, rec.Spec.HostPaths)
 	if err != nil {
 		return nil, fmt.Errorf("root file system: %w", err)
@@ -144,7 +160,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 	c := containerSpec{
 		Hostname:   rec.Name,
 		RootFS:     filepath.Join(dir, "rootfs"),
-		WorkDir:    wd,
+		WorkDir:    mountFrom,
 		Executable: e.cfg.Executable,
 		IDBase:     base,
 		RunAsUID:   uid,
@@ -171,6 +187,8 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		secret:    rec.Secret,
 		egress:    !rec.Spec.NetIsolated,
 		cgroup:    e.freezerDir(id),
+		swapBase:  swapBase,
+		workspace: wd,
 		setupPID: func(pid int, start uint64) error {
 			e.mu.Lock()
 			defer e.mu.Unlock()
@@ -465,12 +483,16 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 	e.mu.Unlock()
 	e.runc.removeAll(containerPrefix(&rec)) // also one adopted after a restart
 	_ = os.Remove(e.socketPath(&rec))
+	if err := unmountAll(e.swapBase(&rec)); err != nil {
+		return fmt.Errorf("unmount the workspace of %s: %w", rec.key(), err)
+	}
 	if err := unmount(e.workDir(&rec)); err != nil { // a workspace layered on a snapshot
 		return fmt.Errorf("unmount the workspace of %s: %w", rec.key(), err)
 	}
 	if err := os.RemoveAll(sandboxDir(e.cfg.StateDir, &rec)); err != nil {
 		// A start that seeded its workspace from a snapshot may have mounted
 		// it after the unmount above: once more.
+		_ = unmountAll(e.swapBase(&rec))
 		_ = unmount(e.workDir(&rec))
 		if err := os.RemoveAll(sandboxDir(e.cfg.StateDir, &rec)); err != nil {
 			return fmt.Errorf("remove files of %s: %w", rec.key(), err)
