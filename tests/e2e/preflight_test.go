@@ -72,11 +72,12 @@ func resultOf(t *testing.T, rep preflight.Report, check string) preflight.Result
 
 // TestPreflight: on the complete bed every check passes but
 // VolumeSnapshotClasses, which warns: the bed's default StorageClass is a
-// hostPath one, and the check compares the snapshot classes with the default
-// class's provisioner only (the bed's snapshots use StorageClass
-// sandpod-csi). NetworkPolicy enforcement passes with kube-router on the bed,
-// which always enforces policies, so the command exits 0. The Job of
-// deploy/preflight.yaml comes to the same answer in the cluster. With the gvisor RuntimeClass taken away (and put back after), its
+// hostPath one without a snapshot class, and the check looks at the
+// default class besides those the templates name (the bed's snapshots use
+// StorageClass sandpod-csi). NetworkPolicy enforcement passes with
+// kube-router on the bed, which always enforces policies, so the command
+// exits 0. The Job of deploy/preflight.yaml comes to the same answer in the
+// cluster. With the gvisor RuntimeClass taken away (and put back after), its
 // row fails and so does the command. Not parallel: no other test may run
 // while the RuntimeClass is gone.
 func TestPreflight(t *testing.T) {
