@@ -345,14 +345,19 @@ func CheckSnapshots(f *Facts) Result {
 			continue
 		}
 		uncovered = append(uncovered, fmt.Sprintf("%s (provisioner %s, %s)", sc.Name, sc.Provisioner, sc.why))
-		if !contains(fixDrivers, sc.Provisioner) {
+		// In-tree provisioners (kubernetes.io/...) are no CSI drivers: no
+		// VolumeSnapshotClass can name them.
+		if !strings.HasPrefix(sc.Provisioner, "kubernetes.io/") && !contains(fixDrivers, sc.Provisioner) {
 			fixDrivers = append(fixDrivers, sc.Provisioner)
 		}
 	}
 	switch {
 	case len(uncovered) > 0:
 		r.Status, r.Detail = Warn, fmt.Sprintf("%d classes, none for StorageClass %s: its volumes cannot be snapshotted", len(f.SnapshotClasses), strings.Join(uncovered, "; "))
-		r.Fix = "create a VolumeSnapshotClass with driver " + strings.Join(fixDrivers, ", ") + " (needed only for snapshots of those volumes), or name a CSI StorageClass that has one in the templates"
+		r.Fix = "name a CSI StorageClass that has a VolumeSnapshotClass in the templates whose sandboxes need snapshots"
+		if len(fixDrivers) > 0 {
+			r.Fix = "create a VolumeSnapshotClass with driver " + strings.Join(fixDrivers, ", ") + " (needed only for snapshots of those volumes), or " + r.Fix
+		}
 	default:
 		r.Status, r.Detail = Pass, fmt.Sprintf("%d classes, covering StorageClasses %s", len(f.SnapshotClasses), strings.Join(covered, ", "))
 	}

@@ -227,10 +227,15 @@ func TestCheckSnapshotsPerClass(t *testing.T) {
 		{"every used class covered", map[string][]string{"csi": {"team/db"}, "": {"team/py"}}, []string{"csi.example", "hostpath.example"}, Pass,
 			"covering StorageClasses csi, std"},
 		{"an unused class needs none", nil, []string{"hostpath.example"}, Pass, "1 classes, covering StorageClasses std"},
+		{"in-tree default", map[string][]string{"": {"team/py"}}, nil, Warn, "std (provisioner kubernetes.io/no-provisioner"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := complete()
-			f.StorageClasses, f.StorageClassesNamed, f.SnapshotClasses = classes, tc.named, nil
+			f.StorageClasses, f.StorageClassesNamed, f.SnapshotClasses = append([]StorageClass(nil), classes...), tc.named, nil
+			if tc.drivers == nil {
+				f.StorageClasses[0].Provisioner = "kubernetes.io/no-provisioner"
+				tc.drivers = []string{"csi.example"}
+			}
 			for _, d := range tc.drivers {
 				f.SnapshotClasses = append(f.SnapshotClasses, SnapshotClass{Name: "snap-" + d, Driver: d})
 			}
@@ -240,6 +245,9 @@ func TestCheckSnapshotsPerClass(t *testing.T) {
 			}
 			if got.Status == Warn && got.Fix == "" {
 				t.Error("warns without saying what to do")
+			}
+			if strings.Contains(got.Fix, "driver kubernetes.io/") {
+				t.Errorf("fix asks for a snapshot class of an in-tree provisioner: %q", got.Fix)
 			}
 		})
 	}
