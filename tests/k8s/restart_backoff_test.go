@@ -113,3 +113,52 @@ func TestSandboxPodSucceeded(t *testing.T) {
 		t.Errorf("restartOnFailure, exited 0: podRestarts %d, operatingMode %q; want 1, not suspended", sb.Status.PodRestarts, sb.Spec.OperatingMode)
 	}
 }
+
+// The pod of a suspend often ends with exit 0 (its SIGTERM) while it goes
+// away, after the sandbox was resumed already: that is no completion, and
+// the resume stands (the e2e suspend/resume test caught it undone). A
+// finalizer holds the pod here as a kubelet's grace period would.
+func TestResumeNotUndoneByPodEndingOnSuspend(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	create(t, makeSandbox(ns, "sus"))
+	pod := waitPod(t, ns, "sus", "running", func(p *corev1.Pod, err error) bool {
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	})
+	const fin = "sandpod.test/hold"
+	hold := []byte(`{"metadata":{"finalizers":["` + fin + `"]}}`)
+	if err := env.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, hold)); err != nil {
+		t.Fatal(err)
+	}
+	release := func() {
+		p := &corev1.Pod{}
+		if err := env.Get(p, ns, "sus"); err == nil && p.UID == pod.UID {
+			_ = env.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+		}
+	}
+	t.Cleanup(release)
+	sb := waitSandbox(t, ns, "sus", "running", phaseIs(v1alpha1.SandboxRunning))
+	if err := env.Client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"operatingMode":"Suspended"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	pod = waitPod(t, ns, "sus", "being deleted", func(p *corev1.Pod, err error) bool { return err == nil && p.DeletionTimestamp != nil })
+	if err := env.Client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"operatingMode":"Running"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase, pod.Status.Conditions = corev1.PodSucceeded, nil
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// A few passes of the controller see the ended pod; the resume stands.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+		got := &v1alpha1.Sandbox{}
+		if err := env.Get(got, ns, "sus"); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.OperatingMode != v1alpha1.OperatingModeRunning || got.Annotations[v1alpha1.AnnotationCompleted] != "" {
+			t.Fatalf("resume undone: operatingMode %q, completed mark %q", got.Spec.OperatingMode, got.Annotations[v1alpha1.AnnotationCompleted])
+		}
+	}
+	release()
+	waitPod(t, ns, "sus", "made again", func(p *corev1.Pod, err error) bool { return err == nil && p.UID != pod.UID })
+	waitSandbox(t, ns, "sus", "running again", phaseIs(v1alpha1.SandboxRunning))
+}

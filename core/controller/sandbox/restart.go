@@ -42,9 +42,12 @@ func ranFor(pod *corev1.Pod, now time.Time) time.Duration {
 }
 
 // completedPod says whether the sandbox's pod exited 0 (phase Succeeded)
-// and the sandbox does not restart: it is then suspended, not Failed.
+// and the sandbox does not restart: it is then suspended, not Failed. A pod
+// being deleted is not a completion: the pod of a suspend often ends with
+// exit 0 on its SIGTERM, after the sandbox was resumed already (the e2e
+// suspend/resume test caught that resume being undone).
 func completedPod(sb *v1alpha1.Sandbox, pod *corev1.Pod, expiry lifecycle.ExpiryAction) bool {
-	return pod != nil && pod.Status.Phase == corev1.PodSucceeded && !sb.Spec.RestartOnFailure &&
+	return pod != nil && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodSucceeded && !sb.Spec.RestartOnFailure &&
 		mode(sb) == v1alpha1.OperatingModeRunning && expiry == lifecycle.ExpiryNone
 }
 

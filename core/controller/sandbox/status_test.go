@@ -207,6 +207,8 @@ func TestCompleted(t *testing.T) {
 	succeeded.Status.Phase = corev1.PodSucceeded
 	failed := readyPod()
 	failed.Status.Phase = corev1.PodFailed
+	going := succeeded.DeepCopy()
+	going.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	for _, tc := range []struct {
 		name    string
 		pod     *corev1.Pod
@@ -218,6 +220,7 @@ func TestCompleted(t *testing.T) {
 		{"exited 0", succeeded, false, "", lifecycle.ExpiryNone, true},
 		{"exited 0, restarts on failure: replaced instead", succeeded, true, "", lifecycle.ExpiryNone, false},
 		{"failed", failed, false, "", lifecycle.ExpiryNone, false},
+		{"exited 0 on the SIGTERM of a suspend, resumed since", going, false, "", lifecycle.ExpiryNone, false},
 		{"running", readyPod(), false, "", lifecycle.ExpiryNone, false},
 		{"no pod", nil, false, "", lifecycle.ExpiryNone, false},
 		{"already suspended", succeeded, false, v1alpha1.OperatingModeSuspended, lifecycle.ExpiryNone, false},
