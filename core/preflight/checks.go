@@ -132,9 +132,25 @@ var WantCRDs = []string{
 
 const crdVersion = "v1alpha1"
 
-// Check runs every decision over f, in the report's order.
+// dependentRows are the rows after the API server's, as they are named when
+// nothing could be gathered: every one of them asks the API server.
+var dependentRows = []string{
+	"CRDs", "RuntimeClasses", "StorageClasses", "VolumeSnapshotClasses", "image volumes (agent delivery)",
+	"RBAC of the controller", "RBAC of the bridge", "cluster DNS", "NetworkPolicy enforced",
+}
+
+// Check runs every decision over f, in the report's order. Without an API
+// server the other rows are skipped, not judged from facts never gathered
+// (which would read as missing CRDs and no classes).
 func Check(f *Facts) Report {
 	var r Report
+	if f.ServerVersion == "" {
+		r.Results = append(r.Results, CheckServer(f))
+		for _, c := range dependentRows {
+			r.Results = append(r.Results, Result{Check: c, Status: Skip, Detail: "skipped: API server unreachable"})
+		}
+		return r
+	}
 	r.Results = append(r.Results, CheckServer(f), CheckCRDs(f))
 	r.Results = append(r.Results, CheckRuntimeClasses(f)...)
 	r.Results = append(r.Results, CheckStorage(f), CheckSnapshots(f), CheckImageVolume(f))
@@ -302,7 +318,10 @@ func CheckStorage(f *Facts) Result {
 
 // CheckSnapshots: CSI volume snapshots, for SandboxSnapshots (snapshots,
 // forks and restores on Kubernetes). Only those need them, so their
-// absence warns.
+// absence warns. A snapshot of a sandbox's volume needs a VolumeSnapshotClass
+// whose driver is the provisioner of the volume's StorageClass: each class
+// the templates name (a volume naming none gets the default) and the
+// default class are looked at.
 func CheckSnapshots(f *Facts) Result {
 	r := Result{Check: "VolumeSnapshotClasses"}
 	if !f.SnapshotAPI {
@@ -310,27 +329,72 @@ func CheckSnapshots(f *Facts) Result {
 		r.Fix = "install the CSI external-snapshotter CRDs and controller, and a VolumeSnapshotClass for your CSI driver (needed only for volume snapshots)"
 		return r
 	}
+	if len(f.SnapshotClasses) == 0 {
+		r.Status, r.Detail = Warn, "snapshot API served, but no VolumeSnapshotClass"
+		r.Fix = "create a VolumeSnapshotClass for your CSI driver"
+		return r
+	}
 	drivers := map[string]bool{}
 	for _, c := range f.SnapshotClasses {
 		drivers[c.Driver] = true
 	}
-	var def string
-	for _, sc := range f.StorageClasses {
-		if sc.Default {
-			def = sc.Provisioner
+	var uncovered, fixDrivers, covered []string
+	for _, sc := range snapshotRelevant(f) {
+		covered = append(covered, sc.Name)
+		if drivers[sc.Provisioner] {
+			continue
+		}
+		uncovered = append(uncovered, fmt.Sprintf("%s (provisioner %s, %s)", sc.Name, sc.Provisioner, sc.why))
+		// In-tree provisioners (kubernetes.io/...) are no CSI drivers: no
+		// VolumeSnapshotClass can name them.
+		if !strings.HasPrefix(sc.Provisioner, "kubernetes.io/") && !contains(fixDrivers, sc.Provisioner) {
+			fixDrivers = append(fixDrivers, sc.Provisioner)
 		}
 	}
 	switch {
-	case len(f.SnapshotClasses) == 0:
-		r.Status, r.Detail = Warn, "snapshot API served, but no VolumeSnapshotClass"
-		r.Fix = "create a VolumeSnapshotClass for your CSI driver"
-	case def != "" && !drivers[def]:
-		r.Status, r.Detail = Warn, fmt.Sprintf("%d classes, none for the default StorageClass's provisioner %s", len(f.SnapshotClasses), def)
-		r.Fix = "create a VolumeSnapshotClass with driver " + def
+	case len(uncovered) > 0:
+		r.Status, r.Detail = Warn, fmt.Sprintf("%d classes, none for StorageClass %s: its volumes cannot be snapshotted", len(f.SnapshotClasses), strings.Join(uncovered, "; "))
+		r.Fix = "name a CSI StorageClass that has a VolumeSnapshotClass in the templates whose sandboxes need snapshots"
+		if len(fixDrivers) > 0 {
+			r.Fix = "create a VolumeSnapshotClass with driver " + strings.Join(fixDrivers, ", ") + " (needed only for snapshots of those volumes), or " + r.Fix
+		}
 	default:
-		r.Status, r.Detail = Pass, fmt.Sprintf("%d classes", len(f.SnapshotClasses))
+		r.Status, r.Detail = Pass, fmt.Sprintf("%d classes, covering StorageClasses %s", len(f.SnapshotClasses), strings.Join(covered, ", "))
 	}
 	return r
+}
+
+// relevantClass is a StorageClass whose volumes may be snapshotted, and why
+// it is looked at.
+type relevantClass struct {
+	StorageClass
+	why string
+}
+
+// snapshotRelevant: the StorageClasses the templates name (those that exist:
+// CheckStorage reports the others), and the default class (for templates
+// whose volumes name none, and for sandboxes made without a template), in
+// name order.
+func snapshotRelevant(f *Facts) []relevantClass {
+	var out []relevantClass
+	for _, sc := range f.StorageClasses {
+		var why []string
+		if by := f.StorageClassesNamed[sc.Name]; len(by) > 0 {
+			why = append(why, "named by "+strings.Join(by, ", "))
+		}
+		if sc.Default {
+			if by := f.StorageClassesNamed[""]; len(by) > 0 {
+				why = append(why, "the default, for "+strings.Join(by, ", "))
+			} else {
+				why = append(why, "the default")
+			}
+		}
+		if len(why) > 0 {
+			out = append(out, relevantClass{sc, strings.Join(why, "; ")})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // CheckImageVolume: whether the agent can be delivered as an image volume

@@ -171,3 +171,106 @@ func TestCheckPreInstall(t *testing.T) {
 		t.Errorf("some CRDs there, others not, before install: %s, want fail", got.Status)
 	}
 }
+
+// Without an API server nothing else could be gathered: every other row
+// says it was skipped (not "missing" CRDs, "0 classes" or probes "not
+// probed (--skip-probes)"), and the run fails on the API server row.
+func TestCheckServerUnreachable(t *testing.T) {
+	f := &Facts{ServerError: "dial tcp 10.0.0.1:6443: connect: connection refused"}
+	r := Check(f)
+	if len(r.Results) != 10 {
+		t.Errorf("%d rows, want 10 (the same rows as a complete run): %+v", len(r.Results), r.Results)
+	}
+	if got := row(t, r, "API server"); got.Status != Fail || !strings.Contains(got.Detail, "refused") {
+		t.Errorf("API server: %s %q, want fail naming the error", got.Status, got.Detail)
+	}
+	for _, x := range r.Results[1:] {
+		if x.Status != Skip || x.Detail != "skipped: API server unreachable" {
+			t.Errorf("%s: %s %q, want skip: API server unreachable", x.Check, x.Status, x.Detail)
+		}
+	}
+	for _, c := range []string{"CRDs", "StorageClasses", "RBAC of the controller", "RBAC of the bridge", "NetworkPolicy enforced"} {
+		row(t, r, c)
+	}
+	if !r.Failed(false) {
+		t.Error("an unreachable API server did not fail the run")
+	}
+	var b bytes.Buffer
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "0 passed, 0 warned, 1 failed, 9 skipped") {
+		t.Errorf("summary:\n%s", b.String())
+	}
+}
+
+// The snapshot row looks at every StorageClass the templates use (those
+// they name, and the default for volumes that name none), not only the
+// default's provisioner.
+func TestCheckSnapshotsPerClass(t *testing.T) {
+	classes := []StorageClass{
+		{Name: "std", Provisioner: "hostpath.example", Default: true},
+		{Name: "csi", Provisioner: "csi.example"},
+		{Name: "unused", Provisioner: "other.example"},
+	}
+	for _, tc := range []struct {
+		name    string
+		named   map[string][]string
+		drivers []string
+		want    Status
+		detail  string
+	}{
+		{"named class without a snapshot class", map[string][]string{"csi": {"team/db"}}, []string{"hostpath.example"}, Warn,
+			"csi (provisioner csi.example, named by team/db)"},
+		{"default without, named with", map[string][]string{"csi": {"team/db"}, "": {"team/py"}}, []string{"csi.example"}, Warn,
+			"std (provisioner hostpath.example, the default, for team/py)"},
+		{"every used class covered", map[string][]string{"csi": {"team/db"}, "": {"team/py"}}, []string{"csi.example", "hostpath.example"}, Pass,
+			"covering StorageClasses csi, std"},
+		{"an unused class needs none", nil, []string{"hostpath.example"}, Pass, "1 classes, covering StorageClasses std"},
+		{"in-tree default", map[string][]string{"": {"team/py"}}, nil, Warn, "std (provisioner kubernetes.io/no-provisioner"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := complete()
+			f.StorageClasses, f.StorageClassesNamed, f.SnapshotClasses = append([]StorageClass(nil), classes...), tc.named, nil
+			if tc.drivers == nil {
+				f.StorageClasses[0].Provisioner = "kubernetes.io/no-provisioner"
+				tc.drivers = []string{"csi.example"}
+			}
+			for _, d := range tc.drivers {
+				f.SnapshotClasses = append(f.SnapshotClasses, SnapshotClass{Name: "snap-" + d, Driver: d})
+			}
+			got := CheckSnapshots(f)
+			if got.Status != tc.want || !strings.Contains(got.Detail, tc.detail) {
+				t.Errorf("%s %q, want %s with %q", got.Status, got.Detail, tc.want, tc.detail)
+			}
+			if got.Status == Warn && got.Fix == "" {
+				t.Error("warns without saying what to do")
+			}
+			if strings.Contains(got.Fix, "driver kubernetes.io/") {
+				t.Errorf("fix asks for a snapshot class of an in-tree provisioner: %q", got.Fix)
+			}
+		})
+	}
+}
+
+// The controller's needs include reading the API server's own EndpointSlice
+// (by name: its ClusterRole grants only that one) and creating events with
+// the events.k8s.io API it records them with.
+func TestControllerNeedsEndpointSliceAndEvents(t *testing.T) {
+	want := []Need{
+		{Verb: "get", Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: "default", Name: "kubernetes"},
+		{Verb: "create", Group: "events.k8s.io", Resource: "events"},
+	}
+	for _, w := range want {
+		found := false
+		for _, n := range ControllerNeeds {
+			found = found || n == w
+		}
+		if !found {
+			t.Errorf("ControllerNeeds lacks %s", w)
+		}
+	}
+	if got := want[0].String(); got != "get endpointslices.discovery.k8s.io default/kubernetes" {
+		t.Errorf("String() = %q", got)
+	}
+}

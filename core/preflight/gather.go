@@ -219,9 +219,12 @@ func gatherStorage(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Int
 // Need is one permission a component's service account must have.
 type Need struct {
 	Verb, Group, Resource, Subresource string
-	// Namespace: "" for every namespace (a ClusterRole), or "system" for
-	// sandpod's own namespace.
+	// Namespace: "" for every namespace (a ClusterRole), "system" for
+	// sandpod's own namespace, else that namespace.
 	Namespace string
+	// Name: one object only (a rule's resourceNames), e.g. the
+	// kubernetes EndpointSlice.
+	Name string
 }
 
 func (n Need) String() string {
@@ -231,6 +234,9 @@ func (n Need) String() string {
 	}
 	if n.Group != "" {
 		r += "." + n.Group
+	}
+	if n.Name != "" {
+		r += " " + n.Namespace + "/" + n.Name
 	}
 	return n.Verb + " " + r
 }
@@ -275,6 +281,11 @@ var (
 		needs("", "persistentvolumeclaims", "", "create", "delete"),
 		needs("", "secrets", "", "get", "create", "delete"),
 		needs("", "events", "", "create"),
+		// The events the controller records (client-go's events API).
+		needs("events.k8s.io", "events", "", "create"),
+		// The API server's addresses, for the sandboxes' NetworkPolicy
+		// (core/controller/template): this one EndpointSlice only.
+		[]Need{{Verb: "get", Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: "default", Name: "kubernetes"}},
 		needs("networking.k8s.io", "networkpolicies", "", "get", "list", "watch", "create", "update", "delete"),
 		[]Need{{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: "system"}},
 	)
@@ -317,7 +328,7 @@ func gatherAccess(ctx context.Context, cs kubernetes.Interface, o Options) []Acc
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: user, Groups: groups,
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: n.Verb, Group: n.Group, Resource: n.Resource, Subresource: n.Subresource,
+					Namespace: ns, Verb: n.Verb, Group: n.Group, Resource: n.Resource, Subresource: n.Subresource, Name: n.Name,
 				},
 			}}
 			res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})

@@ -19,6 +19,9 @@ const (
 	Pass Status = "pass"
 	Warn Status = "warn"
 	Fail Status = "fail"
+	// Skip: not checked, because what it depends on failed (e.g. the API
+	// server does not answer); that row says why.
+	Skip Status = "skip"
 )
 
 // Result is one row of the report: what was checked, the outcome, what was
@@ -69,7 +72,11 @@ func (r Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	n := r.Counts()
-	_, err := fmt.Fprintf(w, "\n%d passed, %d warned, %d failed\n", n[Pass], n[Warn], n[Fail])
+	skipped := ""
+	if n[Skip] > 0 {
+		skipped = fmt.Sprintf(", %d skipped", n[Skip])
+	}
+	_, err := fmt.Fprintf(w, "\n%d passed, %d warned, %d failed%s\n", n[Pass], n[Warn], n[Fail], skipped)
 	return err
 }
 

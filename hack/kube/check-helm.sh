@@ -14,8 +14,11 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$helm" template sandpod deploy/helm/sandpod --namespace "$ns" --include-crds --skip-tests > "$tmp/chart.yaml"
 go run ./hack/kube/chartdiff deploy/install.yaml "$tmp/chart.yaml"
 # The optional Prometheus Operator objects: rendered, scraping the metrics
-# Service, and nothing else changed.
-on=(--set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true)
+# Services with the labels and interval given (both ServiceMonitors), the
+# warm-claims alert reading both claim histograms, and nothing else changed.
+on=(--set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true
+  --set bridge.metrics.serviceMonitor=true
+  --set-string metrics.serviceMonitor.labels.release=prom --set metrics.serviceMonitor.interval=17s)
 "$helm" lint deploy/helm/sandpod "${on[@]}" >/dev/null
 "$helm" template sandpod deploy/helm/sandpod --namespace "$ns" --include-crds --skip-tests "${on[@]}" > "$tmp/monitoring.yaml"
-go run ./hack/kube/chartdiff -monitoring deploy/install.yaml "$tmp/monitoring.yaml"
+go run ./hack/kube/chartdiff -monitoring -monitor-label release=prom -monitor-interval 17s deploy/install.yaml "$tmp/monitoring.yaml"

@@ -20,6 +20,10 @@ const (
 	// idleness (removed when it runs again).
 	AnnotationIdleSuspended = "sandpod.dev/idle-suspended"
 
+	// AnnotationCompleted marks a sandbox the controller suspended because
+	// its pod exited 0 without restartOnFailure (removed when it runs again).
+	AnnotationCompleted = "sandpod.dev/completed"
+
 	// AnnotationRequestID records the client request id that created a sandbox.
 	AnnotationRequestID = "sandpod.dev/request-id"
 	// AnnotationRequestMethod records which RPC (create or claim) used the

@@ -48,4 +48,12 @@ const (
 	// ReasonRestoring: the sandbox's pod and volumes are being replaced by
 	// volumes from its snapshot.
 	ReasonRestoring = "Restoring"
+	// ReasonRestarting: a failed pod is being replaced (restartOnFailure).
+	ReasonRestarting = "Restarting"
+	// ReasonRestartBackOff: a failed pod waits for its replacement, later
+	// with each replacement in a row (status.podRestartStreak).
+	ReasonRestartBackOff = "RestartBackOff"
+	// ReasonCompleted: the sandbox's pod exited 0 and it does not restart
+	// on failure: the controller suspended it (resume starts it again).
+	ReasonCompleted = "Completed"
 )

@@ -60,7 +60,10 @@ type SandboxSpec struct {
 	// +optional
 	AutoResume bool `json:"autoResume,omitempty"`
 
-	// RestartOnFailure recreates a failed pod instead of reporting it Failed.
+	// RestartOnFailure recreates a failed pod instead of reporting it Failed,
+	// with a back-off between replacements (status.podRestartStreak). A pod
+	// that exited 0 is replaced too; without restartOnFailure such a sandbox
+	// is suspended (reason Completed) instead of reported Failed.
 	// +optional
 	RestartOnFailure bool `json:"restartOnFailure,omitempty"`
 
@@ -117,6 +120,19 @@ type SandboxStatus struct {
 	// Ready condition's message names the last exit.
 	// +optional
 	AgentRestarts int32 `json:"agentRestarts,omitempty"`
+	// PodRestarts counts the pods restartOnFailure replaced after they
+	// failed (over the sandbox's life).
+	// +optional
+	PodRestarts int32 `json:"podRestarts,omitempty"`
+	// PodRestartStreak counts the replacements since a pod last ran for
+	// 10 minutes; the wait before the next one grows with it (10s,
+	// doubling, up to 5 minutes; the Ready condition says RestartBackOff
+	// meanwhile).
+	// +optional
+	PodRestartStreak int32 `json:"podRestartStreak,omitempty"`
+	// LastPodRestartTime is when the last failed pod was replaced.
+	// +optional
+	LastPodRestartTime *metav1.Time `json:"lastPodRestartTime,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -536,6 +536,10 @@ func (in *SandboxStatus) DeepCopyInto(out *SandboxStatus) {
 		in, out := &in.LastActivityTime, &out.LastActivityTime
 		*out = (*in).DeepCopy()
 	}
+	if in.LastPodRestartTime != nil {
+		in, out := &in.LastPodRestartTime, &out.LastPodRestartTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -107,6 +107,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if podErr != nil && !IsNameConflict(podErr) {
 		return reconcile.Result{}, podErr
 	}
+	// A pod that exited 0 without restartOnFailure: suspended, not Failed.
+	if completed, err := r.suspendCompleted(ctx, sb, pod, expiry); err != nil {
+		return reconcile.Result{}, err
+	} else if completed {
+		ev.add(sb, corev1.EventTypeNormal, v1alpha1.ReasonCompleted, "pod "+pod.Name+" exited 0: suspended (resume starts it again)")
+	}
 	// A sandbox made from (or restored to) a snapshot: its volumes wait
 	// for the snapshot, and a restore replaces pod and volumes first.
 	snap, waiting, snapErr := r.snapshotOf(ctx, sb)
@@ -164,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	ev.emit(r.Recorder)
-	wake := lifecycle.NextWakeup(expiryWait, idleWait, leaseWait)
+	wake := lifecycle.NextWakeup(expiryWait, idleWait, leaseWait, in.BackOff)
 	if in.RefusedReason == v1alpha1.ReasonNameConflict || in.RefusedReason == v1alpha1.ReasonSnapshotUnusable {
 		// The cache does not see the foreign object go away: look again.
 		wake = lifecycle.NextWakeup(wake, conflictRecheck)
@@ -224,9 +230,9 @@ func decideLease(now time.Time, sb *v1alpha1.Sandbox) (lifecycle.ExpiryAction, t
 // idleSuspend sets operatingMode Suspended on a running sandbox idle past its
 // timeout, and otherwise says how long until it would be.
 func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now time.Time, expiry lifecycle.ExpiryAction) (bool, time.Duration, error) {
-	if mode(sb) == v1alpha1.OperatingModeRunning && sb.Annotations[v1alpha1.AnnotationIdleSuspended] != "" {
-		// Resumed after an idle suspend: drop the mark.
-		patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationIdleSuspended + `":null}}}`)
+	if mode(sb) == v1alpha1.OperatingModeRunning && (sb.Annotations[v1alpha1.AnnotationIdleSuspended] != "" || sb.Annotations[v1alpha1.AnnotationCompleted] != "") {
+		// Resumed after an idle (or completed) suspend: drop the marks.
+		patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationIdleSuspended + `":null,"` + v1alpha1.AnnotationCompleted + `":null}}}`)
 		if err := r.Client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return false, 0, fmt.Errorf("clear idle mark: %w", err)
 		}
@@ -306,16 +312,32 @@ func (r *Reconciler) getPod(ctx context.Context, sb *v1alpha1.Sandbox) (*corev1.
 func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod *corev1.Pod, obs lifecycle.Observed, in *statusInput, ev *eventQueue) (*corev1.Pod, error) {
 	run := lifecycle.ShouldRunWorkload(obs)
 	switch {
-	case pod != nil && (!run || lifecycle.ShouldRestart(obs, sb.Spec.RestartOnFailure)):
+	case pod != nil && run && lifecycle.ShouldRestart(obs, sb.Spec.RestartOnFailure):
+		// Replaced, with a back-off between replacements so a pod that
+		// fails at once is not recreated in a tight loop.
+		in.Restart = v1alpha1.ReasonRestarting
+		if pod.DeletionTimestamp != nil {
+			return pod, nil
+		}
+		d := lifecycle.DecideRestart(in.Now, restartHistory(sb), pod.CreationTimestamp.Time, ranFor(pod, in.Now))
+		if !d.Now {
+			if d.Wait > 0 {
+				in.Restart, in.BackOff = v1alpha1.ReasonRestartBackOff, d.Wait
+			}
+			return pod, nil
+		}
+		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); ignoreNotFound(err) != nil {
+			return pod, fmt.Errorf("delete pod: %w", err)
+		}
+		in.RestartStreak = d.Streak
+		ev.add(sb, corev1.EventTypeNormal, v1alpha1.ReasonRestarting, fmt.Sprintf("deleted failed pod %s (restart %d in a row)", pod.Name, d.Streak))
+		return pod, nil
+	case pod != nil && !run:
 		if pod.DeletionTimestamp == nil {
 			if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); ignoreNotFound(err) != nil {
 				return pod, fmt.Errorf("delete pod: %w", err)
 			}
-			reason := "Stopped"
-			if run {
-				reason = "Restarting"
-			}
-			ev.add(sb, corev1.EventTypeNormal, reason, "deleted pod "+pod.Name)
+			ev.add(sb, corev1.EventTypeNormal, "Stopped", "deleted pod "+pod.Name)
 		}
 		return pod, nil
 	case pod == nil && run:

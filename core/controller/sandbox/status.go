@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,15 @@ type statusInput struct {
 	// (a snapshot being taken, volumes being restored).
 	Waiting       string
 	WaitingReason string
+	// Restart is set while a failed pod is replaced (restartOnFailure):
+	// ReasonRestarting or ReasonRestartBackOff. The sandbox is then
+	// Pending, not Failed: it comes back by itself.
+	Restart string
+	// RestartStreak > 0: this pass replaced the failed pod, the
+	// RestartStreak-th replacement in a row.
+	RestartStreak int32
+	// BackOff: the failed pod is replaced after this long.
+	BackOff time.Duration
 }
 
 // ComputeStatus is the status a sandbox should have after a pass. It starts
@@ -77,6 +87,15 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	if sb.Spec.Service {
 		st.ServiceFQDN = v1alpha1.ServiceFQDN(sb, in.ClusterDomain)
 	}
+	if in.RestartStreak > 0 {
+		st.PodRestarts++
+		st.PodRestartStreak = in.RestartStreak
+		t := metav1.NewTime(in.Now)
+		st.LastPodRestartTime = &t
+	}
+	if in.Restart != "" && st.Phase == v1alpha1.SandboxFailed {
+		st.Phase = v1alpha1.SandboxPending
+	}
 	if in.Refused != "" {
 		st.Phase = v1alpha1.SandboxFailed
 		st.Message = in.Refused
@@ -97,6 +116,9 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	switch {
 	case in.Refused != "":
 		readyReason, readyMsg = in.RefusedReason, in.Refused
+	case in.Restart != "" && st.Phase == v1alpha1.SandboxPending:
+		readyReason, readyMsg = in.Restart, restartMessage(in, st)
+		st.Message = readyMsg
 	case in.Waiting != "" && st.Phase == v1alpha1.SandboxPending:
 		readyReason, readyMsg = in.WaitingReason, in.Waiting
 	case st.Phase == v1alpha1.SandboxRunning:
@@ -121,8 +143,11 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	susReason := v1alpha1.ReasonRunning
 	if suspended {
 		susReason = v1alpha1.ReasonSuspended
-		if in.IdleSuspended || sb.Annotations[v1alpha1.AnnotationIdleSuspended] == "true" {
+		switch {
+		case in.IdleSuspended || sb.Annotations[v1alpha1.AnnotationIdleSuspended] == "true":
 			susReason = v1alpha1.ReasonIdle
+		case sb.Annotations[v1alpha1.AnnotationCompleted] == "true":
+			susReason = v1alpha1.ReasonCompleted
 		}
 	}
 	set(v1alpha1.ConditionSuspended, suspended, susReason, "")
@@ -157,6 +182,16 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	}
 	set(v1alpha1.ConditionFinished, finished, finReason, "")
 	return st
+}
+
+// restartMessage says why the pod is replaced and, while backing off, when
+// (e.g. "Failed: Error; replaced in 20s (restart 3 in a row)").
+func restartMessage(in statusInput, st v1alpha1.SandboxStatus) string {
+	why := podFailure(in.Pod)
+	if in.Restart != v1alpha1.ReasonRestartBackOff {
+		return joinNonEmpty("; ", why, "replacing the pod")
+	}
+	return joinNonEmpty("; ", why, fmt.Sprintf("replaced in %s (restart %d in a row)", in.BackOff.Round(time.Second), st.PodRestartStreak+1))
 }
 
 func podFailure(pod *corev1.Pod) string {

@@ -82,6 +82,18 @@ func TestComputeStatus(t *testing.T) {
 			in:        statusInput{Observed: lifecycle.Observed{Mode: v1alpha1.OperatingModeRunning, Workload: lifecycle.WorkloadFailed}},
 			wantPhase: v1alpha1.SandboxFailed, wantTrue: []string{v1alpha1.ConditionFinished}, wantReason: v1alpha1.ReasonPodFailed,
 		},
+		// restartOnFailure: a failed pod being replaced or waiting for its
+		// replacement comes back by itself: Pending, not Failed.
+		"pod failed, backing off": {
+			in: statusInput{Observed: lifecycle.Observed{Mode: v1alpha1.OperatingModeRunning, Workload: lifecycle.WorkloadFailed},
+				Restart: v1alpha1.ReasonRestartBackOff, BackOff: 20 * time.Second},
+			wantPhase: v1alpha1.SandboxPending, wantReason: v1alpha1.ReasonRestartBackOff,
+		},
+		"pod failed, replaced": {
+			in: statusInput{Observed: lifecycle.Observed{Mode: v1alpha1.OperatingModeRunning, Workload: lifecycle.WorkloadFailed},
+				Restart: v1alpha1.ReasonRestarting, RestartStreak: 1},
+			wantPhase: v1alpha1.SandboxPending, wantReason: v1alpha1.ReasonRestarting,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -161,5 +173,89 @@ func TestComputeStatusServiceFQDN(t *testing.T) {
 		if got := ComputeStatus(sb, in).ServiceFQDN; got != want {
 			t.Errorf("cluster domain %q: serviceFQDN %q, want %q", domain, got, want)
 		}
+	}
+}
+
+// A replacement is counted in the status with its time and streak; the
+// back-off message says when the next one comes.
+func TestComputeStatusRestarts(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	failed := readyPod()
+	failed.Status.Phase, failed.Status.Reason = corev1.PodFailed, "Error"
+	obs := lifecycle.Observed{Mode: v1alpha1.OperatingModeRunning, Workload: lifecycle.WorkloadFailed}
+	sb := makeSandbox("sb").obj()
+	sb.Status.PodRestarts, sb.Status.PodRestartStreak = 4, 2
+
+	st := ComputeStatus(sb, statusInput{Now: now, Observed: obs, Pod: failed, Restart: v1alpha1.ReasonRestarting, RestartStreak: 3})
+	if st.PodRestarts != 5 || st.PodRestartStreak != 3 || st.LastPodRestartTime == nil || !st.LastPodRestartTime.Time.Equal(now) {
+		t.Errorf("after a replacement: restarts %d streak %d last %v, want 5 3 %v", st.PodRestarts, st.PodRestartStreak, st.LastPodRestartTime, now)
+	}
+	sb.Status = st
+	st = ComputeStatus(sb, statusInput{Now: now, Observed: obs, Pod: failed, Restart: v1alpha1.ReasonRestartBackOff, BackOff: 40 * time.Second})
+	if st.PodRestarts != 5 || st.PodRestartStreak != 3 {
+		t.Errorf("backing off counted a restart: %d %d", st.PodRestarts, st.PodRestartStreak)
+	}
+	if want := "Failed: Error; replaced in 40s (restart 4 in a row)"; st.Message != want {
+		t.Errorf("message %q, want %q", st.Message, want)
+	}
+}
+
+// A sandbox whose pod exited 0 is suspended (reason Completed) unless it
+// restarts on failure; its Suspended condition says so.
+func TestCompleted(t *testing.T) {
+	succeeded := readyPod()
+	succeeded.Status.Phase = corev1.PodSucceeded
+	failed := readyPod()
+	failed.Status.Phase = corev1.PodFailed
+	going := succeeded.DeepCopy()
+	going.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	for _, tc := range []struct {
+		name    string
+		pod     *corev1.Pod
+		restart bool
+		mode    v1alpha1.OperatingMode
+		expiry  lifecycle.ExpiryAction
+		want    bool
+	}{
+		{"exited 0", succeeded, false, "", lifecycle.ExpiryNone, true},
+		{"exited 0, restarts on failure: replaced instead", succeeded, true, "", lifecycle.ExpiryNone, false},
+		{"failed", failed, false, "", lifecycle.ExpiryNone, false},
+		{"exited 0 on the SIGTERM of a suspend, resumed since", going, false, "", lifecycle.ExpiryNone, false},
+		{"running", readyPod(), false, "", lifecycle.ExpiryNone, false},
+		{"no pod", nil, false, "", lifecycle.ExpiryNone, false},
+		{"already suspended", succeeded, false, v1alpha1.OperatingModeSuspended, lifecycle.ExpiryNone, false},
+		{"expired (retained)", succeeded, false, "", lifecycle.ExpiryRetain, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := makeSandbox("sb").obj()
+			sb.Spec.RestartOnFailure, sb.Spec.OperatingMode = tc.restart, tc.mode
+			if got := completedPod(sb, tc.pod, tc.expiry); got != tc.want {
+				t.Errorf("completedPod = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	sb := makeSandbox("sb").obj()
+	sb.Annotations = map[string]string{v1alpha1.AnnotationCompleted: "true"}
+	st := ComputeStatus(sb, statusInput{Observed: lifecycle.Observed{Mode: v1alpha1.OperatingModeSuspended}})
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSuspended); st.Phase != v1alpha1.SandboxSuspended || c.Reason != v1alpha1.ReasonCompleted {
+		t.Errorf("completed: phase %s, Suspended reason %s; want Suspended, Completed", st.Phase, c.Reason)
+	}
+}
+
+func TestRanFor(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := readyPod()
+	pod.CreationTimestamp = metav1.NewTime(t0)
+	if got := ranFor(pod, t0.Add(time.Minute)); got != time.Minute {
+		t.Errorf("no start, no end: %s, want 1m (creation to now)", got)
+	}
+	start := metav1.NewTime(t0.Add(10 * time.Second))
+	pod.Status.StartTime = &start
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
+		{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.NewTime(t0.Add(20 * time.Second))}}},
+		{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.NewTime(t0.Add(40 * time.Second))}}},
+	}
+	if got := ranFor(pod, t0.Add(time.Hour)); got != 30*time.Second {
+		t.Errorf("start to the last container's end: %s, want 30s", got)
 	}
 }

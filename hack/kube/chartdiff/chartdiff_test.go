@@ -89,36 +89,86 @@ func TestCompare(t *testing.T) {
 }
 
 func TestTakeMonitoring(t *testing.T) {
-	svcLabels := map[string]any{"app.kubernetes.io/name": "sandpod", "app.kubernetes.io/component": "controller"}
-	svc := func() map[string]any {
-		return obj("Service", "sp", "sandpod-controller-metrics", svcLabels,
+	want := MonitorWant{Labels: map[string]string{"release": "prom"}, Interval: "17s"}
+	svcLabels := func(c string) map[string]any {
+		return map[string]any{"app.kubernetes.io/name": "sandpod", "app.kubernetes.io/component": c}
+	}
+	svc := func(c string) map[string]any {
+		return obj("Service", "sp", "sandpod-"+c+"-metrics", svcLabels(c),
 			map[string]any{"ports": []any{map[string]any{"name": "metrics", "port": 8080}}})
 	}
-	sm := func(sel map[string]any, port string, ns string) map[string]any {
-		return obj("ServiceMonitor", "sp", "sandpod-controller", nil, map[string]any{
-			"selector":          map[string]any{"matchLabels": sel},
-			"namespaceSelector": map[string]any{"matchNames": []any{ns}},
-			"endpoints":         []any{map[string]any{"port": port}},
+	type smOpt struct {
+		sel             map[string]any
+		port, ns        string
+		labels          map[string]any
+		interval        string
+		component, name string
+	}
+	sm := func(o smOpt) map[string]any {
+		if o.sel == nil {
+			o.sel = svcLabels(o.component)
+		}
+		if o.port == "" {
+			o.port = "metrics"
+		}
+		if o.ns == "" {
+			o.ns = "sp"
+		}
+		if o.labels == nil {
+			o.labels = map[string]any{"release": "prom"}
+		}
+		if o.interval == "" {
+			o.interval = "17s"
+		}
+		return obj("ServiceMonitor", "sp", "sandpod-"+o.component, o.labels, map[string]any{
+			"selector":          map[string]any{"matchLabels": o.sel},
+			"namespaceSelector": map[string]any{"matchNames": []any{o.ns}},
+			"endpoints":         []any{map[string]any{"port": o.port, "interval": o.interval}},
 		})
 	}
-	rule := obj("PrometheusRule", "sp", "sandpod", nil, map[string]any{"groups": []any{map[string]any{"name": "sandpod"}}})
+	ctl := func(o smOpt) map[string]any { o.component = "controller"; return sm(o) }
+	br := func(o smOpt) map[string]any { o.component = "bridge"; return sm(o) }
+	ruleWith := func(expr string) map[string]any {
+		return obj("PrometheusRule", "sp", "sandpod", nil, map[string]any{"groups": []any{map[string]any{
+			"name": "sandpod", "rules": []any{map[string]any{"alert": "SandpodWarmClaimsSlow", "expr": expr}},
+		}}})
+	}
+	both := `histogram_quantile(0.99, sum by (le) (rate(sandpod_claim_latency_seconds_bucket{mode="warm"}[10m]))) > 1 or ` +
+		`histogram_quantile(0.99, sum by (le) (rate(sandpod_api_claim_duration_seconds_bucket{outcome="warm"}[10m]))) > 1`
+	rule := ruleWith(both)
+	good := func(extra ...map[string]any) []map[string]any {
+		return append([]map[string]any{svc("controller"), svc("bridge")}, extra...)
+	}
 	tests := []struct {
 		name string
 		objs []map[string]any
 		want string // a substring of the problems; empty: none
 	}{
-		{"good", []map[string]any{svc(), sm(svcLabels, "metrics", "sp"), rule}, ""},
-		{"no rule", []map[string]any{svc(), sm(svcLabels, "metrics", "sp")}, "PrometheusRule: not rendered"},
-		{"no monitor", []map[string]any{svc(), rule}, "ServiceMonitor: not rendered"},
-		{"selector misses", []map[string]any{svc(), sm(map[string]any{"app.kubernetes.io/component": "bridge"}, "metrics", "sp"), rule},
+		{"good", good(ctl(smOpt{}), br(smOpt{}), rule), ""},
+		{"no rule", good(ctl(smOpt{}), br(smOpt{})), "PrometheusRule: not rendered"},
+		{"no controller monitor", good(br(smOpt{}), rule), "ServiceMonitor sandpod-controller: not rendered"},
+		{"no bridge monitor", good(ctl(smOpt{}), rule), "ServiceMonitor sandpod-bridge: not rendered"},
+		{"selector misses", good(ctl(smOpt{sel: svcLabels("bridge")}), br(smOpt{}), rule),
 			"selects app.kubernetes.io/component=bridge"},
-		{"wrong port", []map[string]any{svc(), sm(svcLabels, "http", "sp"), rule}, "names no port"},
-		{"wrong namespace", []map[string]any{svc(), sm(svcLabels, "metrics", "other"), rule}, "leaves out sp"},
-		{"no metrics service", []map[string]any{sm(svcLabels, "metrics", "sp"), rule}, "no Service"},
+		{"wrong port", good(ctl(smOpt{port: "http"}), br(smOpt{}), rule), "names no port"},
+		{"wrong namespace", good(ctl(smOpt{}), br(smOpt{ns: "other"}), rule), "sandpod-bridge: namespaceSelector [other] leaves out sp"},
+		{"no metrics service", []map[string]any{svc("bridge"), ctl(smOpt{}), br(smOpt{}), rule}, "no Service sandpod-controller-metrics"},
+		// What the bridge's ServiceMonitor got wrong before: the values'
+		// labels and interval did not reach it.
+		{"bridge without labels", good(ctl(smOpt{}), br(smOpt{labels: map[string]any{}}), rule),
+			"ServiceMonitor sandpod-bridge: label release=(absent), want prom"},
+		{"bridge without interval", good(ctl(smOpt{}), br(smOpt{interval: "30s"}), rule),
+			"ServiceMonitor sandpod-bridge: endpoint interval 30s, want 17s"},
+		{"alert blind to the bridge", good(ctl(smOpt{}), br(smOpt{}),
+			ruleWith(`histogram_quantile(0.99, sum by (le) (rate(sandpod_claim_latency_seconds_bucket{mode="warm"}[10m]))) > 1`)),
+			"does not read sandpod_api_claim_duration_seconds_bucket"},
+		{"no slow-claims alert", good(ctl(smOpt{}), br(smOpt{}),
+			obj("PrometheusRule", "sp", "sandpod", nil, map[string]any{"groups": []any{map[string]any{"name": "sandpod"}}})),
+			"no alert SandpodWarmClaimsSlow"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rest, problems := TakeMonitoring(tt.objs)
+			rest, problems := TakeMonitoring(tt.objs, want)
 			for _, o := range rest {
 				if k := str(o, "kind"); k == "ServiceMonitor" || k == "PrometheusRule" {
 					t.Errorf("%s left in the rest", k)

@@ -3,11 +3,13 @@
 // hack/kube/check-helm.sh runs it (from `make check-generated`):
 //
 //	go run ./hack/kube/chartdiff deploy/install.yaml rendered.yaml
-//	go run ./hack/kube/chartdiff -monitoring deploy/install.yaml rendered.yaml
+//	go run ./hack/kube/chartdiff -monitoring -monitor-label release=prom -monitor-interval 17s deploy/install.yaml rendered.yaml
 //
-// -monitoring: rendered with metrics.serviceMonitor and metrics.prometheusRule
-// on; the two objects must be there (and the ServiceMonitor must select the
-// metrics Service by its labels and port), and the rest must match as usual.
+// -monitoring: rendered with metrics.serviceMonitor, bridge.metrics.serviceMonitor
+// and metrics.prometheusRule on; the objects must be there (each
+// ServiceMonitor selecting its metrics Service by its labels and port, with
+// the labels and interval the render was given, and the warm-claims alert
+// reading both claim histograms), and the rest must match as usual.
 //
 // Both YAML streams are parsed (comments and key order do not matter),
 // normalized (normalize.go says what is dropped and why), keyed by
@@ -20,15 +22,29 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/yaml"
 )
 
 func main() {
-	monitoring := flag.Bool("monitoring", false, "the chart was rendered with its ServiceMonitor and PrometheusRule on")
+	monitoring := flag.Bool("monitoring", false, "the chart was rendered with its ServiceMonitors and PrometheusRule on")
+	var want MonitorWant
+	flag.Func("monitor-label", "KEY=VALUE given as metrics.serviceMonitor.labels (repeatable)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("want KEY=VALUE")
+		}
+		if want.Labels == nil {
+			want.Labels = map[string]string{}
+		}
+		want.Labels[k] = v
+		return nil
+	})
+	flag.StringVar(&want.Interval, "monitor-interval", "", "the metrics.serviceMonitor.interval given")
 	flag.Parse()
 	if flag.NArg() != 2 {
-		fmt.Fprintln(os.Stderr, "usage: chartdiff [-monitoring] INSTALL.yaml HELM-TEMPLATE.yaml")
+		fmt.Fprintln(os.Stderr, "usage: chartdiff [-monitoring [-monitor-label K=V] [-monitor-interval D]] INSTALL.yaml HELM-TEMPLATE.yaml")
 		os.Exit(2)
 	}
 	install, err := load(flag.Arg(0))
@@ -43,12 +59,12 @@ func main() {
 	}
 	var diffs []string
 	if *monitoring {
-		chart, diffs = TakeMonitoring(chart)
+		chart, diffs = TakeMonitoring(chart, want)
 	}
 	diffs = append(diffs, Compare(NormalizeInstall(install), NormalizeChart(chart))...)
 	if len(diffs) == 0 {
 		if *monitoring {
-			fmt.Println("helm template with the ServiceMonitor and PrometheusRule: both rendered, scraping the metrics Service; the rest as deploy/install.yaml")
+			fmt.Println("helm template with the ServiceMonitors and PrometheusRule: rendered, scraping the metrics Services with the given labels and interval, the warm-claims alert on both claim paths; the rest as deploy/install.yaml")
 		} else {
 			fmt.Println("helm template (default values) makes the same objects as deploy/install.yaml")
 		}
