@@ -94,7 +94,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	}
 	// managedFields are never read here and are most of a cached sandbox's
 	// metadata: the bridge caches every sandbox of its namespaces.
-	co := crcache.Options{Scheme: scheme, DefaultTransform: crcache.TransformStripManagedFields()}
+	// Sandboxes are also kept without their pod template (slim.go).
+	co := crcache.Options{Scheme: scheme, DefaultTransform: crcache.TransformStripManagedFields(),
+		ByObject: map[client.Object]crcache.ByObject{&v1alpha1.Sandbox{}: {Transform: sandboxTransform()}}}
 	if len(o.Namespaces) > 0 {
 		co.DefaultNamespaces = map[string]crcache.Config{}
 		for _, ns := range o.Namespaces {
@@ -117,6 +119,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 		return nil, err
 	}
 	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexSnapshot, snapshotOfSandbox); err != nil {
+		return nil, err
+	}
+	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexIdlePause, idlePauseIndex); err != nil {
 		return nil, err
 	}
 	cl, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{
