@@ -74,6 +74,8 @@ type Backend struct {
 	// clusterDomain is Options.ClusterDomain (empty: the default), for the
 	// service names of sandboxes the controller has not named yet.
 	clusterDomain string
+	// takes bounds the warm takes at the API server at once (takeslots.go).
+	takes takeSlots
 }
 
 // New starts the backend's informers and returns once they have synced. The
@@ -139,7 +141,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	b := &Backend{
 		cache: c, client: cl, live: cl, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
 		secrets: newSecretCache(), log: o.Logger, now: time.Now, apiReader: apiReader,
-		clusterDomain: o.ClusterDomain,
+		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
 
