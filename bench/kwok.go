@@ -36,6 +36,7 @@ var (
 	kwokBurst         = flag.Int("kwok-burst", 0, "claims per burst, against a pool of as many ready members (default 500, 200 with -quick)")
 	kwokBudget        = flag.Duration("kwok-budget", 0, "time after which the kwok suite stops growing the cluster for the memory figure and measures where it is (default 11m, 3m with -quick)")
 	kwokCtrlArgs      = flag.String("kwok-controller-args", "", "extra flags for `sandpod controller`, space-separated (e.g. \"--kube-api-qps=1000 --kube-api-burst=2000\")")
+	kwokBridgeArgs    = flag.String("kwok-bridge-args", "", "extra flags for `sandpod bridge`, space-separated (e.g. \"--pprof=127.0.0.1:6061\")")
 	kwokKeepLogDir    = flag.Bool("kwok-keep", false, "keep the kwok bed directory (logs of etcd, kube-apiserver, kwok) after the run")
 	kwokPhases        = flag.String("kwok-phases", "cold,warm,burst,bridge,scale", "comma-separated kwok phases to run: cold, warm (SandboxClaims open loop), burst (SandboxClaims), bridge (ClaimSandbox through `sandpod bridge`: open loop and bursts), bridge-open and bridge-burst alone, scale (the memory figure)")
 	kwokBridgeRates   = flag.String("kwok-bridge-rates", "50,200", "comma-separated open-loop ClaimSandbox rates through the bridge, claims/s")
@@ -66,6 +67,7 @@ type kwokParams struct {
 	Repeats        int           `json:"repeats"`
 	KubeBin        string        `json:"kube_bin"`
 	ControllerArgs []string      `json:"controller_args"`
+	BridgeArgs     []string      `json:"bridge_args,omitempty"`
 	PoolSize       int           `json:"pool_size"`
 	WarmRate       float64       `json:"warm_claims_per_second"`
 	WarmFor        time.Duration `json:"warm_run_length"`
@@ -105,6 +107,7 @@ func kwokDefaults(quick bool, repeats int) kwokParams {
 		p.Budget = *kwokBudget
 	}
 	p.ControllerArgs = strings.Fields(*kwokCtrlArgs)
+	p.BridgeArgs = strings.Fields(*kwokBridgeArgs)
 	p.Phases = strings.Split(strings.ReplaceAll(*kwokPhases, " ", ""), ",")
 	for _, f := range strings.Split(*kwokBridgeRates, ",") {
 		if r, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err == nil && r > 0 {

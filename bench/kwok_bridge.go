@@ -34,7 +34,7 @@ type bridgeProc struct {
 	api     pb.SandboxServiceClient
 }
 
-func startBridgeProc(ctx context.Context, bin, kubeconfig, ns, logPath string) (*bridgeProc, error) {
+func startBridgeProc(ctx context.Context, bin, kubeconfig, ns, logPath string, extra []string) (*bridgeProc, error) {
 	addrFile := logPath + ".addr"
 	_ = os.Remove(addrFile)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -43,8 +43,9 @@ func startBridgeProc(ctx context.Context, bin, kubeconfig, ns, logPath string) (
 	}
 	defer logf.Close()
 	b := &bridgeProc{logPath: logPath, exited: make(chan struct{})}
-	b.cmd = exec.Command(bin, "bridge", "--kubeconfig", kubeconfig, "--namespaces", ns,
-		"--listen", "127.0.0.1:0", "--address-file", addrFile)
+	args := append([]string{"bridge", "--kubeconfig", kubeconfig, "--namespaces", ns,
+		"--listen", "127.0.0.1:0", "--address-file", addrFile}, extra...)
+	b.cmd = exec.Command(bin, args...)
 	b.cmd.Stdout, b.cmd.Stderr = logf, logf
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := b.cmd.Start(); err != nil {
@@ -130,7 +131,7 @@ func (k *kwokSuite) withBridge(ctx context.Context) error {
 	k.bridgeLog = filepath.Join(k.outDir, "kwok-bridge.log")
 	_ = os.Remove(k.bridgeLog)
 	var err error
-	k.bridge, err = startBridgeProc(ctx, k.bin, k.env.Kubeconfig, k.ns, k.bridgeLog)
+	k.bridge, err = startBridgeProc(ctx, k.bin, k.env.Kubeconfig, k.ns, k.bridgeLog, k.p.BridgeArgs)
 	return err
 }
 
@@ -211,11 +212,12 @@ func (k *kwokSuite) bridgeBurstRun(ctx context.Context, r int) error {
 	f.cpuPerClaim["burst"] = append(f.cpuPerClaim["burst"], 1000*cpuBetween(cpu0, cpu1).CPUSeconds["bridge"]/float64(n))
 	_, hwm := memStatus(k.bridge.pid)
 	total, _ := k.tr.counts()
-	f.peakRSS, f.rssAt = mibOf(hwm), fmt.Sprintf("after bridge burst %d, with %d sandboxes in its namespace", r+1, total)
+	anon, file := rssParts(k.bridge.pid)
+	f.peakRSS, f.rssAt = mibOf(hwm), fmt.Sprintf("after bridge burst %d, with %d sandboxes in its namespace (RSS then: %.1f MiB anonymous, %.1f MiB of files)", r+1, total, mibOf(anon), mibOf(file))
 	k.addCPU(fmt.Sprintf("bridge burst run %d: %d ClaimSandbox calls, until the last answered", r+1, n), cpu0, &c0)
-	k.log("kwok: bridge burst run %d: %d claims answered in %s: %.0f claims/s; p50 %.1f ms, p99 %.1f ms; %.2f writes per claim on the critical path; bridge CPU %.2f ms per claim; bridge peak RSS %.1f MiB",
+	k.log("kwok: bridge burst run %d: %d claims answered in %s: %.0f claims/s; p50 %.1f ms, p99 %.1f ms; %.2f writes per claim on the critical path; bridge CPU %.2f ms per claim; bridge peak RSS %.1f MiB (now %.1f anonymous, %.1f files)",
 		r+1, n, last.Sub(t0).Round(time.Millisecond), rate, percentile(lat, 50), percentile(lat, 99),
-		criticalWrites(c0, c1, n, cold), f.cpuPerClaim["burst"][len(f.cpuPerClaim["burst"])-1], f.peakRSS)
+		criticalWrites(c0, c1, n, cold), f.cpuPerClaim["burst"][len(f.cpuPerClaim["burst"])-1], f.peakRSS, mibOf(anon), mibOf(file))
 	return k.afterRefill(ctx, "bridge", c0, cpu0, n)
 }
 

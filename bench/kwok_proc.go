@@ -354,6 +354,31 @@ func memStatus(pid int) (rss, hwm int64) {
 	return rss, hwm
 }
 
+// rssParts reads RssAnon (the process's own memory: Go heap, stacks) and
+// RssFile (pages of its binary and other files) of pid, in bytes: what a
+// peak RSS is made of.
+func rssParts(pid int) (anon, file int64) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		if !ok || len(f) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[0], 10, 64)
+		switch k {
+		case "RssAnon":
+			anon = n * 1024
+		case "RssFile":
+			file = n * 1024
+		}
+	}
+	return anon, file
+}
+
 // bedProcs finds the kwok bed's processes (their command lines name its
 // directory) by program name.
 func bedProcs(dir string) map[string]int {

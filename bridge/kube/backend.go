@@ -74,6 +74,8 @@ type Backend struct {
 	// clusterDomain is Options.ClusterDomain (empty: the default), for the
 	// service names of sandboxes the controller has not named yet.
 	clusterDomain string
+	// takes bounds the warm takes at the API server at once (takeslots.go).
+	takes takeSlots
 }
 
 // New starts the backend's informers and returns once they have synced. The
@@ -94,7 +96,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	}
 	// managedFields are never read here and are most of a cached sandbox's
 	// metadata: the bridge caches every sandbox of its namespaces.
-	co := crcache.Options{Scheme: scheme, DefaultTransform: crcache.TransformStripManagedFields()}
+	// Sandboxes are also kept without their pod template (slim.go).
+	co := crcache.Options{Scheme: scheme, DefaultTransform: crcache.TransformStripManagedFields(),
+		ByObject: map[client.Object]crcache.ByObject{&v1alpha1.Sandbox{}: {Transform: sandboxTransform()}}}
 	if len(o.Namespaces) > 0 {
 		co.DefaultNamespaces = map[string]crcache.Config{}
 		for _, ns := range o.Namespaces {
@@ -119,6 +123,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexSnapshot, snapshotOfSandbox); err != nil {
 		return nil, err
 	}
+	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexIdlePause, idlePauseIndex); err != nil {
+		return nil, err
+	}
 	cl, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{
 		Reader: c, DisableFor: []client.Object{&corev1.Secret{}},
 	}})
@@ -134,7 +141,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	b := &Backend{
 		cache: c, client: cl, live: cl, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
 		secrets: newSecretCache(), log: o.Logger, now: time.Now, apiReader: apiReader,
-		clusterDomain: o.ClusterDomain,
+		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
 

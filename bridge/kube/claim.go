@@ -71,7 +71,12 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		// RestartOnFailure: the request's, else the template's default.
 		RestartOnFailure: lifecycle.RestartOnFailure(req.RestartOnFailure, tmpl.Spec.RestartOnFailure),
 	}
+	if err := b.takes.acquire(ctx); err != nil {
+		release("")
+		return nil, false, apiError(err, "wait for a turn to take a warm %q sandbox", tmpl.Name)
+	}
 	sb, err := b.adopt(ctx, tmpl, snap, holder)
+	b.takes.release()
 	if err != nil {
 		release("")
 		return nil, false, err

@@ -53,10 +53,24 @@ func (b *Backend) idlePauseLoop(ctx context.Context) {
 	}
 }
 
+// indexIdlePause files the sandboxes whose lifecycle asks for an idle
+// pause, the only ones idlePauseDue looks at. Listing every sandbox of the
+// cache every 2 s copied each one into a new list: with 3,000 cached, 1.5 MB
+// every 2 s, nearly half of what the bridge allocated during the kwok
+// bench's claims, for sandboxes of which none asked for a pause.
+const indexIdlePause = "sandpod.idlePause"
+
+func idlePauseIndex(o client.Object) []string {
+	if sb, ok := o.(*v1alpha1.Sandbox); ok && sb.Spec.Lifecycle.IdleAction == v1alpha1.IdlePause && sb.Spec.Lifecycle.IdleTimeout != nil {
+		return []string{"true"}
+	}
+	return nil
+}
+
 // idlePauseDue lists the sandboxes due for an idle pause at now.
 func (b *Backend) idlePauseDue(ctx context.Context, now time.Time) []*v1alpha1.Sandbox {
 	var list v1alpha1.SandboxList
-	if err := b.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+	if err := b.client.List(ctx, &list, client.MatchingFields{indexIdlePause: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var due []*v1alpha1.Sandbox

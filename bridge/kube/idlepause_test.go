@@ -51,7 +51,7 @@ func TestIdlePauseDue(t *testing.T) {
 		mk("pending", func(sb *v1alpha1.Sandbox) { sb.Status.Phase = v1alpha1.SandboxPending }),
 		mk("member", func(sb *v1alpha1.Sandbox) { sb.Labels = map[string]string{v1alpha1.LabelPool: "py"} }),
 	}
-	cb := fake.NewClientBuilder().WithScheme(scheme)
+	cb := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.Sandbox{}, indexIdlePause, idlePauseIndex)
 	for _, o := range objs {
 		cb = cb.WithObjects(o)
 	}

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/readyourwrites"
 )
@@ -29,7 +31,10 @@ func (r *recentWrites) put(sb *v1alpha1.Sandbox) {
 		r.store.PutDeleted(sb)
 		return
 	}
-	r.store.Put(sb.DeepCopy())
+	// Slim as the cache keeps it (slim.go): the pod template is not copied.
+	c := *sb
+	c.Spec.PodTemplate, c.ManagedFields = corev1.PodTemplateSpec{}, nil
+	r.store.Put(c.DeepCopy())
 }
 
 // fresher returns what this process wrote to ns/name when the cache has not

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -29,7 +30,13 @@ func runBridge(ctx context.Context, args []string) int {
 	review := fs.Bool("token-review", false, "also accept Kubernetes tokens (e.g. service-account tokens), checked with TokenReview; a namespace is allowed when the caller may create SandboxClaims in it")
 	activity := fs.Duration("activity-interval", 10*time.Second, "longest delay before an exec or file call is recorded in a sandbox's lastActivityTime")
 	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain): a sandbox's service name before the controller reports it")
+	gcPercent := fs.Int("gc-percent", controller.DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection")
+	memLimit := fs.String("memory-limit", "", "Go soft memory limit, e.g. 96Mi, or off (default: $GOMEMLIMIT if set, else 90% of the container's memory limit)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if _, err := controller.ApplyGCSettings(*gcPercent, *memLimit); err != nil {
+		fmt.Fprintln(os.Stderr, "bridge:", err)
 		return 2
 	}
 	domain, err := v1alpha1.ParseClusterDomain(*clusterDomain)
@@ -76,6 +83,13 @@ func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeco
 	backend, err := kube.New(ctx, cfg, kube.Options{Namespaces: nss, ActivityInterval: activity, Logger: log, ClusterDomain: domain})
 	if err != nil {
 		return err
+	}
+	// The pages of the binary the start touched and the bridge will not
+	// touch again: its caches have synced (core/controller/pageout.go).
+	if n, err := controller.PageOutBinary(); err != nil {
+		log.Debug("page out the binary's read-only pages", "err", err)
+	} else {
+		log.Debug("paged out the binary's read-only pages", "bytes", n)
 	}
 	b := bridge.New(backend)
 	defer b.Close()

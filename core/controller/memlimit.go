@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -46,6 +47,25 @@ func MemoryLimit(flag string, envSet bool, cgroupLimit int64) (int64, error) {
 		return 0, fmt.Errorf("--memory-limit %q: want a quantity such as 96Mi, or off", flag)
 	}
 	return q.Value(), nil
+}
+
+// ApplyGCSettings sets the Go GC target to gcPercent unless $GOGC is set,
+// and the soft memory limit MemoryLimit(memLimit, ...) says (returned; 0:
+// none set). The controller and the bridge share it (--gc-percent,
+// --memory-limit).
+func ApplyGCSettings(gcPercent int, memLimit string) (int64, error) {
+	_, envSet := os.LookupEnv("GOMEMLIMIT")
+	limit, err := MemoryLimit(memLimit, envSet, cgroupMemoryLimit())
+	if err != nil {
+		return 0, err
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	return limit, nil
 }
 
 // cgroupMemoryLimit reads the container's memory limit; 0 when there is none

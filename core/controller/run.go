@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -62,16 +61,9 @@ func Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("--cluster-domain: %w", err)
 	}
 	ctrl.SetLogger(klog.NewKlogr())
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(*gcPercent)
-	}
-	_, envSet := os.LookupEnv("GOMEMLIMIT")
-	limit, err := MemoryLimit(*memLimit, envSet, cgroupMemoryLimit())
-	if err != nil {
+	if limit, err := ApplyGCSettings(*gcPercent, *memLimit); err != nil {
 		return err
-	}
-	if limit > 0 {
-		debug.SetMemoryLimit(limit)
+	} else if limit > 0 {
 		klog.InfoS("soft memory limit", "bytes", limit)
 	}
 
