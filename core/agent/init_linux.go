@@ -87,11 +87,12 @@ func RunInit(secret string, gateFD, respawnFD int) int {
 		}
 		// Every other process of the old tree got its SIGKILL while the
 		// freezer held it: none runs any code of its own again. What it
-		// left in the container's own scratch file systems goes now, while
+		// left in the container's own scratch file systems and IPC
+		// namespace goes now, while
 		// the next agent loads (a new container would start with them
 		// empty).
 		cleared := make(chan struct{})
-		go func() { defer close(cleared); clearScratch(scratchDirs) }()
+		go func() { defer close(cleared); clearScratch(scratchDirs); clearSysVIPC() }()
 		// The next agent starts loading now, while the engine swaps the
 		// workspace; it touches nothing before its secret, which it gets
 		// only on RespawnGo.
