@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -84,6 +85,14 @@ func RunInit(secret string, gateFD, respawnFD int) int {
 		if respawnFD == 0 || !st.read(respawnFD) || !st.armed {
 			return status
 		}
+		// Every other process of the old tree got its SIGKILL while the
+		// freezer held it: none runs any code of its own again. What it
+		// left in the container's own scratch file systems and IPC
+		// namespace goes now, while
+		// the next agent loads (a new container would start with them
+		// empty).
+		cleared := make(chan struct{})
+		go func() { defer close(cleared); clearScratch(scratchDirs); clearSysVIPC() }()
 		// The next agent starts loading now, while the engine swaps the
 		// workspace; it touches nothing before its secret, which it gets
 		// only on RespawnGo.
@@ -97,6 +106,7 @@ func RunInit(secret string, gateFD, respawnFD int) int {
 			reapUntil(next.Process.Pid)
 			return status
 		}
+		<-cleared
 		if !openGate(gate, secret) {
 			return 1
 		}
@@ -246,4 +256,27 @@ func inheritedFiles() []*os.File {
 		files = append(files, os.NewFile(uintptr(fd), fmt.Sprintf("fd%d", fd)))
 	}
 	return files
+}
+
+// scratchDirs are the container's own file systems (tmpfs and mqueue, see
+// the engine's ociSpec) that outlive its processes: a restore in place
+// empties them, as a new container has them.
+var scratchDirs = []string{"/tmp", "/dev/shm", "/dev/mqueue"}
+
+// clearScratch removes everything in dirs (not the directories). The
+// sandbox's code left these entries: os.RemoveAll removes a link, never
+// what it points to, and works below each directory by file descriptor,
+// so no path the sandbox made is followed.
+func clearScratch(dirs []string) {
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue // no such file system in this sandbox
+		}
+		for _, e := range ents {
+			if err := os.RemoveAll(filepath.Join(d, e.Name())); err != nil {
+				fmt.Fprintf(os.Stderr, "sandpod init: clear %s: %v\n", d, err)
+			}
+		}
+	}
 }

@@ -228,7 +228,15 @@ func adoptProcess(rt runc, id, cgroup string, pid int, start uint64) *process {
 		_ = unix.Close(fd)
 		return nil
 	}
-	p := &process{pid: pid, pidfd: openPidfd(pid), start: start, done: make(chan struct{}), runc: rt, id: id, cgroup: cgroup}
+	// Signals go through a copy of the pidfd checked above: a pidfd opened
+	// again by PID could name a process that took the PID after this one
+	// exited (the engine is not its parent, so nothing holds the PID).
+	sigfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		_ = unix.Close(fd)
+		return nil
+	}
+	p := &process{pid: pid, pidfd: sigfd, start: start, done: make(chan struct{}), runc: rt, id: id, cgroup: cgroup}
 	go p.wait(fd, "exited (exit status unknown: it started before the engine restarted)")
 	return p
 }

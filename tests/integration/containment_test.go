@@ -258,6 +258,35 @@ print('connect:', s.connect_ex(('127.0.0.1', ` + port + `)))"`
 		}
 	})
 
+	// pasta lives in the sandbox's PID namespace but outside its cgroups
+	// (and so outside the freezer): code that could trace it would run on
+	// through a pause. The kernel refuses: pasta keeps CAP_SYS_ADMIN in the
+	// sandbox's user namespace, outside the sandbox's bounding set, and
+	// the sandbox has no CAP_SYS_PTRACE. The init (non-dumpable) likewise.
+	t.Run("pasta and the init cannot be traced or read", func(t *testing.T) {
+		probe := `python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+pids = [p for p in os.listdir("/proc") if p.isdigit()]
+pasta = [int(p) for p in pids if open("/proc/%s/comm" % p).read().strip().startswith(("pasta", "passt"))]
+assert pasta, "no pasta in the sandbox's PID namespace"
+for pid in pasta + [1]:
+    r = libc.ptrace(16, pid, 0, 0)  # PTRACE_ATTACH
+    print(pid, "attach", r, ctypes.get_errno())
+    for f in ("mem", "environ", "fd/0"):
+        try:
+            os.close(os.open("/proc/%d/%s" % (pid, f), os.O_RDONLY))
+            print(pid, f, "opened")
+        except OSError as e:
+            print(pid, f, e.errno)
+PY`
+		b.both(t, probe, func(t *testing.T, who string, r execResult) {
+			if r.exit.GetExitCode() != 0 || strings.Contains(r.stdout, "attach 0") || strings.Contains(r.stdout, "opened") {
+				t.Errorf("%s: %q %q", who, r.stdout, r.stderr)
+			}
+		})
+	})
+
 	t.Run("egress None has loopback only; egress Internet its own network", func(t *testing.T) {
 		probe := `python3 -c 'import socket; print(sorted(n for _, n in socket.if_nameindex()))'`
 		if r := sh(t, c, b.offline, probe); strings.TrimSpace(r.stdout) != "['lo']" {
