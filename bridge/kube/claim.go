@@ -357,9 +357,18 @@ func (b *Backend) goneLive(ctx context.Context, ns, name string, uid types.UID) 
 	return sb.UID != uid || sb.DeletionTimestamp != nil, nil
 }
 
+// template reads a template from the cache and, when the cache does not
+// hold it, from the API server: a template applied a moment ago may not have
+// reached this bridge's cache yet, and a claim right after `kubectl apply`
+// must not be told it does not exist.
 func (b *Backend) template(ctx context.Context, ns, name string) (*v1alpha1.SandboxTemplate, error) {
 	t := &v1alpha1.SandboxTemplate{}
-	if err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, t); err != nil {
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	err := b.client.Get(ctx, key, t)
+	if apierrors.IsNotFound(err) {
+		err = b.live.Get(ctx, key, t)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonTemplateNotFound, "template %q not found in namespace %q", name, ns)
 		}
