@@ -186,15 +186,31 @@ func hostRuns(args ...string) bool {
 
 // mountsBelow lists every mount point below dir.
 func mountsBelow(t *testing.T, dir string) []string {
+	var out []string
+	for _, m := range mountinfoBelow(t, dir) {
+		out = append(out, m.point)
+	}
+	return out
+}
+
+type mount struct{ point, fstype string }
+
+// mountinfoBelow reads the mounts below dir from /proc/self/mountinfo.
+func mountinfoBelow(t *testing.T, dir string) []mount {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []mount
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			out = append(out, f[4])
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.HasPrefix(f[4], dir+"/") {
+			continue
+		}
+		// The file system type follows the optional fields' " - ".
+		if _, rest, ok := strings.Cut(line, " - "); ok && len(strings.Fields(rest)) > 0 {
+			out = append(out, mount{point: f[4], fstype: strings.Fields(rest)[0]})
 		}
 	}
 	return out

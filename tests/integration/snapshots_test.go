@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -11,20 +10,14 @@ import (
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// overlaysUnder lists the overlay mounts below dir.
+// overlaysUnder lists the workspace overlay mounts below dir; their binds
+// onto wsmount (the container's /workspace, swap_linux.go) are overlays too
+// and are left out.
 func overlaysUnder(t *testing.T, dir string) []string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		// The workspace overlays themselves; their binds onto wsmount (the
-		// container's /workspace, swap_linux.go) are overlays too.
-		if len(f) > 9 && strings.HasPrefix(f[4], dir+"/") && strings.Contains(line, " - overlay ") && !strings.HasSuffix(f[4], "/wsmount") {
-			out = append(out, f[4])
+	for _, m := range mountinfoBelow(t, dir) {
+		if m.fstype == "overlay" && !strings.HasSuffix(m.point, "/wsmount") {
+			out = append(out, m.point)
 		}
 	}
 	return out

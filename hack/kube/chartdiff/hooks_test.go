@@ -16,18 +16,7 @@ import (
 // the next try, the RBAC comes before the Job, the Job runs the mode it
 // was given, and the ClusterRole grants delete only for delete.
 func TestUninstallCheckHook(t *testing.T) {
-	helm := os.Getenv("SANDPOD_HELM")
-	if helm == "" {
-		out, err := exec.Command("../../helm.sh", "--print").Output()
-		if err != nil {
-			t.Fatalf("hack/helm.sh --print: %v (or set SANDPOD_HELM)", err)
-		}
-		helm = strings.TrimSpace(string(out))
-	}
-	chart, err := filepath.Abs("../../../deploy/helm/sandpod")
-	if err != nil {
-		t.Fatal(err)
-	}
+	helm, chart := helmAndChart(t)
 	render := func(set ...string) ([]map[string]any, error) {
 		args := []string{"template", "sandpod", chart, "-n", "sandpod-system", "--skip-tests",
 			"--show-only", "templates/uninstall-check.yaml"}
@@ -115,4 +104,23 @@ func rule(resources []any, verbs ...string) map[string]any {
 		v[i] = s
 	}
 	return map[string]any{"apiGroups": []any{"sandpod.dev"}, "resources": resources, "verbs": v}
+}
+
+// helmAndChart finds the helm binary ($SANDPOD_HELM, else the one
+// hack/helm.sh builds) and the chart's directory.
+func helmAndChart(t *testing.T) (helm, chart string) {
+	t.Helper()
+	helm = os.Getenv("SANDPOD_HELM")
+	if helm == "" {
+		out, err := exec.Command("../../helm.sh", "--print").Output()
+		if err != nil {
+			t.Fatalf("hack/helm.sh --print: %v (or set SANDPOD_HELM)", err)
+		}
+		helm = strings.TrimSpace(string(out))
+	}
+	chart, err := filepath.Abs("../../../deploy/helm/sandpod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return helm, chart
 }

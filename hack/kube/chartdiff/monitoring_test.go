@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -13,18 +12,7 @@ import (
 // interval set: both ServiceMonitors carry them and the warm-claims alert
 // reads the controller's and the bridge's histograms.
 func TestChartMonitoring(t *testing.T) {
-	helm := os.Getenv("SANDPOD_HELM")
-	if helm == "" {
-		out, err := exec.Command("../../helm.sh", "--print").Output()
-		if err != nil {
-			t.Fatalf("hack/helm.sh --print: %v (or set SANDPOD_HELM)", err)
-		}
-		helm = strings.TrimSpace(string(out))
-	}
-	chart, err := filepath.Abs("../../../deploy/helm/sandpod")
-	if err != nil {
-		t.Fatal(err)
-	}
+	helm, chart := helmAndChart(t)
 	out, err := exec.Command(helm, "template", "sandpod", chart, "-n", "sp", "--skip-tests",
 		"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.prometheusRule.enabled=true",
 		"--set", "bridge.metrics.serviceMonitor=true",
