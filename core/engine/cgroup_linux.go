@@ -125,16 +125,13 @@ func containerCgroups(id string) []string {
 }
 
 // rmdirAll removes the directories it can and returns those still busy. A
-// frozen cgroup is thawed first (v1 freezer.state, v2 cgroup.freeze): its
-// killed tasks cannot exit frozen.
+// freezer cgroup is thawed first (its killed tasks cannot exit frozen); the
+// write is not waited for, the next try is.
 func rmdirAll(dirs []string) []string {
 	var busy []string
 	for _, d := range dirs {
-		if b, err := os.ReadFile(filepath.Join(d, "freezer.state")); err == nil && strings.TrimSpace(string(b)) != "THAWED" {
-			_ = os.WriteFile(filepath.Join(d, "freezer.state"), []byte("THAWED"), 0)
-		}
-		if b, err := os.ReadFile(filepath.Join(d, "cgroup.freeze")); err == nil && strings.TrimSpace(string(b)) == "1" {
-			_ = os.WriteFile(filepath.Join(d, "cgroup.freeze"), []byte("0"), 0)
+		if f, ok := freezerOf(d); ok {
+			_ = os.WriteFile(f.write, []byte(f.thawedIn), 0)
 		}
 		if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
 			busy = append(busy, d)
