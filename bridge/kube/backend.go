@@ -49,9 +49,13 @@ type Options struct {
 
 // Backend implements bridge.Backend on a cluster.
 type Backend struct {
-	cache   crcache.Cache
-	client  client.Client // writes, and reads through the cache
-	live    client.Reader // reads that must not come from a cache (secrets)
+	cache  crcache.Cache
+	client client.Client // writes, and reads through the cache
+	// live reads from the API server, past the cache: Secrets (never
+	// cached), and the rare reads that must not be answered by a cache that
+	// lags (a member still unclaimed before refusing a call, a conflict's
+	// object, a template applied a moment ago).
+	live    client.Reader
 	hub     *hub
 	taken   *adopt.Taken
 	members *memberIndex
@@ -63,10 +67,6 @@ type Backend struct {
 	log       *slog.Logger
 	now       func() time.Time
 	quota     quotaState // quota.go
-
-	// apiReader reads sandboxes from the API server, past the cache: only
-	// to confirm, before refusing a call, that a member is still unclaimed.
-	apiReader client.Reader
 
 	// requests serializes the creates and claims of one request id.
 	requests requestLocks
@@ -132,15 +132,15 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Sandboxes read past the cache (reach), with no informer of its own.
-	apiReader, err := client.New(cfg, client.Options{Scheme: scheme})
+	// Reads past the cache, with no informer of their own.
+	live, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
 	recent := newRecentWrites()
 	b := &Backend{
-		cache: c, client: cl, live: cl, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
-		secrets: newSecretCache(), log: o.Logger, now: time.Now, apiReader: apiReader,
+		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
+		secrets: newSecretCache(), log: o.Logger, now: time.Now,
 		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)

@@ -121,7 +121,7 @@ func (b *Backend) UpdateExposures(ctx context.Context, ns, name string, change f
 		}
 		uid := sb.UID
 		sb = &v1alpha1.Sandbox{}
-		if err := b.apiReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb); err != nil {
+		if err := b.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb); err != nil {
 			return sandboxError(err, ns, name, "read sandbox %q", name)
 		}
 		if sb.UID != uid || sb.DeletionTimestamp != nil {

@@ -36,7 +36,7 @@ func (b *Backend) reach(ctx context.Context, call lifecycle.SandboxCall, sb *v1a
 		return sb, nil
 	}
 	live := &v1alpha1.Sandbox{}
-	if err := b.apiReader.Get(ctx, client.ObjectKeyFromObject(sb), live); err != nil {
+	if err := b.live.Get(ctx, client.ObjectKeyFromObject(sb), live); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, errinfo.SandboxNotFound(sb.Namespace, sb.Name)
 		}

@@ -59,7 +59,7 @@ func TestReach(t *testing.T) {
 			if tc.live != nil {
 				live = live.WithObjects(tc.live.DeepCopy())
 			}
-			b := &Backend{apiReader: live.Build()}
+			b := &Backend{live: live.Build()}
 			got, err := b.reach(context.Background(), tc.call, tc.cached.DeepCopy())
 			if status.Code(err) != tc.wantCode {
 				t.Fatalf("reach = %v, want %s", err, tc.wantCode)

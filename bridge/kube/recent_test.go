@@ -59,7 +59,7 @@ func TestBridgeReadsItsWritesOverALaggingCache(t *testing.T) {
 	server, cache := build(), build() // the cache: as before any write, for good
 	recent := newRecentWrites()
 	b := &Backend{
-		client: rywtest.Lagging{Client: server, Cache: cache}, live: server, apiReader: server,
+		client: rywtest.Lagging{Client: server, Cache: cache}, live: server,
 		hub: newHub(""), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent, now: time.Now,
 	}
 	for _, m := range members {

@@ -96,7 +96,7 @@ func (b *Backend) takeSnapshot(ctx context.Context, ns, source, name string, lbl
 	err = b.client.Create(ctx, snap)
 	if apierrors.IsAlreadyExists(err) {
 		existing := &v1alpha1.SandboxSnapshot{}
-		if requestID != "" && b.apiReader.Get(ctx, client.ObjectKeyFromObject(snap), existing) == nil &&
+		if requestID != "" && b.live.Get(ctx, client.ObjectKeyFromObject(snap), existing) == nil &&
 			existing.Annotations[v1alpha1.AnnotationRequestID] == requestID {
 			return existing, nil // a retry of the request that made it
 		}

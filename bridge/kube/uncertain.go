@@ -70,7 +70,7 @@ func (b *Backend) uncertainClaim(ctx context.Context, ns, id string) (*v1alpha1.
 	}
 	// Past the cache: it is what cannot tell.
 	sb := &v1alpha1.Sandbox{}
-	err := b.apiReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
+	err := b.live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sb)
 	if apierrors.IsNotFound(err) {
 		b.uncertain.drop(ns, id)
 		return nil, nil
