@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -86,8 +87,75 @@ func removeCgroups(id string) {
 		return
 	}
 	if dirs = rmdirAll(dirs); len(dirs) > 0 {
-		go func() { _ = retryRmdir(dirs, cgroupRetry) }()
+		cgroupRemovals.Add(1)
+		go func() {
+			defer cgroupRemovals.Done()
+			_ = retryRmdir(dirs, cgroupRetry)
+		}()
 	}
+}
+
+// cgroupRemovals counts the background removals still retrying: a process
+// that exits while one runs leaves its cgroups behind (Engine.Close waits).
+var cgroupRemovals sync.WaitGroup
+
+// awaitPendingCgroupRemovals waits up to limit for the background removals
+// and reports whether they all finished.
+func awaitPendingCgroupRemovals(limit time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		cgroupRemovals.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(limit):
+		return false
+	}
+}
+
+// strayCgroupDelay is how long an empty container cgroup must stay empty
+// before an engine's start removes it. runc makes a container's cgroups an
+// instant before it moves the init into them, and engines share sandpod/,
+// so an empty one may be another engine's container being born; one that
+// is still empty this much later is not. (A cgroup directory's mtime
+// cannot tell its age: kernfs sets it when the inode is first looked up.)
+const strayCgroupDelay = 10 * time.Second
+
+// sweepStrayCgroups removes the container cgroups that a process which
+// exited (or was killed) while their removal was pending left behind.
+func sweepStrayCgroups(delay time.Duration) int {
+	dirs, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sandpod", "sb-*"))
+	v2, _ := filepath.Glob(filepath.Join(cgroupRoot, "sandpod", "sb-*"))
+	return removeIfStillEmpty(append(dirs, v2...), delay)
+}
+
+// removeIfStillEmpty removes the container cgroups among dirs that have no
+// process now and still none after delay. rmdir removes only a cgroup
+// without processes or children, so a live container's cgroup, of any
+// engine, is never touched; returns how many went.
+func removeIfStillEmpty(dirs []string, delay time.Duration) int {
+	var empty []string
+	for _, d := range dirs {
+		if !containerIDPattern.MatchString(filepath.Base(d)) {
+			continue
+		}
+		if procs, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil && len(procs) == 0 {
+			empty = append(empty, d)
+		}
+	}
+	if len(empty) == 0 {
+		return 0
+	}
+	time.Sleep(delay)
+	removed := 0
+	for _, d := range empty {
+		if syscall.Rmdir(d) == nil {
+			removed++
+		}
+	}
+	return removed
 }
 
 // awaitCgroupsRemoved is removeCgroups for a process about to exit (purge):

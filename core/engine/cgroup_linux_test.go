@@ -54,14 +54,60 @@ func TestRemoveCgroupsWaitsForTheLastProcess(t *testing.T) {
 	}
 	_ = sleeper.Process.Kill()
 	_ = sleeper.Wait()
-	deadline := time.Now().Add(cgroupRetry)
-	for {
-		if _, err := os.Stat(dir); os.IsNotExist(err) {
-			return
+	// What Engine.Close waits for: the background removal, done.
+	if !awaitPendingCgroupRemovals(cgroupRetry + 5*time.Second) {
+		t.Fatalf("the background removal still runs %s after the last process exited", cgroupRetry)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s still there after the background removal finished: %v", dir, err)
+	}
+}
+
+// An engine's start removes empty container cgroups that an earlier
+// process left (it exited while their removal was pending), but never one
+// with a process in it, nor one that gets its first process meanwhile (a
+// container being born).
+func TestStrayCgroupsAreRemovedOnlyWhenStillEmpty(t *testing.T) {
+	parent := filepath.Join(cgroupRoot, "pids", "sandpod")
+	if os.Geteuid() != 0 || os.MkdirAll(parent, 0o755) != nil {
+		t.Skip("needs root and a writable cgroup v1 pids hierarchy")
+	}
+	mk := func() string {
+		dir := filepath.Join(parent, "sb-"+newUID()[:16]+"-"+newUID()[:8])
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still there %s after its last process exited", dir, cgroupRetry)
+		t.Cleanup(func() { _ = os.Remove(dir) })
+		return dir
+	}
+	join := func(dir string) {
+		sleeper := exec.Command("sleep", "600")
+		if err := sleeper.Start(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stray, busy, born := mk(), mk(), mk()
+	join(busy)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Only this test's cgroups: a sweep of the machine's with a short
+		// delay could race containers that tests alongside are starting.
+		removeIfStillEmpty([]string{stray, busy, born}, 2*time.Second)
+	}()
+	time.Sleep(200 * time.Millisecond) // born was empty when listed
+	join(born)
+	<-done
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Errorf("an empty cgroup is still there: %v", err)
+	}
+	for _, d := range []string{busy, born} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s went: %v", d, err)
+		}
 	}
 }

@@ -257,14 +257,22 @@ func (e *Engine) Start() {
 }
 
 // Close stops the loops and the store. Sandboxes keep running: a restarted
-// engine finds them again.
+// engine finds them again. The cgroups of sandboxes deleted a moment ago
+// are waited for (bounded): their removal retries in the background until
+// the killed processes have left them.
 func (e *Engine) Close() error {
 	if e.cancel != nil {
 		e.cancel()
 	}
 	e.wg.Wait()
+	if !awaitPendingCgroupRemovals(closeCgroupWait) {
+		e.log.Warn("cgroups of deleted sandboxes still busy at exit; the next engine start removes them", "waited", closeCgroupWait)
+	}
 	return e.store.close()
 }
+
+// closeCgroupWait bounds how long Close waits for pending cgroup removals.
+const closeCgroupWait = 10 * time.Second
 
 // Limits describes the isolation and limits applied on this machine.
 func (e *Engine) Limits() string { return e.cgroups.String() }
@@ -290,6 +298,11 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	wg.Wait()
 	e.sweepSockets()
 	e.sweepContainers()
+	go func() {
+		if n := sweepStrayCgroups(strayCgroupDelay); n > 0 {
+			e.log.Info("removed empty cgroups left by an earlier exit", "count", n)
+		}
+	}()
 }
 
 // sweepContainers removes what is left of containers that no sandbox owns
