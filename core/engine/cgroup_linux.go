@@ -182,6 +182,26 @@ func retryRmdir(dirs []string, limit time.Duration) []string {
 	}
 }
 
+// accountingCgroups lists the cgroup.procs files of a container's memory,
+// pids, cpu and cpuacct cgroups (cgroup v1): a helper that works for the
+// sandbox from outside it (pasta) joins them, so the sandbox's limits cover
+// what its traffic costs. Not the freezer (a pause or an in-place restore
+// would stop or kill the network) nor devices (pasta opens /dev/net/tun).
+// None on cgroup v2: its one hierarchy would bring both along.
+func accountingCgroups(id string) []string {
+	if !containerIDPattern.MatchString(id) {
+		return nil
+	}
+	var files []string
+	for _, c := range []string{"memory", "pids", "cpu", "cpuacct"} {
+		f := filepath.Join(cgroupRoot, c, "sandpod", id, "cgroup.procs")
+		if _, err := os.Stat(f); err == nil {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
 // containerCgroups lists the cgroup directories of a container: one per
 // v1 hierarchy, or the one of the v2 hierarchy.
 func containerCgroups(id string) []string {

@@ -24,7 +24,16 @@ import (
 // sandbox, as every process of its PID namespace does. The engine opens
 // the network namespace itself (pasta, holding fewer capabilities than the
 // sandbox's init, may not open it through /proc) and hands it over.
-func attachNetwork(pid int, idBase uint32, log *os.File) error {
+//
+// pasta is charged to the sandbox: it joins the container's memory, pids
+// and cpu cgroups (cgroups, see accountingCgroups) before it starts, so a
+// sandbox that floods its network spends its own CPU and memory limits,
+// not the host's.
+func attachNetwork(pid int, idBase uint32, cgroups []string, log *os.File) error {
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return errors.New("egress: Internet needs nsenter (Debian package util-linux)")
+	}
 	pasta, err := exec.LookPath("pasta")
 	if err != nil {
 		return errors.New("egress: Internet needs pasta (Debian package passt); `make build` installs it when run as root; or use egress: None")
@@ -47,10 +56,15 @@ func attachNetwork(pid int, idBase uint32, log *os.File) error {
 		return err
 	}
 	pidFile := filepath.Join(dir, "pid")
-	cmd := exec.Command("nsenter", "--user="+ns+"user", "--pid="+ns+"pid", "-S", "0", "-G", "0", "--",
+	// A shell joins the cgroups (writing 0 moves the writer) and then
+	// becomes nsenter, so pasta, nsenter's child, is born in them; the paths
+	// are arguments, never part of the script.
+	join := []string{"-c", `while [ "$1" != -- ]; do echo 0 > "$1" || exit 97; shift; done; shift; exec "$@"`, "sh"}
+	join = append(append(join, cgroups...), "--")
+	cmd := exec.Command("/bin/sh", append(join, nsenter, "--user="+ns+"user", "--pid="+ns+"pid", "-S", "0", "-G", "0", "--",
 		pasta, "--runas", "0", "--config-net", "--quiet", "--foreground",
 		"-t", "none", "-u", "none", "-T", "none", "-U", "none", "--no-map-gw",
-		"--pid", pidFile, "--netns", "/proc/self/fd/3")
+		"--pid", pidFile, "--netns", "/proc/self/fd/3")...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{netns}
 	// A session of its own: pasta outlives serve with its sandbox, so the

@@ -187,7 +187,7 @@ func startProcess(l launch) (*process, error) {
 		}
 		go func() {
 			defer log.Close()
-			p.network <- attachNetwork(pid, l.container.IDBase, log)
+			p.network <- attachNetwork(pid, l.container.IDBase, accountingCgroups(l.id), log)
 		}()
 	}
 	return p, nil

@@ -258,8 +258,8 @@ print('connect:', s.connect_ex(('127.0.0.1', ` + port + `)))"`
 		}
 	})
 
-	// pasta lives in the sandbox's PID namespace but outside its cgroups
-	// (and so outside the freezer): code that could trace it would run on
+	// pasta lives in the sandbox's PID namespace but outside its freezer
+	// cgroup (below: in its memory, pids and cpu ones): code that could trace it would run on
 	// through a pause. The kernel refuses: pasta keeps CAP_SYS_ADMIN in the
 	// sandbox's user namespace, outside the sandbox's bounding set, and
 	// the sandbox has no CAP_SYS_PTRACE. The init (non-dumpable) likewise.
@@ -285,6 +285,36 @@ PY`
 				t.Errorf("%s: %q %q", who, r.stdout, r.stderr)
 			}
 		})
+	})
+
+	// pasta works for the sandbox from outside it: it is charged to the
+	// sandbox's memory, pids and cpu cgroups (not its freezer, so a pause
+	// keeps the network), so flooding the network spends the sandbox's
+	// limits, not the host's.
+	t.Run("pasta is charged to the sandbox's cgroups", func(t *testing.T) {
+		probe := `python3 - <<'PY'
+import os
+def groups(pid):
+    out = {}
+    for line in open("/proc/%s/cgroup" % pid):
+        _, ctrls, path = line.rstrip("\n").split(":", 2)
+        for c in ctrls.split(","):
+            out[c] = path
+    return out
+pids = [p for p in os.listdir("/proc") if p.isdigit()]
+pasta = [p for p in pids if open("/proc/%s/comm" % p).read().strip().startswith(("pasta", "passt"))]
+assert pasta, "no pasta in the sandbox's PID namespace"
+init = groups(1)
+for p in pasta:
+    g = groups(p)
+    for c in ("memory", "pids", "cpu"):
+        print(c, "same" if g.get(c) == init.get(c) else "other: %r vs %r" % (g.get(c), init.get(c)))
+    print("freezer", "same" if g.get("freezer") == init.get("freezer") else "other")
+PY`
+		r := sh(t, c, b.user, probe)
+		if r.exit.GetExitCode() != 0 || strings.Count(r.stdout, " same") != 3 || !strings.Contains(r.stdout, "freezer other") {
+			t.Fatalf("want pasta in the sandbox's memory, pids and cpu cgroups and not its freezer: %q %q", r.stdout, r.stderr)
+		}
 	})
 
 	t.Run("egress None has loopback only; egress Internet its own network", func(t *testing.T) {
