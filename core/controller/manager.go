@@ -6,6 +6,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,9 @@ type Options struct {
 	// ClusterDomain is the cluster's DNS domain, in the sandboxes'
 	// status.serviceFQDN (default cluster.local).
 	ClusterDomain string
+	// ExtraDNS are DNS servers besides kube-system's pods that managed
+	// NetworkPolicies allow on port 53 (NodeLocal DNSCache, say).
+	ExtraDNS []netip.Prefix
 	// SnapshotRecheck is how often a SandboxSnapshot being taken reads its
 	// VolumeSnapshots unwoken (default: snapshot.WatchRecheck when they are
 	// watched, snapshot.PollRecheck when they are not).
@@ -158,7 +162,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	tr := &template.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock}
+	tr := &template.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, ExtraDNS: o.ExtraDNS}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandboxtemplate").
 		For(&v1alpha1.SandboxTemplate{}).
 		Owns(&networkingv1.NetworkPolicy{}).

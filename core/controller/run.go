@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/sandbox"
+	"github.com/sandpod/sandpod/core/controller/template"
 )
 
 // DefaultGCPercent is the controller's GOGC. Go's default, 100, lets the
@@ -49,6 +50,7 @@ func Run(ctx context.Context, args []string) error {
 	pprofAddr := fs.String("pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling (default: off)")
 	gcPercent := fs.Int("gc-percent", DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection")
 	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain), in each sandbox's status.serviceFQDN")
+	dnsEgress := fs.String("dns-egress", "", "DNS servers besides the pods in kube-system that managed NetworkPolicies let sandboxes reach on port 53: comma-separated addresses or CIDRs, e.g. NodeLocal DNSCache's 169.254.20.10")
 	memLimit := fs.String("memory-limit", "", "Go soft memory limit, e.g. 96Mi, or off (default: $GOMEMLIMIT if set, else 90% of the container's memory limit)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -59,6 +61,10 @@ func Run(ctx context.Context, args []string) error {
 	domain, err := v1alpha1.ParseClusterDomain(*clusterDomain)
 	if err != nil {
 		return fmt.Errorf("--cluster-domain: %w", err)
+	}
+	extraDNS, err := template.ParseDNSRanges(*dnsEgress)
+	if err != nil {
+		return fmt.Errorf("--dns-egress: %w", err)
 	}
 	ctrl.SetLogger(klog.NewKlogr())
 	if limit, err := ApplyGCSettings(*gcPercent, *memLimit); err != nil {
@@ -108,6 +114,7 @@ func Run(ctx context.Context, args []string) error {
 		RuntimeClass:    sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
 		Workers:         *workers,
 		ClusterDomain:   domain,
+		ExtraDNS:        extraDNS,
 		PoolBatch:       *poolBatch,
 		SnapshotRecheck: *snapRecheck,
 		PoolRefillDelay: func() time.Duration {

@@ -1,7 +1,9 @@
 package template
 
 import (
+	"fmt"
 	"net/netip"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -47,7 +49,9 @@ var (
 // or DNS and the template's allowlist, minus the metadata address and the
 // API server. A template whose network policy section does not check
 // (lifecycle.CheckEgress) gets no egress: the reconciler reports why.
-func BuildNetworkPolicy(t *v1alpha1.SandboxTemplate, apiServer ...netip.Addr) *networkingv1.NetworkPolicy {
+// DNS means pods in kube-system on port 53, plus the extraDNS ranges on
+// port 53 (a NodeLocal DNSCache address, a resolver outside the cluster).
+func BuildNetworkPolicy(t *v1alpha1.SandboxTemplate, extraDNS []netip.Prefix, apiServer ...netip.Addr) *networkingv1.NetworkPolicy {
 	tcp := corev1.ProtocolTCP
 	agentPort := intstr.FromInt32(v1alpha1.AgentPort)
 	truth := true
@@ -83,11 +87,11 @@ func BuildNetworkPolicy(t *v1alpha1.SandboxTemplate, apiServer ...netip.Addr) *n
 	case v1alpha1.EgressNone:
 		return np // Egress listed with no rule: nothing goes out.
 	case v1alpha1.EgressAllowlist:
-		np.Spec.Egress = append([]networkingv1.NetworkPolicyEgressRule{dnsRule()}, allowlistRules(allow, apiServer)...)
+		np.Spec.Egress = append([]networkingv1.NetworkPolicyEgressRule{dnsRule(extraDNS)}, allowlistRules(allow, apiServer)...)
 		return np
 	}
 	np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{
-		dnsRule(),
+		dnsRule(extraDNS),
 		{
 			To: []networkingv1.NetworkPolicyPeer{
 				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: withHosts(BlockedEgressV4, apiServer, true)}},
@@ -98,16 +102,43 @@ func BuildNetworkPolicy(t *v1alpha1.SandboxTemplate, apiServer ...netip.Addr) *n
 	return np
 }
 
-// dnsRule allows cluster DNS, wherever it runs in kube-system.
-func dnsRule() networkingv1.NetworkPolicyEgressRule {
+// dnsRule allows cluster DNS, wherever it runs in kube-system, and the
+// extra DNS ranges, on port 53 only.
+func dnsRule(extra []netip.Prefix) networkingv1.NetworkPolicyEgressRule {
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
 	dnsPort := intstr.FromInt32(53)
+	to := []networkingv1.NetworkPolicyPeer{{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+	}}
+	for _, p := range extra {
+		to = append(to, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: p.Masked().String()}})
+	}
 	return networkingv1.NetworkPolicyEgressRule{
-		To: []networkingv1.NetworkPolicyPeer{{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
-		}},
+		To:    to,
 		Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dnsPort}, {Protocol: &tcp, Port: &dnsPort}},
 	}
+}
+
+// ParseDNSRanges reads --dns-egress: comma-separated addresses or CIDRs
+// ("169.254.20.10" is 169.254.20.10/32).
+func ParseDNSRanges(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(f); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an IP address nor a CIDR", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // withHosts is blocked plus each address of hosts of the family (v4 or

@@ -34,7 +34,7 @@ func TestBuildNetworkPolicy(t *testing.T) {
 			if !tc.wantManaged {
 				return
 			}
-			np := BuildNetworkPolicy(tmpl)
+			np := BuildNetworkPolicy(tmpl, nil)
 			if np.Name != "sandpod-py" || np.Spec.PodSelector.MatchLabels[v1alpha1.LabelTemplate] != "py" {
 				t.Errorf("name/selector = %s %v", np.Name, np.Spec.PodSelector)
 			}
@@ -89,6 +89,26 @@ func rendered(r networkingv1.NetworkPolicyEgressRule) string {
 	return strings.Join(parts, " ")
 }
 
+func TestParseDNSRanges(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                            "[]",
+		"169.254.20.10":               "[169.254.20.10/32]",
+		" 10.96.0.10 , fd00::a":       "[10.96.0.10/32 fd00::a/128]",
+		"192.0.2.77/24":               "[192.0.2.0/24]",
+		"169.254.20.10,,192.0.2.1/32": "[169.254.20.10/32 192.0.2.1/32]",
+	} {
+		got, err := ParseDNSRanges(in)
+		if err != nil || fmt.Sprint(got) != want {
+			t.Errorf("%q: %v %v, want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"kube-dns", "10.0.0.0/33", "1.2.3.4:53"} {
+		if _, err := ParseDNSRanges(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
 func TestBuildNetworkPolicyEgress(t *testing.T) {
 	v4Internet := "0.0.0.0/0 -" + strings.Join(BlockedEgressV4, " -")
 	v6Internet := "::/0 -" + strings.Join(BlockedEgressV6, " -")
@@ -98,6 +118,7 @@ func TestBuildNetworkPolicyEgress(t *testing.T) {
 	cases := map[string]struct {
 		np        *v1alpha1.NetworkPolicySpec
 		apiServer []string
+		dns       string   // --dns-egress
 		want      []string // rendered egress rules
 	}{
 		"internet": {want: []string{"dns", v4Internet + " " + v6Internet}},
@@ -127,7 +148,16 @@ func TestBuildNetworkPolicyEgress(t *testing.T) {
 			np:   allow(v1alpha1.EgressRule{CIDR: "fd00::/8"}),
 			want: []string{"dns", "fd00::/8 -fd00:ec2::254/128"},
 		},
-		"invalid allowlist: fail closed":         {np: allow(v1alpha1.EgressRule{CIDR: "10.0.0.1/8"}), want: nil},
+		"internet, NodeLocal DNSCache and an outside resolver (port 53 only)": {
+			dns:  "169.254.20.10, 192.0.2.53/32",
+			want: []string{"dns 169.254.20.10/32 192.0.2.53/32", v4Internet + " " + v6Internet},
+		},
+		"allowlist keeps the extra DNS": {
+			np: allow(v1alpha1.EgressRule{CIDR: "192.0.2.0/24"}), dns: "169.254.20.10",
+			want: []string{"dns 169.254.20.10/32", "192.0.2.0/24"},
+		},
+		"egress None: no DNS either":             {np: &v1alpha1.NetworkPolicySpec{Egress: v1alpha1.EgressNone}, dns: "169.254.20.10", want: nil},
+		"invalid allowlist: fail closed":         {np: allow(v1alpha1.EgressRule{CIDR: "10.0.0.1/8"}), dns: "169.254.20.10", want: nil},
 		"allowlist without entries: fail closed": {np: allow(), want: nil},
 	}
 	for name, tc := range cases {
@@ -138,7 +168,11 @@ func TestBuildNetworkPolicyEgress(t *testing.T) {
 			for _, a := range tc.apiServer {
 				api = append(api, netip.MustParseAddr(a))
 			}
-			np := BuildNetworkPolicy(tmpl, api...)
+			dns, err := ParseDNSRanges(tc.dns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			np := BuildNetworkPolicy(tmpl, dns, api...)
 			var got []string
 			for _, r := range np.Spec.Egress {
 				got = append(got, rendered(r))

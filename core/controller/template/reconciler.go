@@ -30,6 +30,9 @@ type Reconciler struct {
 	// policies carve out no API server address.
 	APIReader client.Reader
 	Clock     clock.Clock
+	// ExtraDNS are DNS servers outside kube-system's pods that the managed
+	// policies let sandboxes reach on port 53 (--dns-egress).
+	ExtraDNS []netip.Prefix
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxtemplates,verbs=get;list;watch
@@ -118,7 +121,7 @@ func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, t *v1alpha1.San
 		return nil
 	}
 	apiServer, apiErr := r.apiServerAddrs(ctx)
-	want := BuildNetworkPolicy(t, apiServer...)
+	want := BuildNetworkPolicy(t, r.ExtraDNS, apiServer...)
 	if !found {
 		if err := r.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create network policy: %w", err)
