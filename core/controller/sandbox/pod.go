@@ -151,10 +151,30 @@ func secureContainer(c *corev1.Container) {
 		f := false
 		sc.AllowPrivilegeEscalation = &f
 	}
-	if sc.Capabilities == nil && (sc.Privileged == nil || !*sc.Privileged) {
+	privileged := sc.Privileged != nil && *sc.Privileged
+	switch {
+	case privileged:
+	case sc.Capabilities == nil:
 		sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+	case !hasCapability(sc.Capabilities.Add, "NET_RAW") && !hasCapability(sc.Capabilities.Drop, "NET_RAW") && !hasCapability(sc.Capabilities.Drop, "ALL"):
+		// A template that lists capabilities keeps the runtime's default
+		// set, which has NET_RAW: raw sockets let sandbox code forge
+		// packets on the pod network (ARP, spoofed sources) to get between
+		// other pods. It goes unless the template adds it by name.
+		sc.Capabilities.Drop = append(sc.Capabilities.Drop, "NET_RAW")
 	}
 	defaultResources(&c.Resources)
+}
+
+// hasCapability says whether caps names c (with or without CAP_, any case,
+// as container runtimes accept both).
+func hasCapability(caps []corev1.Capability, c string) bool {
+	for _, x := range caps {
+		if strings.EqualFold(strings.TrimPrefix(strings.ToUpper(string(x)), "CAP_"), c) {
+			return true
+		}
+	}
+	return false
 }
 
 // defaultResources sets a limit for cpu and memory when none is given (never

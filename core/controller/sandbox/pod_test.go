@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -113,6 +114,35 @@ func TestBuildPodIdentityStorageAndDefaults(t *testing.T) {
 		if c.Resources.Limits.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
 			t.Errorf("container %s has no limits", c.Name)
 		}
+	}
+}
+
+// A template that lists capabilities keeps them, but not NET_RAW unless it
+// adds it by name; privileged and drop-ALL templates are left as they are.
+func TestSecureContainerCapabilities(t *testing.T) {
+	yes := true
+	for name, tc := range map[string]struct {
+		sc       *corev1.SecurityContext
+		wantDrop []corev1.Capability
+	}{
+		"none given: drop ALL":            {sc: nil, wantDrop: []corev1.Capability{"ALL"}},
+		"adds one: NET_RAW dropped":       {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_PTRACE"}}}, wantDrop: []corev1.Capability{"NET_RAW"}},
+		"drops some: NET_RAW too":         {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"MKNOD"}}}, wantDrop: []corev1.Capability{"MKNOD", "NET_RAW"}},
+		"adds NET_RAW by name: kept":      {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"CAP_NET_RAW"}}}, wantDrop: nil},
+		"drops all: unchanged":            {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"all"}}}, wantDrop: []corev1.Capability{"all"}},
+		"privileged: the template's call": {sc: &corev1.SecurityContext{Privileged: &yes}, wantDrop: nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := corev1.Container{Name: "c", SecurityContext: tc.sc}
+			secureContainer(&c)
+			var got []corev1.Capability
+			if c.SecurityContext.Capabilities != nil {
+				got = c.SecurityContext.Capabilities.Drop
+			}
+			if !reflect.DeepEqual(got, tc.wantDrop) {
+				t.Errorf("drop = %v, want %v", got, tc.wantDrop)
+			}
+		})
 	}
 }
 
