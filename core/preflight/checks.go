@@ -45,6 +45,19 @@ type Facts struct {
 	// Probes: nil when not run (--skip-probes).
 	DNS    *DNSProbe
 	NetPol *NetPolProbe
+
+	// ExternalIPs is what a dry-run create of a Service with
+	// spec.externalIPs got; nil when not tried.
+	ExternalIPs *ExternalIPsProbe
+}
+
+// ExternalIPsProbe is the answer to a server-side dry run (nothing is
+// stored) of a Service with spec.externalIPs.
+type ExternalIPsProbe struct {
+	Allowed bool
+	// Refusal is the API server's answer when it refused; Error says why
+	// the dry run could not be made (no permission, ...).
+	Refusal, Error string
 }
 
 // CRD is one CustomResourceDefinition as found.
@@ -136,7 +149,7 @@ const crdVersion = "v1alpha1"
 // nothing could be gathered: every one of them asks the API server.
 var dependentRows = []string{
 	"CRDs", "RuntimeClasses", "StorageClasses", "VolumeSnapshotClasses", "image volumes (agent delivery)",
-	"RBAC of the controller", "RBAC of the bridge", "cluster DNS", "NetworkPolicy enforced",
+	"RBAC of the controller", "RBAC of the bridge", "cluster DNS", "NetworkPolicy enforced", "Service externalIPs",
 }
 
 // Check runs every decision over f, in the report's order. Without an API
@@ -155,7 +168,7 @@ func Check(f *Facts) Report {
 	r.Results = append(r.Results, CheckRuntimeClasses(f)...)
 	r.Results = append(r.Results, CheckStorage(f), CheckSnapshots(f), CheckImageVolume(f))
 	r.Results = append(r.Results, CheckAccess(f)...)
-	r.Results = append(r.Results, CheckDNS(f), CheckNetworkPolicy(f))
+	r.Results = append(r.Results, CheckDNS(f), CheckNetworkPolicy(f), CheckExternalIPs(f))
 	return r
 }
 
@@ -540,6 +553,30 @@ func CheckNetworkPolicy(f *Facts) Result {
 		r.Fix = "use a CNI plugin that enforces NetworkPolicy (Calico, Cilium, kube-network-policies, ...); without one a sandbox reaches the API server, other sandboxes and the cloud metadata address"
 	default:
 		r.Status, r.Detail = Pass, "a policy denying ingress blocked the probe client"
+	}
+	return r
+}
+
+// CheckExternalIPs: whoever may create a Service with spec.externalIPs can
+// take the cluster's traffic to any address, another pod's IP included
+// (CVE-2020-8554: kube-proxy sends it to their pods). A warning, not a
+// failure: it is the cluster's policy, and the bridge authenticates each
+// agent, so a taken pod IP gets nothing from it; but sandbox namespaces'
+// users should not have it.
+func CheckExternalIPs(f *Facts) Result {
+	r := Result{Check: "Service externalIPs"}
+	p := f.ExternalIPs
+	switch {
+	case p == nil:
+		r.Status, r.Detail = Warn, "not checked"
+	case p.Error != "":
+		r.Status, r.Detail = Warn, "not checked: a dry-run create of a Service failed: "+p.Error
+		r.Fix = "run preflight as someone who may create Services, or check the admission configuration by hand"
+	case p.Allowed:
+		r.Status, r.Detail = Warn, "a Service may set spec.externalIPs (a dry-run create was accepted): whoever may create Services can take traffic for any address, a pod's included (CVE-2020-8554)"
+		r.Fix = "enable the DenyServiceExternalIPs admission plugin (kube-apiserver --enable-admission-plugins=...,DenyServiceExternalIPs) or a ValidatingAdmissionPolicy that refuses spec.externalIPs, and let no tenant patch services/status"
+	default:
+		r.Status, r.Detail = Pass, "a Service with spec.externalIPs is refused: "+p.Refusal
 	}
 	return r
 }

@@ -27,8 +27,9 @@ func complete() *Facts {
 			{Component: "controller", ServiceAccount: "sandpod-system/sandpod-controller", Verb: "create", Resource: "pods", Allowed: true},
 			{Component: "bridge", ServiceAccount: "sandpod-system/sandpod-bridge", Verb: "get", Resource: "secrets", Allowed: true},
 		},
-		DNS:    &DNSProbe{Name: "kubernetes.default.svc.cluster.local.", Want: "10.0.0.1", Addresses: []string{"10.0.0.1"}},
-		NetPol: &NetPolProbe{Open: true, Blocked: true, Waited: "1.2s"},
+		DNS:         &DNSProbe{Name: "kubernetes.default.svc.cluster.local.", Want: "10.0.0.1", Addresses: []string{"10.0.0.1"}},
+		NetPol:      &NetPolProbe{Open: true, Blocked: true, Waited: "1.2s"},
+		ExternalIPs: &ExternalIPsProbe{Refusal: "use of external IPs is denied by admission control"},
 	}
 }
 
@@ -53,8 +54,8 @@ func TestCheckComplete(t *testing.T) {
 	if r.Failed(true) {
 		t.Error("a complete cluster failed")
 	}
-	if len(r.Results) != 10 {
-		t.Errorf("%d rows, want 10: %+v", len(r.Results), r.Results)
+	if len(r.Results) != 11 {
+		t.Errorf("%d rows, want 11: %+v", len(r.Results), r.Results)
 	}
 }
 
@@ -96,6 +97,8 @@ func TestCheckPieceMissing(t *testing.T) {
 		{"policy not enforced", func(f *Facts) { f.NetPol.Blocked, f.NetPol.Waited = false, "20s" }, "NetworkPolicy enforced", Fail, "not enforced"},
 		{"probe pods cannot talk", func(f *Facts) { f.NetPol.Open, f.NetPol.Blocked = false, false }, "NetworkPolicy enforced", Warn, "inconclusive"},
 		{"probe did not run", func(f *Facts) { f.NetPol.Error = "ImagePullBackOff" }, "NetworkPolicy enforced", Warn, "ImagePullBackOff"},
+		{"externalIPs allowed", func(f *Facts) { f.ExternalIPs = &ExternalIPsProbe{Allowed: true} }, "Service externalIPs", Warn, "CVE-2020-8554"},
+		{"externalIPs not checked", func(f *Facts) { f.ExternalIPs = &ExternalIPsProbe{Error: "forbidden"} }, "Service externalIPs", Warn, "not checked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := complete()
@@ -143,7 +146,7 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"CHECK", "RuntimeClass gvisor", "FAIL", "-> install the runtime", "9 passed, 0 warned, 1 failed"} {
+	for _, want := range []string{"CHECK", "RuntimeClass gvisor", "FAIL", "-> install the runtime", "10 passed, 0 warned, 1 failed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -178,8 +181,8 @@ func TestCheckPreInstall(t *testing.T) {
 func TestCheckServerUnreachable(t *testing.T) {
 	f := &Facts{ServerError: "dial tcp 10.0.0.1:6443: connect: connection refused"}
 	r := Check(f)
-	if len(r.Results) != 10 {
-		t.Errorf("%d rows, want 10 (the same rows as a complete run): %+v", len(r.Results), r.Results)
+	if len(r.Results) != 11 {
+		t.Errorf("%d rows, want 11 (the same rows as a complete run): %+v", len(r.Results), r.Results)
 	}
 	if got := row(t, r, "API server"); got.Status != Fail || !strings.Contains(got.Detail, "refused") {
 		t.Errorf("API server: %s %q, want fail naming the error", got.Status, got.Detail)
@@ -199,7 +202,7 @@ func TestCheckServerUnreachable(t *testing.T) {
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "0 passed, 0 warned, 1 failed, 9 skipped") {
+	if !strings.Contains(b.String(), "0 passed, 0 warned, 1 failed, 10 skipped") {
 		t.Errorf("summary:\n%s", b.String())
 	}
 }

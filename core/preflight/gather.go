@@ -71,6 +71,7 @@ func Gather(ctx context.Context, cfg *rest.Config, o Options) (*Facts, error) {
 	gatherNodes(ctx, cs, f)
 	gatherStorage(ctx, cs, dyn, f)
 	f.Access = gatherAccess(ctx, cs, o)
+	f.ExternalIPs = probeExternalIPs(ctx, cs, o.Probe.Namespace)
 	if !o.SkipProbes {
 		f.DNS, f.NetPol = runProbes(ctx, cs, o)
 	}
@@ -358,4 +359,33 @@ func mayCreate(ctx context.Context, cs kubernetes.Interface, ns, group, resource
 }
 
 // since formats how long ago t was, rounded for people.
+// probeExternalIPs asks the API server, in a dry run that stores nothing,
+// whether a Service may set spec.externalIPs (an address of the
+// documentation range, RFC 5737).
+func probeExternalIPs(ctx context.Context, cs kubernetes.Interface, ns string) *ExternalIPsProbe {
+	if ns == "" {
+		ns = "default"
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "sandpod-preflight-externalips-"},
+		Spec: corev1.ServiceSpec{
+			ExternalIPs: []string{"192.0.2.1"},
+			Ports:       []corev1.ServicePort{{Port: 7070}},
+		},
+	}
+	_, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	switch {
+	case err == nil:
+		return &ExternalIPsProbe{Allowed: true}
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource"):
+		return &ExternalIPsProbe{Error: err.Error()} // RBAC: preflight's own user may not
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+		// DenyServiceExternalIPs answers Forbidden, a ValidatingAdmissionPolicy
+		// Invalid (the Service is valid otherwise).
+		return &ExternalIPsProbe{Refusal: err.Error()}
+	default:
+		return &ExternalIPsProbe{Error: err.Error()}
+	}
+}
+
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }

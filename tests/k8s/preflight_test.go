@@ -127,6 +127,20 @@ func TestPreflightRBACAndCRDs(t *testing.T) {
 			t.Errorf("%s: %s %q, want pass", c, r.Status, r.Detail)
 		}
 	}
+	// The bed's kube-apiserver runs without DenyServiceExternalIPs: the dry
+	// run is accepted, said as a warning, and stores no Service.
+	if r := preflightRow(t, rep, "Service externalIPs"); r.Status != preflight.Warn || !strings.Contains(r.Detail, "CVE-2020-8554") {
+		t.Errorf("Service externalIPs: %s %q, want a warning naming CVE-2020-8554", r.Status, r.Detail)
+	}
+	svcs, err := env.Clientset.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range svcs.Items {
+		if strings.HasPrefix(s.Name, "sandpod-preflight-externalips-") {
+			t.Errorf("the dry run stored Service %s", s.Name)
+		}
+	}
 
 	if err := env.Client.Delete(ctx, bridgeBinding); err != nil {
 		t.Fatal(err)
