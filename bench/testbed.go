@@ -249,7 +249,9 @@ func (s *testbedSuite) runtime(ctx context.Context, rt string) error {
 	}
 	var warm []time.Duration
 	var keep *sandpod.Sandbox
-	for i, n := range tbClaimRounds(s.p.WarmClaims) {
+	var claimed []*sandpod.Sandbox
+	rounds := tbClaimRounds(s.p.WarmClaims)
+	for i, n := range rounds {
 		if err := s.refilled(ctx, tmpl, int32(s.p.WarmClaims), i > 0); err != nil {
 			return err
 		}
@@ -270,17 +272,21 @@ func (s *testbedSuite) runtime(ctx context.Context, rt string) error {
 		if keep == nil {
 			keep, round = round[0], round[1:]
 		}
-		// The node's CPU requests hold 2 pools of 12 and little more: the
-		// refill must not wait for claimed pods.
-		for _, sb := range round {
-			_ = sb.Delete(ctx)
+		claimed = round
+		if i < len(rounds)-1 {
+			// The node's CPU requests hold 2 pools of 12 and little more:
+			// the refill must not wait for claimed pods.
+			deleteAll(ctx, claimed)
 		}
 	}
 	f.warm.addRun(ms(warm))
 	logf("%s: warm claims (Go client), in order: %.1f ms", rt, ms(warm))
+	// Before the last round's deletes: their pods' teardown would load
+	// the node under the floors.
 	if err := s.claimFloors(ctx, c, keep, f); err != nil {
 		return fmt.Errorf("claim floors: %w", err)
 	}
+	deleteAll(ctx, claimed)
 
 	// Exec round trip of `true` through the bridge to the agent in the pod.
 	var execs []time.Duration
@@ -452,6 +458,12 @@ func (s *testbedSuite) refilled(ctx context.Context, pool string, n int32, after
 		time.Sleep(time.Second)
 	}
 	return nil
+}
+
+func deleteAll(ctx context.Context, sbs []*sandpod.Sandbox) {
+	for _, sb := range sbs {
+		_ = sb.Delete(ctx)
+	}
 }
 
 // tbClaimRounds splits n warm claims from a pool of n into rounds that

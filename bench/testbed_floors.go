@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandpod "github.com/sandpod/sandpod/clients/go"
-	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -42,7 +41,7 @@ func (s *testbedSuite) claimFloors(ctx context.Context, c *sandpod.Client, sb *s
 		p := client.RawPatch("application/merge-patch+json",
 			fmt.Appendf(nil, `{"metadata":{"annotations":{"bench.sandpod.dev/floor":"%d"}}}`, i))
 		t0 = time.Now()
-		if err := s.kc.Patch(ctx, obj, p, adopt.TakePatchOptions...); err != nil { // as a take sends it
+		if err := s.kc.Patch(ctx, obj, p); err != nil {
 			return err
 		}
 		patches = append(patches, time.Since(t0))

@@ -63,7 +63,7 @@ func (a Adoption) Run(ctx context.Context, ns string) (sb *v1alpha1.Sandbox, mem
 		// optimistic concurrency as an update, with a smaller request.
 		sb, p, err := TakeWrite(m, a.Apply)
 		if err == nil {
-			err = a.Writer.Patch(ctx, sb, p, TakePatchOptions...)
+			err = a.Writer.Patch(ctx, sb, p)
 		}
 		if a.Taken != nil {
 			if err == nil {
@@ -85,14 +85,6 @@ func (a Adoption) Run(ctx context.Context, ns string) (sb *v1alpha1.Sandbox, mem
 		}
 	}
 }
-
-// TakePatchOptions go with every take's patch. fieldValidation=Ignore: the
-// patch is made from the typed API structs (TakeWrite), so it has no
-// unknown or duplicate field for kube-apiserver to look for; by default
-// (Warn) it decodes the whole patched object a second time, strictly, to
-// find them. On the node bed that check was about a tenth of the patch's
-// time (docs/performance.md, warm claim on real pods).
-var TakePatchOptions = []client.PatchOption{client.FieldValidation("Ignore")}
 
 // Refused says whether a take's write failed because the member is no
 // longer there to take (another taker's write won, or it was deleted), so
