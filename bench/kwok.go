@@ -29,6 +29,7 @@ import (
 var (
 	suitesFlag        = flag.String("suites", "local,kwok,testbed", "comma-separated suites to run: local (the local engine), kwok (the controller at scale on kube-apiserver + etcd + kwok), testbed (real pods on the hack/testbed cluster, when it is up with sandpod installed)")
 	testbedKubeconfig = flag.String("testbed-kubeconfig", "_output/testbed/conf/admin.kubeconfig", "admin kubeconfig of the hack/testbed cluster (testbed suite)")
+	testbedSnapshots  = flag.Bool("testbed-snapshots", true, "the testbed suite's snapshot, fork and restore rows (several minutes of pod starts on the bed)")
 	kubeBinFlag       = flag.String("kube-bin", "", "kwok bed binaries (etcd, kube-apiserver, kwok); default $"+harness.EnvBin+", else `hack/kube/build.sh --print`")
 	kwokSandboxes     = flag.Int("kwok-sandboxes", 0, "sandboxes in the cluster for the controller-memory figure (default 5000, 1000 with -quick)")
 	kwokRate          = flag.Float64("kwok-rate", 50, "open-loop warm claim rate, claims/s")

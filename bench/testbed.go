@@ -68,6 +68,7 @@ type tbFigures struct {
 	warm, cold, bare, exec, api, py series
 	code, codeFirst                 series
 	preview                         series
+	get, patch                      series // the warm claim's floors (testbed_floors.go)
 	coldOut                         int
 }
 
@@ -93,7 +94,9 @@ func runTestbedSuite(ctx context.Context, rep *Report, kubeconfig, python string
 	if err := s.pythonClaims(ctx); err != nil {
 		s.notes = append(s.notes, fmt.Sprintf("real pods, Python client: %v", err))
 	}
-	if f, err := s.snapshots(ctx, tbSnapRounds(quick)); err != nil {
+	if !*testbedSnapshots {
+		s.notes = append(s.notes, "real pods: snapshot rows skipped (-testbed-snapshots=false)")
+	} else if f, err := s.snapshots(ctx, tbSnapRounds(quick)); err != nil {
 		s.notes = append(s.notes, fmt.Sprintf("real pods, snapshots (CSI StorageClass sandpod-csi): %v", err))
 		if f != nil {
 			rep.Rows = append(rep.Rows, snapshotRows(f)...)
@@ -115,6 +118,10 @@ func newTestbedSuite(ctx context.Context, kubeconfig, python string, p testbedPa
 		return nil, err
 	}
 	cfg.Timeout = 30 * time.Second
+	// client-go's default client-side limit (5 requests/s, bursts of 10)
+	// delayed the benchmark's own polls and the API-write floor by up to
+	// 100 ms: the bed's API server is not what it measured then.
+	cfg.QPS, cfg.Burst = 500, 1000
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return nil, err
@@ -228,35 +235,58 @@ func (s *testbedSuite) runtime(ctx context.Context, rt string) error {
 	defer c.Close()
 
 	// Warm: a full pool of WarmClaims ready members, then one claim every
-	// 100 ms: the pool's refill waits for the claims to stop
-	// (--pool-refill-delay), so each claim meets an idle node, as a warm
-	// claim should.
+	// 100 ms, in rounds that leave the pool at least half full: its refill
+	// waits for the claims to stop (--pool-refill-delay), so each claim
+	// meets an idle node, as a warm claim should. (A pool below half its
+	// size refills after the delay, claims or not: one round of all 12
+	// raced the refill's pod starts on this 2-core node from the 10th
+	// claim on.) The connection is opened before the first claim.
 	if err := s.scalePool(ctx, tmpl, tmpl, int32(s.p.WarmClaims)); err != nil {
 		return err
 	}
-	if err := s.poolReady(ctx, tmpl, int32(s.p.WarmClaims)); err != nil {
+	if _, err := c.Templates(ctx); err != nil { // connects
 		return err
 	}
 	var warm []time.Duration
+	var keep *sandpod.Sandbox
 	var claimed []*sandpod.Sandbox
-	for i := 0; i < s.p.WarmClaims; i++ {
-		time.Sleep(100 * time.Millisecond)
-		t0 := time.Now()
-		sb, err := c.Claim(ctx, tmpl)
-		d := time.Since(t0)
-		if err != nil {
+	rounds := tbClaimRounds(s.p.WarmClaims)
+	for i, n := range rounds {
+		if err := s.refilled(ctx, tmpl, int32(s.p.WarmClaims), i > 0); err != nil {
 			return err
 		}
-		if sb.Warm() {
-			warm = append(warm, d)
+		var round []*sandpod.Sandbox
+		for range n {
+			time.Sleep(100 * time.Millisecond)
+			t0 := time.Now()
+			sb, err := c.Claim(ctx, tmpl)
+			d := time.Since(t0)
+			if err != nil {
+				return err
+			}
+			if sb.Warm() {
+				warm = append(warm, d)
+			}
+			round = append(round, sb)
 		}
-		claimed = append(claimed, sb)
+		if keep == nil {
+			keep, round = round[0], round[1:]
+		}
+		claimed = round
+		if i < len(rounds)-1 {
+			// The node's CPU requests hold 2 pools of 12 and little more:
+			// the refill must not wait for claimed pods.
+			deleteAll(ctx, claimed)
+		}
 	}
 	f.warm.addRun(ms(warm))
-	keep := claimed[0]
-	for _, sb := range claimed[1:] {
-		_ = sb.Delete(ctx)
+	logf("%s: warm claims (Go client), in order: %.1f ms", rt, ms(warm))
+	// Before the last round's deletes: their pods' teardown would load
+	// the node under the floors.
+	if err := s.claimFloors(ctx, c, keep, f); err != nil {
+		return fmt.Errorf("claim floors: %w", err)
 	}
+	deleteAll(ctx, claimed)
 
 	// Exec round trip of `true` through the bridge to the agent in the pod.
 	var execs []time.Duration
@@ -385,22 +415,68 @@ func (s *testbedSuite) pythonClaims(ctx context.Context) error {
 	if _, err := os.Stat(s.python); err != nil {
 		return fmt.Errorf("no Python at %s (make venv)", s.python)
 	}
-	cmd := exec.CommandContext(ctx, s.python, "bench/python_claims.py", "--address", s.addr, "--namespace", s.ns,
-		"--template", "bench-runc", "--claims", fmt.Sprint(s.p.PyClaims))
-	cmd.Env = append(os.Environ(), "SANDPOD_TOKEN="+s.token, "PYTHONPATH=clients/python")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("python_claims.py: %w", err)
+	var all []float64
+	for i, n := range tbClaimRounds(s.p.PyClaims) { // as the Go client's (runtime)
+		if err := s.refilled(ctx, "bench-runc", int32(s.p.PyClaims), i > 0); err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, s.python, "bench/python_claims.py", "--address", s.addr, "--namespace", s.ns,
+			"--template", "bench-runc", "--claims", fmt.Sprint(n))
+		cmd.Env = append(os.Environ(), "SANDPOD_TOKEN="+s.token, "PYTHONPATH=clients/python")
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("python_claims.py: %w", err)
+		}
+		var res struct {
+			WarmMS []float64 `json:"warm_ms"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			return fmt.Errorf("python_claims.py output: %w", err)
+		}
+		all = append(all, res.WarmMS...)
 	}
-	var res struct {
-		WarmMS []float64 `json:"warm_ms"`
+	f.py.addRun(all)
+	logf("runc: warm claims (Python client), in order: %.1f ms", all)
+	// Its refill holds the node's CPU requests: the snapshot rows' forks
+	// would wait for them.
+	return s.scalePool(ctx, "bench-runc", "bench-runc", 0)
+}
+
+// refilled waits until pool has n ready members again after a round of
+// claims (after: the pool's status may not show the round's claims yet, so
+// first past the refill delay, 1 s by default), and the node has finished
+// starting them.
+func (s *testbedSuite) refilled(ctx context.Context, pool string, n int32, after bool) error {
+	if after {
+		time.Sleep(1500 * time.Millisecond)
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		return fmt.Errorf("python_claims.py output: %w", err)
+	if err := s.poolReady(ctx, pool, n); err != nil {
+		return err
 	}
-	f.py.addRun(res.WarmMS)
+	if after {
+		time.Sleep(time.Second)
+	}
 	return nil
+}
+
+func deleteAll(ctx context.Context, sbs []*sandpod.Sandbox) {
+	for _, sb := range sbs {
+		_ = sb.Delete(ctx)
+	}
+}
+
+// tbClaimRounds splits n warm claims from a pool of n into rounds that
+// each leave the pool at least half full (lifecycle.RefillDue refills a
+// pool below half its size after the delay even while claims go on), the
+// benchmark waiting for the pool to be full again between rounds.
+func tbClaimRounds(n int) []int {
+	per := max(n/2, 1)
+	var out []int
+	for left := n; left > 0; left -= per {
+		out = append(out, min(per, left))
+	}
+	return out
 }
 
 func (s *testbedSuite) rows() []Row {
@@ -435,6 +511,10 @@ func (s *testbedSuite) rows() []Row {
 		lat(sec, "first run_code in a sandbox", &f.codeFirst, "", nil, "starts the default context: python3 and the executor in the pod")
 		lat(sec, "small GET through a preview URL", &f.preview, "", nil,
 			"12-byte answer of a python handler in the pod, via the bridge Service's preview port (token auth) and the agent's Dial tunnel; keep-alive on both hops")
+		lat(sec, "floor: GetSandbox via the bridge", &f.get, "", nil,
+			"one unary RPC through the bridge Service to its informer cache and back, no API write: the warm claim's path without its patch")
+		lat(sec, "floor: a Sandbox merge patch from the host", &f.patch, "", nil,
+			"the benchmark's own merge patch of one annotation of a claimed Sandbox, straight to kube-apiserver: the write a warm claim makes, without the bridge")
 		lat(sec, "warm claim via the API (SandboxClaim → Ready)", &f.api, "", nil, "the kubectl path: claim reconciler adopts, then writes the claim's status")
 		lat(sec, "warm claim via the bridge (Python client)", &f.py, "p50 ≤ 15 ms", func(p50, _ float64) bool { return p50 <= 15 },
 			"sandpod.Client.claim() timed in Python (bench/python_claims.py)")

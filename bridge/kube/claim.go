@@ -36,7 +36,9 @@ import (
 // With a request id, a retry returns what the first attempt got: an adopted
 // member carries the id (found through the cache's index), a cold sandbox is
 // named after it.
-func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (*sandpodv1.Sandbox, bool, error) {
+func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (got *sandpodv1.Sandbox, warm bool, err error) {
+	tr := b.traceClaim(ctx)
+	defer func() { tr.done(ctx, b.log, warm, err) }()
 	ns := nsOr(req.GetNamespace())
 	unlock := b.requests.lock(ns, req.GetRequestId())
 	defer unlock()
@@ -53,14 +55,17 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 			return b.claimed(ctx, sb)
 		}
 	}
+	tr.mark("request_id")
 	snap, tmpl, err := b.fromSnapshot(ctx, ns, req.GetSnapshot(), req.GetTemplate())
 	if err != nil {
 		return nil, false, err
 	}
+	tr.mark("template")
 	release, err := b.admit(ctx, ns, tmpl.Name)
 	if err != nil {
 		return nil, false, err
 	}
+	tr.mark("quota")
 	now := b.now()
 	holder := adopt.Holder{
 		Annotations: handOutAnnotations(now, leaseFor(req.GetLease(), tmpl)),
@@ -75,17 +80,20 @@ func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxR
 		release("")
 		return nil, false, apiError(err, "wait for a turn to take a warm %q sandbox", tmpl.Name)
 	}
-	sb, err := b.adopt(ctx, tmpl, snap, holder)
+	tr.mark("turn")
+	sb, err := b.adopt(ctx, tmpl, snap, holder, tr)
 	b.takes.release()
+	tr.mark("take")
 	if err != nil {
 		release("")
 		return nil, false, err
 	}
 	if sb != nil {
 		release(sb.Name)
+		defer tr.mark("answer")
 		return sandboxToProto(sb, b.clusterDomain), true, nil
 	}
-	got, err := b.createFromTemplate(ctx, tmpl, snap, "", requestOf(req.GetRequestId(), methodClaim), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure, holder.Annotations, release, unlock)
+	got, err = b.createFromTemplate(ctx, tmpl, snap, "", requestOf(req.GetRequestId(), methodClaim), req.GetLabels(), holder.Env, holder.Lifecycle, false, holder.RestartOnFailure, holder.Annotations, release, unlock)
 	return got, false, err
 }
 
@@ -157,10 +165,11 @@ func requestSandboxDeleted(id, name string) error {
 // claim. Members this process is taking or has just taken are skipped
 // (adopt.Taken), so concurrent claims spread over the pool instead of
 // colliding on its first member while the cache catches up.
-func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, snapshot string, h adopt.Holder) (*v1alpha1.Sandbox, error) {
+func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, snapshot string, h adopt.Holder, tr *claimTrace) (*v1alpha1.Sandbox, error) {
 	ns, hash := tmpl.Namespace, lifecycle.PoolHash(lifecycle.TemplateHash(tmpl.Spec), snapshot)
+	tr.mark("hash")
 	sb, name, err := adopt.Adoption{
-		Writer: b.client,
+		Writer: tr.writer(b.client),
 		Taken:  b.taken,
 		Next: func(skip func(string) bool) (*v1alpha1.Sandbox, bool) {
 			return b.members.pick(ns, tmpl.Name, snapshot, hash, skip)

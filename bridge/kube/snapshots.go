@@ -333,7 +333,7 @@ func (b *Backend) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxReq
 			return nil, nil, err
 		}
 		h := adopt.Holder{Labels: req.GetLabels(), Env: env, Lifecycle: lc, RequestID: id, RestartOnFailure: restart}
-		sb, err := b.adopt(ctx, tmpl, snapName, h)
+		sb, err := b.adopt(ctx, tmpl, snapName, h, nil)
 		if err != nil {
 			release("")
 			return nil, nil, err

@@ -32,6 +32,8 @@ func runBridge(ctx context.Context, args []string) int {
 	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain): a sandbox's service name before the controller reports it")
 	gcPercent := fs.Int("gc-percent", controller.DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection")
 	memLimit := fs.String("memory-limit", "", "Go soft memory limit, e.g. 96Mi, or off (default: $GOMEMLIMIT if set, else 90% of the container's memory limit)")
+	var level slog.Level
+	fs.TextVar(&level, "log-level", slog.LevelInfo, "log level: info, or debug (adds a line per ClaimSandbox with the time of each stage)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -40,7 +42,7 @@ func runBridge(ctx context.Context, args []string) int {
 		return 2
 	}
 	domain, err := v1alpha1.ParseClusterDomain(*clusterDomain)
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	if err == nil {
 		err = sf.check()
 	}
