@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -215,4 +216,33 @@ func NewServing(identity string, now time.Time) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// CASecretName is the Secret, in the controller's namespace, that holds the
+// bridge CA: made by the controller, read by the bridge, never anywhere else.
+const CASecretName = "sandpod-agent-ca"
+
+// DefaultNamespace is sandpod's own namespace when no flag names it.
+const DefaultNamespace = "sandpod-system"
+
+// serviceAccountNamespace is where a pod's service account namespace is
+// mounted (as controller-runtime's leader election reads it).
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// OwnNamespace is the namespace of the CA Secret: flag if set, else
+// $POD_NAMESPACE, else the namespace of the pod's service account, else
+// DefaultNamespace.
+func OwnNamespace(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(serviceAccountNamespace); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return DefaultNamespace
 }

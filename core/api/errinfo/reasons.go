@@ -146,6 +146,10 @@ const (
 	// sandbox, or its certificate does not parse: the bridge will not use
 	// it (FAILED_PRECONDITION).
 	ReasonAgentSecretUntrusted Why = "AGENT_SECRET_UNTRUSTED"
+	// ReasonAgentCANotReady: the bridge could not read the agents' bridge
+	// CA (Secret sandpod-agent-ca in the controller's namespace, made by the
+	// controller at start), so it cannot reach agents yet (UNAVAILABLE).
+	ReasonAgentCANotReady Why = "AGENT_CA_NOT_READY"
 	// ReasonCallDeadlineExceeded: the call's deadline passed while the
 	// agent was still working (DEADLINE_EXCEEDED).
 	ReasonCallDeadlineExceeded Why = "CALL_DEADLINE_EXCEEDED"

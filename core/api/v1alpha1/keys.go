@@ -62,7 +62,13 @@ const (
 	// AgentHealthPort serves only the standard gRPC health service, without
 	// TLS, for the kubelet's liveness probe (which speaks no TLS).
 	AgentHealthPort = 7071
-	// SecretKeyAgent is the key of the per-sandbox Secret holding the agent secret.
+	// LabelAgentAuth marks a pod whose agent admits the bridge by its client
+	// certificate (AgentAuthClientCertificate); pods of earlier controllers
+	// lack it and read their sandbox's Secret.
+	LabelAgentAuth = "sandpod.dev/agent-auth"
+	// SecretKeyAgent is the key of the per-sandbox Secret holding the agent
+	// secret: only pods made before AgentAuthClientCertificate (the
+	// controller no longer makes these Secrets; the bridge still reads them).
 	SecretKeyAgent = "agent-secret"
 	// SecretKeyTLSCert and SecretKeyTLSKey hold the agent's own self-signed
 	// certificate and key (PEM); the bridge pins the certificate.

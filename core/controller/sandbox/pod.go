@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -19,11 +20,12 @@ const (
 	agentVolume      = "sandpod-bin"
 	agentDir         = "/sandpod/bin"
 	AgentBinary      = agentDir + "/sandpod"
-	secretVolume     = "sandpod-secret"
-	secretDir        = "/sandpod/secret"
 	workspaceVolume  = "sandpod-workspace"
 	WorkspaceDir     = "/workspace"
 	installContainer = "sandpod-install"
+	// BridgeCAPinFlag is the agent's flag carrying the pin; a pod whose
+	// agent has it serves the bridge-CA TLS (status.agentAuth).
+	BridgeCAPinFlag = "--bridge-ca-sha256"
 )
 
 // Default resources of a sandbox container that declares none.
@@ -42,6 +44,11 @@ type PodConfig struct {
 	AgentDelivery AgentDelivery
 	// RuntimeClass is the controller-wide RuntimeClass policy.
 	RuntimeClass RuntimeClassPolicy
+	// BridgeCAPin is the SHA-256 of the bridge CA's public key
+	// (agenttls.Pin), given to every agent: the agent admits callers with
+	// a client certificate of that CA. It is public: nothing in a sandbox
+	// pod is a credential.
+	BridgeCAPin string
 }
 
 // PVCName is the name of the PVC made from a volume claim template, as a
@@ -78,6 +85,9 @@ func BuildPod(sb *v1alpha1.Sandbox, cfg PodConfig) (*corev1.Pod, error) {
 	if v1alpha1.AgentContainerIndex(spec, sb.Spec.AgentContainer) < 0 {
 		return nil, fmt.Errorf("agentContainer %q names no container of the podTemplate", sb.Spec.AgentContainer)
 	}
+	if !agenttls.ValidPin(cfg.BridgeCAPin) {
+		return nil, fmt.Errorf("the controller has no bridge CA pin") // a bug: Setup makes it
+	}
 	if err := cfg.RuntimeClass.Apply(spec); err != nil {
 		return nil, err
 	}
@@ -88,6 +98,7 @@ func BuildPod(sb *v1alpha1.Sandbox, cfg PodConfig) (*corev1.Pod, error) {
 	for k, v := range ChildLabels(sb) {
 		labels[k] = v
 	}
+	labels[v1alpha1.LabelAgentAuth] = string(v1alpha1.AgentAuthClientCertificate)
 	var annotations map[string]string
 	if len(sb.Spec.PodTemplate.Annotations) > 0 {
 		annotations = map[string]string{}
@@ -202,7 +213,7 @@ func hasVolume(spec *corev1.PodSpec, name string) bool {
 }
 
 // addVolumes adds the PVC of each volume claim template (replacing a volume
-// of the same name), the agent's binary and secret volumes, and a workspace
+// of the same name), the agent's binary volume, and a workspace
 // when nothing is mounted at /workspace.
 func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 	for _, vct := range sb.Spec.VolumeClaimTemplates {
@@ -218,17 +229,11 @@ func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vct.Name, VolumeSource: src})
 		}
 	}
-	mode := int32(0o440)
 	agentSource := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	if cfg.AgentDelivery == AgentImageVolume {
 		agentSource = corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: cfg.AgentImage, PullPolicy: corev1.PullIfNotPresent}}
 	}
-	spec.Volumes = append(spec.Volumes,
-		corev1.Volume{Name: agentVolume, VolumeSource: agentSource},
-		corev1.Volume{Name: secretVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: v1alpha1.SecretName(sb.Name), DefaultMode: &mode,
-		}}},
-	)
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: agentVolume, VolumeSource: agentSource})
 	main := &spec.Containers[v1alpha1.AgentContainerIndex(spec, sb.Spec.AgentContainer)]
 	mountedWorkspace := false
 	for _, m := range main.VolumeMounts {
@@ -277,9 +282,10 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 		"--listen", fmt.Sprintf("tcp://0.0.0.0:%d", v1alpha1.AgentPort),
 		"--root", WorkspaceDir,
 		"--sandbox", sb.Name,
-		"--secret-file", secretDir + "/" + v1alpha1.SecretKeyAgent,
-		"--tls-cert", secretDir + "/" + v1alpha1.SecretKeyTLSCert,
-		"--tls-key", secretDir + "/" + v1alpha1.SecretKeyTLSKey,
+		// Both public: the agent makes its own serving certificate and
+		// checks the bridge's client certificate against the pin.
+		BridgeCAPinFlag, cfg.BridgeCAPin,
+		"--sandbox-uid", string(sb.UID),
 		"--health-listen", fmt.Sprintf("tcp://0.0.0.0:%d", v1alpha1.AgentHealthPort),
 	}
 	if user := append(append([]string{}, main.Command...), main.Args...); len(user) > 0 {
@@ -289,10 +295,7 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 	if main.LivenessProbe == nil {
 		main.LivenessProbe = agentLivenessProbe()
 	}
-	main.VolumeMounts = append(main.VolumeMounts,
-		binMount,
-		corev1.VolumeMount{Name: secretVolume, MountPath: secretDir, ReadOnly: true},
-	)
+	main.VolumeMounts = append(main.VolumeMounts, binMount)
 	hasPort := false
 	for _, p := range main.Ports {
 		if p.ContainerPort == v1alpha1.AgentPort {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,8 +49,8 @@ func (w *sandboxWrapper) resources(r corev1.ResourceRequirements) *sandboxWrappe
 func (w *sandboxWrapper) obj() *v1alpha1.Sandbox { return &w.Sandbox }
 
 func TestBuildPodAgentCommand(t *testing.T) {
-	base := []string{AgentBinary, "agent", "--listen", "tcp://0.0.0.0:7070", "--root", "/workspace", "--sandbox", "sb", "--secret-file", "/sandpod/secret/agent-secret",
-		"--tls-cert", "/sandpod/secret/tls.crt", "--tls-key", "/sandpod/secret/tls.key", "--health-listen", "tcp://0.0.0.0:7071"}
+	base := []string{AgentBinary, "agent", "--listen", "tcp://0.0.0.0:7070", "--root", "/workspace", "--sandbox", "sb",
+		"--bridge-ca-sha256", testPin, "--sandbox-uid", "uid-sb", "--health-listen", "tcp://0.0.0.0:7071"}
 	cases := map[string]struct {
 		sb   *v1alpha1.Sandbox
 		want []string
@@ -60,7 +61,7 @@ func TestBuildPodAgentCommand(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod, err := BuildPod(tc.sb, PodConfig{AgentImage: "img"})
+			pod, err := BuildPod(tc.sb, PodConfig{BridgeCAPin: testPin, AgentImage: "img"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +81,7 @@ func TestBuildPodAgentCommand(t *testing.T) {
 func TestBuildPodIdentityStorageAndDefaults(t *testing.T) {
 	sb := makeSandbox("sb").storage("data").obj()
 	sb.Spec.Service = true
-	pod, err := BuildPod(sb, PodConfig{AgentImage: "img"})
+	pod, err := BuildPod(sb, PodConfig{BridgeCAPin: testPin, AgentImage: "img"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +98,26 @@ func TestBuildPodIdentityStorageAndDefaults(t *testing.T) {
 	if v := vols["data"]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "data-sb" {
 		t.Errorf("pvc volume = %+v", v)
 	}
-	if v := vols[secretVolume]; v.Secret == nil || v.Secret.SecretName != "sb-agent" {
-		t.Errorf("secret volume = %+v", v)
+	// Nothing in the pod is a credential: no Secret volume, no secret in
+	// the agent's arguments, only the bridge CA's public pin and the
+	// sandbox's UID.
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil || v.Projected != nil {
+			t.Errorf("volume %s mounts a Secret or projection: %+v", v.Name, v)
+		}
+	}
+	args := strings.Join(pod.Spec.Containers[0].Command, " ")
+	if want := BridgeCAPinFlag + " " + testPin + " --sandbox-uid " + string(sb.UID); !strings.Contains(args, want) {
+		t.Errorf("agent command %q lacks %q", args, want)
+	}
+	if strings.Contains(args, "secret") {
+		t.Errorf("agent command %q still names a secret", args)
+	}
+	if pod.Labels[v1alpha1.LabelAgentAuth] != string(v1alpha1.AgentAuthClientCertificate) {
+		t.Errorf("pod labels %v lack the agent-auth mark", pod.Labels)
+	}
+	if _, err := BuildPod(sb, PodConfig{AgentImage: "img"}); err == nil {
+		t.Error("a pod was built without the bridge CA pin")
 	}
 	if *pod.Spec.AutomountServiceAccountToken {
 		t.Errorf("service account token mounted")
@@ -173,7 +192,7 @@ func TestRuntimeClassPolicy(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod, err := BuildPod(tc.sb, PodConfig{RuntimeClass: tc.policy})
+			pod, err := BuildPod(tc.sb, PodConfig{BridgeCAPin: testPin, RuntimeClass: tc.policy})
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
@@ -205,7 +224,7 @@ func TestBuildPodAgentContainer(t *testing.T) {
 	sb.Spec.PodTemplate.Spec.Containers = append([]corev1.Container{{Name: "redis", Image: "redis", Command: []string{"redis-server"}}},
 		sb.Spec.PodTemplate.Spec.Containers...)
 	sb.Spec.AgentContainer = "main"
-	pod, err := BuildPod(sb, PodConfig{})
+	pod, err := BuildPod(sb, PodConfig{BridgeCAPin: testPin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +236,7 @@ func TestBuildPodAgentContainer(t *testing.T) {
 		t.Errorf("sidecar command changed (-want +got):\n%s", diff)
 	}
 	for _, m := range redis.VolumeMounts {
-		if m.Name == agentVolume || m.Name == secretVolume {
+		if m.Name == agentVolume {
 			t.Errorf("sidecar mounts %s", m.Name)
 		}
 	}
@@ -228,15 +247,18 @@ func TestBuildPodAgentContainer(t *testing.T) {
 	for _, m := range main.VolumeMounts {
 		mounts[m.MountPath] = true
 	}
-	if !mounts[WorkspaceDir] || !mounts[secretDir] {
-		t.Errorf("main mounts = %v, want the workspace and the agent's secret", main.VolumeMounts)
+	if !mounts[WorkspaceDir] || !mounts[agentDir] {
+		t.Errorf("main mounts = %v, want the workspace and the agent's binary", main.VolumeMounts)
 	}
 	if redis.SecurityContext == nil || redis.SecurityContext.AllowPrivilegeEscalation == nil || *redis.SecurityContext.AllowPrivilegeEscalation {
 		t.Errorf("sidecar lacks the secure defaults: %+v", redis.SecurityContext)
 	}
 
 	sb.Spec.AgentContainer = "missing"
-	if _, err := BuildPod(sb, PodConfig{}); err == nil {
+	if _, err := BuildPod(sb, PodConfig{BridgeCAPin: testPin}); err == nil {
 		t.Errorf("BuildPod with agentContainer naming no container: no error")
 	}
 }
+
+// testPin is a well-formed bridge CA pin.
+var testPin = strings.Repeat("ab", 32)
