@@ -7,6 +7,7 @@ package agentca
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,12 @@ import (
 
 	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+// How long Ensure looks for the Secret of a controller that won the create.
+const (
+	winnerReads = 50
+	winnerWait  = 200 * time.Millisecond
 )
 
 // The controller's RBAC for this is a Role in its own namespace, written
@@ -32,13 +39,13 @@ func Ensure(ctx context.Context, c client.Client, ns string, clk clock.Clock) (s
 	sec := &corev1.Secret{}
 	err := c.Get(ctx, key, sec)
 	if apierrors.IsNotFound(err) {
-		ca, err := agenttls.NewCA(clk.Now())
-		if err != nil {
-			return "", err
+		ca, caErr := agenttls.NewCA(clk.Now())
+		if caErr != nil {
+			return "", caErr
 		}
-		certPEM, keyPEM, err := ca.PEM()
-		if err != nil {
-			return "", err
+		certPEM, keyPEM, caErr := ca.PEM()
+		if caErr != nil {
+			return "", caErr
 		}
 		immutable := true
 		sec = &corev1.Secret{
@@ -54,8 +61,21 @@ func Ensure(ctx context.Context, c client.Client, ns string, clk clock.Clock) (s
 		if !apierrors.IsAlreadyExists(err) {
 			return "", fmt.Errorf("create the agent CA Secret %s/%s: %w", ns, key.Name, err)
 		}
+		// Another controller won: read its CA. Should the read miss it
+		// (the winner's create and this read raced, or it was deleted at
+		// once), look again for a while rather than fail the start.
 		sec = &corev1.Secret{}
-		err = c.Get(ctx, key, sec)
+		for try := 0; ; try++ {
+			err = c.Get(ctx, key, sec)
+			if !apierrors.IsNotFound(err) || try >= winnerReads {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(winnerWait):
+			}
+		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("read the agent CA Secret %s/%s: %w", ns, key.Name, err)
