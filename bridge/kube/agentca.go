@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,8 +28,13 @@ type agentCA struct {
 	ns  string
 	now func() time.Time
 
+	// reviews authenticates agents by their identity tokens (shared by
+	// every sandbox: one TokenReview per agent pod per token).
+	reviews *agenttls.Reviews
+
 	mu      sync.Mutex
 	certs   *agenttls.ClientCerts
+	check   *agenttls.AgentCheck
 	lastTry time.Time
 	wait    time.Duration // before the next read after a failed one
 	lastErr error
@@ -42,8 +48,27 @@ const (
 	caRetryMax = 30 * time.Second
 )
 
-func newAgentCA(ns string, now func() time.Time) *agentCA {
-	return &agentCA{ns: ns, now: now, byUID: map[types.UID]*tls.Config{}}
+func newAgentCA(ns string, now func() time.Time, review agenttls.ReviewFunc) *agentCA {
+	return &agentCA{ns: ns, now: now, byUID: map[types.UID]*tls.Config{},
+		reviews: agenttls.NewReviews(review, v1alpha1.AgentTokenAudience, now)}
+}
+
+// ReviewAgentToken is a ReviewFunc asking the API server (create tokenreviews,
+// which the bridge has for --token-review too; the review is stored
+// nowhere).
+func ReviewAgentToken(c client.Client) agenttls.ReviewFunc {
+	return func(ctx context.Context, token string) (agenttls.Review, error) {
+		tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{v1alpha1.AgentTokenAudience}}}
+		if err := c.Create(ctx, tr); err != nil {
+			return agenttls.Review{}, err
+		}
+		extra := map[string][]string{}
+		for k, v := range tr.Status.User.Extra {
+			extra[k] = v
+		}
+		return agenttls.Review{Authenticated: tr.Status.Authenticated, Audiences: tr.Status.Audiences,
+			Username: tr.Status.User.Username, Extra: extra, Error: tr.Status.Error}, nil
+	}
 }
 
 // config is the TLS to sb's agent.
@@ -56,8 +81,12 @@ func (a *agentCA) config(ctx context.Context, r client.Reader, sb *v1alpha1.Sand
 	if err := a.loadLocked(ctx, r); err != nil {
 		return nil, err
 	}
-	certs := a.certs
-	cfg := agenttls.ClientConfig(agenttls.Identity(string(sb.UID)), certs.Get)
+	// The pod is named after the sandbox, in its namespace
+	// (core/controller/sandbox/pod.go); its UID changes with each pod and
+	// is not in the sandbox's status, so the namespace is the boundary: a
+	// pod of that name there is the sandbox's, whoever made it.
+	want := agenttls.Expect{Identity: agenttls.Identity(string(sb.UID)), Namespace: sb.Namespace, PodName: sb.Name}
+	cfg := agenttls.ClientConfig(want, a.certs.Get, a.check)
 	a.byUID[sb.UID] = cfg
 	return cfg, nil
 }
@@ -80,6 +109,7 @@ func (a *agentCA) loadLocked(ctx context.Context, r client.Reader) error {
 		var ca *agenttls.CA
 		if ca, err = agenttls.ParseCA(sec.Data[agenttls.SecretKeyCACert], sec.Data[agenttls.SecretKeyCAKey]); err == nil {
 			a.certs, a.lastErr, a.wait = agenttls.NewClientCerts(ca, a.now), nil, 0
+			a.check = &agenttls.AgentCheck{CA: ca, Reviews: a.reviews}
 			return nil
 		}
 	}

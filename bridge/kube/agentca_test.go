@@ -31,7 +31,7 @@ func TestAgentCAReadsWithBackOff(t *testing.T) {
 		},
 	}).Build()
 	now := time.Now()
-	a := newAgentCA("sandpod-system", func() time.Time { return now })
+	a := newAgentCA("sandpod-system", func() time.Time { return now }, nil)
 	sb := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "sb", UID: "0b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44"}}
 	ctx := context.Background()
 

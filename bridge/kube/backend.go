@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	recent := newRecentWrites()
 	b := &Backend{
 		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
-		secrets: newSecretCache(), agentCA: newAgentCA(agenttls.OwnNamespace(o.AgentCANamespace), time.Now), log: o.Logger, now: time.Now,
+		secrets: newSecretCache(), agentCA: newAgentCA(agenttls.OwnNamespace(o.AgentCANamespace), time.Now, ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
 		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)

@@ -23,6 +23,8 @@ func runAgent(ctx context.Context, args []string) int {
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "serve TLS with this certificate (PEM)")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.StringVar(&o.BridgeCAPin, "bridge-ca-sha256", "", "hex SHA-256 of the bridge CA's public key: serve TLS with a certificate made in memory and admit only the bridge's client certificates (Kubernetes); no secret")
+	fs.StringVar(&o.BridgeCAKey, "bridge-ca-key", "", "the bridge CA's public key (base64 DER, of --bridge-ca-sha256): the identity token is sealed to it")
+	fs.StringVar(&o.IdentityTokenFile, "identity-token-file", "", "the kubelet's projected service-account token (audience sandpod.dev/agent): carried, sealed, in the agent's certificate so that the bridge can authenticate the agent")
 	fs.StringVar(&o.SandboxUID, "sandbox-uid", "", "the sandbox's UID, whose identity the agent answers to (with --bridge-ca-sha256)")
 	fs.StringVar(&o.HealthListen, "health-listen", "", "also serve only gRPC health, without TLS, here (tcp://HOST:PORT): for a kubelet probe")
 	fs.IntVar(&o.GateFD, "gate-fd", 0, "pipe delivering the secret once the engine is ready (local engine)")

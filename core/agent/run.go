@@ -40,6 +40,13 @@ type Options struct {
 	// of that CA that ask for SandboxUID's identity (core/agenttls), and
 	// has no secret; SecretFile and TLSCert are not used.
 	BridgeCAPin string
+	// BridgeCAKey is the bridge CA's public key (base64 DER, its SHA-256 is
+	// BridgeCAPin): the agent seals its identity token to it.
+	BridgeCAKey string
+	// IdentityTokenFile is the kubelet's projected service-account token of
+	// audience sandpod.dev/agent: the agent's certificate carries it
+	// (sealed), so that the bridge can authenticate the agent.
+	IdentityTokenFile string
 	// SandboxUID is the sandbox's UID, whose agenttls.Identity the agent
 	// answers to (with BridgeCAPin).
 	SandboxUID string
@@ -133,7 +140,7 @@ func serve(ctx context.Context, o Options, log *slog.Logger) error {
 	var tlsCfg *tls.Config
 	var err error
 	if o.BridgeCAPin != "" {
-		if tlsCfg, err = PinnedTLS(o.BridgeCAPin, o.SandboxUID); err != nil {
+		if tlsCfg, err = PinnedTLS(o.BridgeCAPin, o.BridgeCAKey, o.SandboxUID, o.IdentityTokenFile); err != nil {
 			return err
 		}
 	} else if secret, err = readSecret(o); err != nil {

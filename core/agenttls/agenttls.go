@@ -5,18 +5,25 @@
 //     sandpod-agent-ca of its own namespace) and gives every agent the
 //     SHA-256 of the CA's public key (Pin) as an argument in its pod spec:
 //     public information, nothing a sandbox could use to call its agent.
+//
 //   - The bridge reads the CA and mints itself a short-lived client
 //     certificate (MintClient), presented with the CA certificate.
+//
 //   - The agent makes its own serving certificate in memory at start
 //     (NewServing) and admits only a handshake whose client certificate
 //     chains to a CA certificate with the pinned key (ServerConfig), and
 //     whose SNI names the agent's sandbox (Identity).
 //
+//   - The agent authenticates itself to the bridge by its pod (identity.go):
+//     its certificate carries the kubelet's bound service-account token of
+//     the pod (audience sandpod.dev/agent), sealed to the CA's public key
+//     and to the certificate's own key; the bridge opens it and asks the
+//     API server (TokenReview) whether it is the sandbox's pod's
+//     (AgentCheck, in the handshake of every connection).
+//
 // The agent's serving certificate is self-signed and not checked against
-// any CA: the bridge checks only that it names the sandbox it dialled
-// (ClientConfig), which catches a stale pod IP now held by another
-// sandbox's agent. That is a misrouting check, not authentication: the
-// agent is who the network (the pod IP the API server reported) says it is.
+// any CA: its name catches a stale pod IP now held by another sandbox's
+// agent early (VerifyAgent), its sealed token proves the pod.
 package agenttls
 
 import (
@@ -27,6 +34,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -187,13 +195,29 @@ func MintClient(ca *CA, now time.Time) (tls.Certificate, error) {
 }
 
 // NewServing makes an agent's own serving certificate for identity:
-// self-signed, ECDSA P-256, in memory only. Nobody pins it; it names the
-// identity so that a bridge that reached the wrong agent notices.
+// self-signed, ECDSA P-256, in memory only, without an identity token (a
+// bridge refuses it: tests and the red team's impostors).
 func NewServing(identity string, now time.Time) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := NewServingKey()
 	if err != nil {
 		return tls.Certificate{}, err
 	}
+	return ServingCert(key, identity, nil, nil, now)
+}
+
+// NewServingKey makes an agent's key: it lives in the agent's memory only,
+// for the agent's life, and signs its handshakes; ServingCert makes the
+// certificates for it.
+func NewServingKey() (*ecdsa.PrivateKey, error) {
+	return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+}
+
+// ServingCert makes an agent's self-signed certificate for key, naming
+// identity (so that a bridge that reached the wrong agent notices early).
+// With a token, it carries the token sealed to the bridge CA's public key
+// caSPKI and to this certificate's key (OIDIdentityToken, SealToken): the
+// agent's proof of its pod.
+func ServingCert(key *ecdsa.PrivateKey, identity string, caSPKI, token []byte, now time.Time) (tls.Certificate, error) {
 	serial, err := newSerial()
 	if err != nil {
 		return tls.Certificate{}, err
@@ -207,6 +231,17 @@ func NewServing(identity string, now time.Time) (tls.Certificate, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
+	if len(token) > 0 {
+		spki, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+		if err != nil {
+			return tls.Certificate{}, err
+		}
+		sealed, err := SealToken(caSPKI, spki, identity, token)
+		if err != nil {
+			return tls.Certificate{}, err
+		}
+		tmpl.ExtraExtensions = []pkix.Extension{{Id: OIDIdentityToken, Value: sealed}}
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return tls.Certificate{}, err
@@ -216,6 +251,29 @@ func NewServing(identity string, now time.Time) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// PublicKey is the base64 DER SubjectPublicKeyInfo of a certificate: what
+// agents get of the bridge CA besides its pin (Pin is its SHA-256), to seal
+// their identity token to. Public, like the pin.
+func PublicKey(cert *x509.Certificate) string {
+	return base64.StdEncoding.EncodeToString(cert.RawSubjectPublicKeyInfo)
+}
+
+// ParsePublicKey decodes PublicKey's text and checks it against pin.
+func ParsePublicKey(text, pin string) ([]byte, error) {
+	spki, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		return nil, fmt.Errorf("bridge CA key: %w", err)
+	}
+	sum := sha256.Sum256(spki)
+	if hex.EncodeToString(sum[:]) != pin {
+		return nil, errors.New("bridge CA key: it is not the key of the pin")
+	}
+	if _, err := x509.ParsePKIXPublicKey(spki); err != nil {
+		return nil, fmt.Errorf("bridge CA key: %w", err)
+	}
+	return spki, nil
 }
 
 // CASecretName is the Secret, in the controller's namespace, that holds the

@@ -135,14 +135,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Secrets are read past the cache (ClientOptions), so this works before
 	// the manager starts. Every replica does it, leader or not: it is one
 	// read, and a follower that becomes leader needs the pin at once.
-	caPin, err := agentca.Ensure(ctx, c, agenttls.OwnNamespace(o.AgentCANamespace), o.Clock)
+	caPin, caKey, err := agentca.EnsureKey(ctx, c, agenttls.OwnNamespace(o.AgentCANamespace), o.Clock)
 	if err != nil {
 		return err
 	}
 
 	sbr := &sandbox.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-sandbox"),
 		ClusterDomain: o.ClusterDomain,
-		Pod:           sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass, BridgeCAPin: caPin}}
+		Pod:           sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass, BridgeCAPin: caPin, BridgeCAKey: caKey}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
 		For(&v1alpha1.Sandbox{}).
 		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.PersistentVolumeClaim{}).

@@ -51,6 +51,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/bridge/kube"
 	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
@@ -457,11 +458,15 @@ func (e *Env) AgentCA(t testing.TB) *agenttls.CA {
 	return ca
 }
 
-// AgentTLS is the bridge's TLS to sb's agent, from the agents' CA.
+// AgentTLS is the bridge's TLS to sb's agent, from the agents' CA, with
+// the bridge's authentication of the agent (its identity token, reviewed by
+// the API server).
 func (e *Env) AgentTLS(t testing.TB, sb *v1alpha1.Sandbox) *tls.Config {
 	t.Helper()
-	certs := agenttls.NewClientCerts(e.AgentCA(t), nil)
-	return agenttls.ClientConfig(agenttls.Identity(string(sb.UID)), certs.Get)
+	ca := e.AgentCA(t)
+	check := &agenttls.AgentCheck{CA: ca, Reviews: agenttls.NewReviews(kube.ReviewAgentToken(e.Client), v1alpha1.AgentTokenAudience, nil)}
+	want := agenttls.Expect{Identity: agenttls.Identity(string(sb.UID)), Namespace: sb.Namespace, PodName: sb.Name}
+	return agenttls.ClientConfig(want, agenttls.NewClientCerts(ca, nil).Get, check)
 }
 
 // Agent connects to sb's agent; the connection closes when t ends.

@@ -92,12 +92,14 @@ func TestAgentRefusesCallersWithoutTheBridgeCA(t *testing.T) {
 	otherCA, _ := agenttls.NewCA(time.Now())
 	otherCert, _ := agenttls.MintClient(otherCA, time.Now())
 	tlsWith := func(sandbox *v1alpha1.Sandbox, cert *tls.Certificate) credentials.TransportCredentials {
-		return credentials.NewTLS(agenttls.ClientConfig(agenttls.Identity(string(sandbox.UID)), func() (*tls.Certificate, error) {
+		cfg := env.AgentTLS(t, sandbox)
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			if cert == nil {
 				return &tls.Certificate{}, nil
 			}
 			return cert, nil
-		}))
+		}
+		return credentials.NewTLS(cfg)
 	}
 	// a's identity at b's address: what the bridge sends to a stale pod IP.
 	aAtB := &tls.Config{MinVersion: tls.VersionTLS13, ServerName: agenttls.Identity(string(a.UID)), InsecureSkipVerify: true, //nolint:gosec // the agent's refusal is under test
@@ -125,18 +127,23 @@ func TestAgentRefusesCallersWithoutTheBridgeCA(t *testing.T) {
 	// Inside a: no Secret mounted, no key in the agent's arguments, and its
 	// own code gets no answer from its agent on loopback without the
 	// bridge's certificate (the handshake fails once the agent has seen
-	// there is no client certificate).
+	// there is no client certificate). What it can read is its pod's
+	// identity token, for the agents' audience only: it proves "this pod"
+	// (the bridge's check, TestRedteam*), nothing to the API server.
 	res, err := agentA.Shell(ctx, `ls -A /sandpod; test -e /sandpod/secret && echo SECRET-DIR; env | grep -ci secret`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.TrimSpace(res.Stdout) != "bin\n0" {
-		t.Errorf("a's pod shows more than the agent's binary, or a secret in its environment: %q", res.Stdout)
+	if strings.TrimSpace(res.Stdout) != "bin\nidentity\n0" {
+		t.Errorf("a's pod shows more than the agent's binary and identity token, or a secret in its environment: %q", res.Stdout)
 	}
 	pod := env.Pod(t, a)
 	for _, v := range pod.Spec.Volumes {
-		if v.Secret != nil || v.Projected != nil {
+		if v.Secret != nil {
 			t.Errorf("a's pod mounts %s", v.Name)
+		}
+		if p := v.Projected; p != nil && (len(p.Sources) != 1 || p.Sources[0].ServiceAccountToken == nil || p.Sources[0].ServiceAccountToken.Audience != v1alpha1.AgentTokenAudience) {
+			t.Errorf("a's pod mounts %s: want only the agents' identity token projected", v.Name)
 		}
 	}
 	if cmd := strings.Join(pod.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "--bridge-ca-sha256 "+agenttls.Pin(ca.Cert)) || strings.Contains(cmd, "secret") {

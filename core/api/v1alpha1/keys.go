@@ -62,6 +62,17 @@ const (
 	// AgentHealthPort serves only the standard gRPC health service, without
 	// TLS, for the kubelet's liveness probe (which speaks no TLS).
 	AgentHealthPort = 7071
+	// AgentTokenAudience is the audience of the service-account token the
+	// kubelet projects into a sandbox pod's agent container (at
+	// AgentIdentityTokenPath): the agent's proof of its pod, which the
+	// bridge checks with a TokenReview for this audience. The API server
+	// accepts no token of this audience for its own requests.
+	AgentTokenAudience = "sandpod.dev/agent"
+	// AgentIdentityTokenPath is where the agent reads that token.
+	AgentIdentityTokenPath = "/sandpod/identity/token"
+	// AgentIdentityTokenSeconds is the token's life; the kubelet writes a
+	// new one when 80% of it has passed.
+	AgentIdentityTokenSeconds = 3600
 	// LabelAgentAuth marks a pod whose agent admits the bridge by its client
 	// certificate (AgentAuthClientCertificate); pods of earlier controllers
 	// lack it and read their sandbox's Secret.

@@ -6,6 +6,7 @@ package agentca
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"time"
 
@@ -35,17 +36,32 @@ const (
 // CA means deleting it (and restarting the controller, the bridge and the
 // sandboxes' pods).
 func Ensure(ctx context.Context, c client.Client, ns string, clk clock.Clock) (string, error) {
+	pin, _, err := EnsureKey(ctx, c, ns, clk)
+	return pin, err
+}
+
+// EnsureKey is Ensure that also returns the CA's public key
+// (agenttls.PublicKey), which agents seal their identity tokens to.
+func EnsureKey(ctx context.Context, c client.Client, ns string, clk clock.Clock) (pin, key string, err error) {
+	cert, err := ensureCert(ctx, c, ns, clk)
+	if err != nil {
+		return "", "", err
+	}
+	return agenttls.Pin(cert), agenttls.PublicKey(cert), nil
+}
+
+func ensureCert(ctx context.Context, c client.Client, ns string, clk clock.Clock) (*x509.Certificate, error) {
 	key := client.ObjectKey{Namespace: ns, Name: agenttls.CASecretName}
 	sec := &corev1.Secret{}
 	err := c.Get(ctx, key, sec)
 	if apierrors.IsNotFound(err) {
 		ca, caErr := agenttls.NewCA(clk.Now())
 		if caErr != nil {
-			return "", caErr
+			return nil, caErr
 		}
 		certPEM, keyPEM, caErr := ca.PEM()
 		if caErr != nil {
-			return "", caErr
+			return nil, caErr
 		}
 		immutable := true
 		sec = &corev1.Secret{
@@ -56,10 +72,10 @@ func Ensure(ctx context.Context, c client.Client, ns string, clk clock.Clock) (s
 		}
 		err = c.Create(ctx, sec)
 		if err == nil {
-			return agenttls.Pin(ca.Cert), nil
+			return ca.Cert, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return "", fmt.Errorf("create the agent CA Secret %s/%s: %w", ns, key.Name, err)
+			return nil, fmt.Errorf("create the agent CA Secret %s/%s: %w", ns, key.Name, err)
 		}
 		// Another controller won: read its CA. Should the read miss it
 		// (the winner's create and this read raced, or it was deleted at
@@ -72,17 +88,17 @@ func Ensure(ctx context.Context, c client.Client, ns string, clk clock.Clock) (s
 			}
 			select {
 			case <-ctx.Done():
-				return "", ctx.Err()
+				return nil, ctx.Err()
 			case <-time.After(winnerWait):
 			}
 		}
 	}
 	if err != nil {
-		return "", fmt.Errorf("read the agent CA Secret %s/%s: %w", ns, key.Name, err)
+		return nil, fmt.Errorf("read the agent CA Secret %s/%s: %w", ns, key.Name, err)
 	}
 	ca, err := agenttls.ParseCA(sec.Data[agenttls.SecretKeyCACert], sec.Data[agenttls.SecretKeyCAKey])
 	if err != nil {
-		return "", fmt.Errorf("Secret %s/%s: %w (delete it to make a new CA)", ns, key.Name, err)
+		return nil, fmt.Errorf("Secret %s/%s: %w (delete it to make a new CA)", ns, key.Name, err)
 	}
-	return agenttls.Pin(ca.Cert), nil
+	return ca.Cert, nil
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ const (
 	agentVolume      = "sandpod-bin"
 	agentDir         = "/sandpod/bin"
 	AgentBinary      = agentDir + "/sandpod"
+	identityVolume   = "sandpod-identity"
 	workspaceVolume  = "sandpod-workspace"
 	WorkspaceDir     = "/workspace"
 	installContainer = "sandpod-install"
@@ -49,6 +51,10 @@ type PodConfig struct {
 	// a client certificate of that CA. It is public: nothing in a sandbox
 	// pod is a credential.
 	BridgeCAPin string
+	// BridgeCAKey is the bridge CA's public key (agenttls.PublicKey; its
+	// SHA-256 is BridgeCAPin): the agent seals its identity token to it.
+	// Public too.
+	BridgeCAKey string
 }
 
 // PVCName is the name of the PVC made from a volume claim template, as a
@@ -85,8 +91,8 @@ func BuildPod(sb *v1alpha1.Sandbox, cfg PodConfig) (*corev1.Pod, error) {
 	if v1alpha1.AgentContainerIndex(spec, sb.Spec.AgentContainer) < 0 {
 		return nil, fmt.Errorf("agentContainer %q names no container of the podTemplate", sb.Spec.AgentContainer)
 	}
-	if !agenttls.ValidPin(cfg.BridgeCAPin) {
-		return nil, fmt.Errorf("the controller has no bridge CA pin") // a bug: Setup makes it
+	if _, err := agenttls.ParsePublicKey(cfg.BridgeCAKey, cfg.BridgeCAPin); !agenttls.ValidPin(cfg.BridgeCAPin) || err != nil {
+		return nil, fmt.Errorf("the controller has no bridge CA pin and key") // a bug: Setup makes them
 	}
 	if err := cfg.RuntimeClass.Apply(spec); err != nil {
 		return nil, err
@@ -212,6 +218,22 @@ func hasVolume(spec *corev1.PodSpec, name string) bool {
 	return false
 }
 
+// identityTokenVolume is the agent's identity: a service-account token of
+// the pod's service account for audience AgentTokenAudience, which the
+// kubelet asks the API server for (TokenRequest: nothing stored), bound to
+// this pod (its name and UID are in the token; it dies with the pod) and
+// renews in the file before it expires. The API server takes no token of
+// this audience; the sandbox's code can read it, and it proves only "this
+// pod" (docs/security.md).
+func identityTokenVolume() corev1.Volume {
+	secs := int64(v1alpha1.AgentIdentityTokenSeconds)
+	return corev1.Volume{Name: identityVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Audience: v1alpha1.AgentTokenAudience, ExpirationSeconds: &secs, Path: path.Base(v1alpha1.AgentIdentityTokenPath),
+		}}},
+	}}}
+}
+
 // addVolumes adds the PVC of each volume claim template (replacing a volume
 // of the same name), the agent's binary volume, and a workspace
 // when nothing is mounted at /workspace.
@@ -233,7 +255,7 @@ func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 	if cfg.AgentDelivery == AgentImageVolume {
 		agentSource = corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: cfg.AgentImage, PullPolicy: corev1.PullIfNotPresent}}
 	}
-	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: agentVolume, VolumeSource: agentSource})
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: agentVolume, VolumeSource: agentSource}, identityTokenVolume())
 	main := &spec.Containers[v1alpha1.AgentContainerIndex(spec, sb.Spec.AgentContainer)]
 	mountedWorkspace := false
 	for _, m := range main.VolumeMounts {
@@ -286,6 +308,10 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 		// checks the bridge's client certificate against the pin.
 		BridgeCAPinFlag, cfg.BridgeCAPin,
 		"--sandbox-uid", string(sb.UID),
+		// The agent's proof of its pod to the bridge: the kubelet's token
+		// (identityVolume), sealed to the CA key in its certificate.
+		"--bridge-ca-key", cfg.BridgeCAKey,
+		"--identity-token-file", v1alpha1.AgentIdentityTokenPath,
 		"--health-listen", fmt.Sprintf("tcp://0.0.0.0:%d", v1alpha1.AgentHealthPort),
 	}
 	if user := append(append([]string{}, main.Command...), main.Args...); len(user) > 0 {
@@ -295,7 +321,8 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 	if main.LivenessProbe == nil {
 		main.LivenessProbe = agentLivenessProbe()
 	}
-	main.VolumeMounts = append(main.VolumeMounts, binMount)
+	main.VolumeMounts = append(main.VolumeMounts, binMount,
+		corev1.VolumeMount{Name: identityVolume, MountPath: path.Dir(v1alpha1.AgentIdentityTokenPath), ReadOnly: true})
 	hasPort := false
 	for _, p := range main.Ports {
 		if p.ContainerPort == v1alpha1.AgentPort {
