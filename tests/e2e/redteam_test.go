@@ -15,10 +15,14 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/bridge/kube"
 	sandpod "github.com/sandpod/sandpod/clients/go"
 	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/errinfo"
@@ -192,4 +196,34 @@ func TestRedteamExternalIPServiceRefused(t *testing.T) {
 		res, err := c.Sandbox(victim.Name).Run(callCtx, "echo ok-$((6*7))")
 		return err == nil && strings.TrimSpace(string(res.Stdout)) == "ok-42", fmt.Sprint(res, err)
 	})
+
+	// The victim's own code can read its pod's identity token. It is
+	// worth nothing to the API server (audience sandpod.dev/agent), and to
+	// the bridge it proves only this very pod.
+	res, err = c.Sandbox(victim.Name).Run(ctx, "cat "+v1alpha1.AgentIdentityTokenPath)
+	if err != nil || len(strings.TrimSpace(string(res.Stdout))) == 0 {
+		t.Fatalf("read the identity token inside the sandbox: %v %v", res, err)
+	}
+	own := strings.TrimSpace(string(res.Stdout))
+	asToken := rest.CopyConfig(env.Config)
+	asToken.BearerToken, asToken.BearerTokenFile = own, ""
+	asToken.TLSClientConfig.CertFile, asToken.TLSClientConfig.KeyFile = "", ""
+	asToken.TLSClientConfig.CertData, asToken.TLSClientConfig.KeyData = nil, nil
+	cs, err := kubernetes.NewForConfig(asToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods(victimNS).List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
+		t.Errorf("the API server with the agent's identity token: %v, want 401 Unauthorized", err)
+	}
+	review, err := kube.ReviewAgentToken(env.Client)(ctx, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agenttls.CheckReview(review, v1alpha1.AgentTokenAudience, agenttls.Expect{Identity: victimID, Namespace: victimNS, PodName: victim.Name}); err != nil {
+		t.Errorf("the victim pod's own token does not prove the victim's pod: %v (%+v)", err, review)
+	}
+	if err := agenttls.CheckReview(review, v1alpha1.AgentTokenAudience, agenttls.Expect{Identity: victimID, Namespace: attackerNS, PodName: victim.Name}); err == nil {
+		t.Error("the victim pod's token proves a pod of that name in another namespace")
+	}
 }
