@@ -66,7 +66,9 @@ func TestSandboxCreatesPodServicePVCAndNoSecret(t *testing.T) {
 		t.Errorf("Secrets in the sandbox's namespace: %d (%v), want none", len(secrets.Items), err)
 	}
 	for _, v := range pod.Spec.Volumes {
-		if v.Secret != nil || v.Projected != nil {
+		// The one projection: the kubelet's token of this pod for the
+		// agents' audience (TestAgentIdentityTokenReview).
+		if p := v.Projected; v.Secret != nil || p != nil && (len(p.Sources) != 1 || p.Sources[0].ServiceAccountToken == nil || p.Sources[0].ServiceAccountToken.Audience != v1alpha1.AgentTokenAudience) {
 			t.Errorf("pod volume %s mounts a Secret or projection", v.Name)
 		}
 	}
