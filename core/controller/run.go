@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -127,6 +128,11 @@ func Run(ctx context.Context, args []string) error {
 	pageOut("setup")
 	go func() {
 		if mgr.GetCache().WaitForCacheSync(ctx) {
+			// The initial lists are garbage now, and every sandbox is
+			// about to be reconciled at once (nothing throttles a restart's
+			// passes since they read no Secret): return the lists' pages
+			// first, so the passes' garbage does not pile on top of them.
+			debug.FreeOSMemory()
 			pageOut("caches synced")
 		}
 	}()
