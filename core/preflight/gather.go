@@ -304,6 +304,7 @@ var (
 		// The agent Secrets of sandboxes whose pods an earlier controller
 		// made (status.agentAuth empty): droppable once none is left.
 		needs("", "secrets", "", "get"),
+		// --token-review, and every agent's identity token.
 		needs("authentication.k8s.io", "tokenreviews", "", "create"),
 		needs("authorization.k8s.io", "subjectaccessreviews", "", "create"),
 	)
