@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -370,5 +371,63 @@ func TestTokenExpiry(t *testing.T) {
 		if _, ok := tokenExpiry(bad); ok {
 			t.Errorf("%q has an exp", bad)
 		}
+	}
+}
+
+// The red team's impostor (TestRedteamBridgeAuthenticatesAgent on branch
+// redteam21), now refused: a fake agent that learns the identity from the
+// SNI and makes a certificate for it on the spot, even with a real token of
+// its own pod sealed to the CA, fails the bridge's handshake, and never
+// gets the bridge's client certificate.
+func TestImpostorFromTheSNIIsRefused(t *testing.T) {
+	ca, _ := NewCA(time.Now())
+	attackerToken := jwt(time.Now().Add(time.Hour), "attacker")
+	api := &fakeAPI{tokens: map[string]Review{attackerToken: podReview("team-b", "imp", "u")}}
+	want := victimExpect()
+	bridge := ClientConfig(want, NewClientCerts(ca, nil).Get, &AgentCheck{CA: ca, Reviews: NewReviews(api.review, testAud, nil)})
+	for name, token := range map[string]string{"no token": "", "its own pod's token": attackerToken} {
+		var learned string
+		impostor := &tls.Config{
+			MinVersion: tls.VersionTLS13,
+			ClientAuth: tls.RequestClientCert,
+			GetCertificate: func(hi *tls.ClientHelloInfo) (*tls.Certificate, error) {
+				learned = hi.ServerName
+				key, _ := NewServingKey()
+				c, err := ServingCert(key, hi.ServerName, ca.Cert.RawSubjectPublicKeyInfo, []byte(token), time.Now())
+				return &c, err
+			},
+		}
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan int, 1)
+		go func() {
+			c, err := lis.Accept()
+			if err != nil {
+				got <- -1
+				return
+			}
+			defer c.Close()
+			s := tls.Server(c, impostor)
+			_ = s.SetDeadline(time.Now().Add(10 * time.Second))
+			_ = s.Handshake()
+			_, _ = s.Read(make([]byte, 1))
+			got <- len(s.ConnectionState().PeerCertificates)
+		}()
+		c, err := tls.Dial("tcp", lis.Addr().String(), bridge)
+		if err == nil {
+			_ = c.Close()
+			t.Errorf("%s: the bridge completed a handshake with an impostor", name)
+		} else if !strings.Contains(err.Error(), NotAuthenticated) {
+			t.Errorf("%s: %v, want %q", name, err, NotAuthenticated)
+		}
+		if n := <-got; n != 0 {
+			t.Errorf("%s: the impostor received %d client certificates", name, n)
+		}
+		if learned != want.Identity {
+			t.Errorf("%s: the impostor saw SNI %q", name, learned)
+		}
+		_ = lis.Close()
 	}
 }
