@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/agent"
 	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -80,6 +81,10 @@ func agentErrorAfter(name string, err error, answered bool) error {
 		return errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentUnreachable, "sandbox %q: %v", name, err)
 	}
 	switch {
+	case st.Code() == codes.Unavailable && strings.Contains(st.Message(), agenttls.NotAuthenticated):
+		// The TLS handshake refused what answered at the agent's address
+		// (agenttls.AgentCheck): nothing of the call was sent there.
+		return errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentNotAuthenticated, "sandbox %q: the bridge refused what answered at its agent's address (%s); the call was not sent", name, st.Message())
 	case st.Code() == codes.Unavailable:
 		return errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentUnreachable, "sandbox %q: its agent is unreachable (%s); the call was not retried", name, st.Message())
 	case st.Code() == codes.DeadlineExceeded && answered:

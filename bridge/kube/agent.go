@@ -86,10 +86,18 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoin
 	return ep, nil
 }
 
-// endpoint is how to reach sb's agent: its pod's IP on the agent port, with
-// the secret (and TLS pin) from the sandbox's Secret.
+// endpoint is how to reach sb's agent: its pod's IP on the agent port, over
+// TLS with the bridge's client certificate (status.agentAuth
+// ClientCertificate), or, for a pod an earlier controller made, with the
+// secret and pinned certificate of the sandbox's Secret.
 func (b *Backend) endpoint(ctx context.Context, sb *v1alpha1.Sandbox) (agentconn.Endpoint, error) {
-	creds, err := b.secrets.get(ctx, b.live, sb)
+	var creds agentCreds
+	var err error
+	if sb.Status.AgentAuth == v1alpha1.AgentAuthClientCertificate {
+		creds.tls, err = b.agentCA.config(ctx, b.live, sb)
+	} else {
+		creds, err = b.secrets.get(ctx, b.live, sb)
+	}
 	if err != nil {
 		return agentconn.Endpoint{}, err
 	}

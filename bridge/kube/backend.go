@@ -5,7 +5,8 @@
 // a Sandbox's operating mode. Reads come from an informer cache; a call that
 // waits (cold claim, create, resume) waits on that cache's watch events,
 // never on a polling loop. Exec and file calls reach the agent at the pod's
-// IP with the sandbox's own secret.
+// IP over TLS with the bridge's client certificate (agentca.go; the secret
+// of the sandbox's Secret for pods of earlier controllers).
 package kube
 
 import (
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/adopt"
+	"github.com/sandpod/sandpod/core/agenttls"
 	apischeme "github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
@@ -45,6 +47,9 @@ type Options struct {
 	// ClusterDomain is the cluster's DNS domain (default cluster.local): the
 	// service name of a sandbox the controller has not given one yet.
 	ClusterDomain string
+	// AgentCANamespace holds the agents' bridge CA, Secret sandpod-agent-ca
+	// (default: agenttls.OwnNamespace).
+	AgentCANamespace string
 }
 
 // Backend implements bridge.Backend on a cluster.
@@ -63,6 +68,7 @@ type Backend struct {
 	// uncertain: takes whose write's outcome was lost (uncertain.go).
 	uncertain uncertainTakes
 	secrets   *secretCache
+	agentCA   *agentCA
 	activity  *activity
 	log       *slog.Logger
 	now       func() time.Time
@@ -140,7 +146,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	recent := newRecentWrites()
 	b := &Backend{
 		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
-		secrets: newSecretCache(), log: o.Logger, now: time.Now,
+		secrets: newSecretCache(), agentCA: newAgentCA(agenttls.OwnNamespace(o.AgentCANamespace), time.Now, ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
 		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
@@ -198,6 +204,7 @@ func (b *Backend) onSandbox(o any, t eventType) {
 	b.hub.wake(sandboxKey(sb.Namespace, sb.Name))
 	if t == eventDeleted {
 		b.secrets.forget(sb.UID)
+		b.agentCA.forget(sb.UID)
 		b.activity.forget(sb.Namespace, sb.Name)
 	}
 	b.hub.publish(t, sb)

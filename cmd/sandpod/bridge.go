@@ -29,6 +29,7 @@ func runBridge(ctx context.Context, args []string) int {
 	namespaces := fs.String("namespaces", "", "comma-separated namespaces the bridge serves (default: all)")
 	review := fs.Bool("token-review", false, "also accept Kubernetes tokens (e.g. service-account tokens), checked with TokenReview; a namespace is allowed when the caller may create SandboxClaims in it")
 	activity := fs.Duration("activity-interval", 10*time.Second, "longest delay before an exec or file call is recorded in a sandbox's lastActivityTime")
+	caNS := fs.String("agent-ca-namespace", "", "namespace of the agents' bridge CA, Secret sandpod-agent-ca, that the controller makes (default: $POD_NAMESPACE, else the pod's namespace, else sandpod-system)")
 	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain): a sandbox's service name before the controller reports it")
 	gcPercent := fs.Int("gc-percent", controller.DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection")
 	memLimit := fs.String("memory-limit", "", "Go soft memory limit, e.g. 96Mi, or off (default: $GOMEMLIMIT if set, else 90% of the container's memory limit)")
@@ -50,14 +51,14 @@ func runBridge(ctx context.Context, args []string) int {
 		log.Error("bridge: " + err.Error())
 		return 2
 	}
-	if err := runKubeBridge(ctx, log, sf, *kubeconfig, *namespaces, *review, *activity, domain); err != nil {
+	if err := runKubeBridge(ctx, log, sf, *kubeconfig, *namespaces, *review, *activity, domain, *caNS); err != nil {
 		log.Error("bridge", "err", err)
 		return 1
 	}
 	return 0
 }
 
-func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeconfig, namespaces string, review bool, activity time.Duration, domain string) error {
+func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeconfig, namespaces string, review bool, activity time.Duration, domain, caNS string) error {
 	bo, err := sf.bridgeOptions()
 	if err != nil {
 		return err
@@ -82,7 +83,7 @@ func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeco
 			nss = append(nss, ns)
 		}
 	}
-	backend, err := kube.New(ctx, cfg, kube.Options{Namespaces: nss, ActivityInterval: activity, Logger: log, ClusterDomain: domain})
+	backend, err := kube.New(ctx, cfg, kube.Options{Namespaces: nss, ActivityInterval: activity, Logger: log, ClusterDomain: domain, AgentCANamespace: caNS})
 	if err != nil {
 		return err
 	}

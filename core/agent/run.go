@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,22 @@ type Options struct {
 	// TLSCert and TLSKey, when set, make the agent serve TLS (Kubernetes:
 	// the sandbox's own certificate from its Secret).
 	TLSCert, TLSKey string
+	// BridgeCAPin, when set, is the hex SHA-256 of the bridge CA's public key
+	// (Kubernetes pods of this controller): the agent makes its own serving
+	// certificate in memory, admits only callers with a client certificate
+	// of that CA that ask for SandboxUID's identity (core/agenttls), and
+	// has no secret; SecretFile and TLSCert are not used.
+	BridgeCAPin string
+	// BridgeCAKey is the bridge CA's public key (base64 DER, its SHA-256 is
+	// BridgeCAPin): the agent seals its identity token to it.
+	BridgeCAKey string
+	// IdentityTokenFile is the kubelet's projected service-account token of
+	// audience sandpod.dev/agent: the agent's certificate carries it
+	// (sealed), so that the bridge can authenticate the agent.
+	IdentityTokenFile string
+	// SandboxUID is the sandbox's UID, whose agenttls.Identity the agent
+	// answers to (with BridgeCAPin).
+	SandboxUID string
 	// HealthListen, when set, serves only the standard health service,
 	// without TLS, there: a kubelet's gRPC probe speaks no TLS.
 	HealthListen string
@@ -64,13 +81,19 @@ func Main(ctx context.Context, o Options) int {
 		return 2
 	}
 	if IsInit() {
-		secret, err := readSecret(o)
-		if err != nil {
-			log.Error("init: no secret", "err", err)
-			return 1
-		}
 		if o.GateFD > 0 {
+			secret, err := readSecret(o)
+			if err != nil {
+				log.Error("init: no secret", "err", err)
+				return 1
+			}
 			return RunInit(secret, o.GateFD, o.RespawnFD)
+		}
+		if o.BridgeCAPin == "" {
+			if _, err := readSecret(o); err != nil {
+				log.Error("init: no secret", "err", err)
+				return 1
+			}
 		}
 		return RunInit("", 0, 0)
 	}
@@ -113,8 +136,14 @@ func readSecret(o Options) (string, error) {
 }
 
 func serve(ctx context.Context, o Options, log *slog.Logger) error {
-	secret, err := readSecret(o)
-	if err != nil {
+	var secret string
+	var tlsCfg *tls.Config
+	var err error
+	if o.BridgeCAPin != "" {
+		if tlsCfg, err = PinnedTLS(o.BridgeCAPin, o.BridgeCAKey, o.SandboxUID, o.IdentityTokenFile); err != nil {
+			return err
+		}
+	} else if secret, err = readSecret(o); err != nil {
 		return err
 	}
 	lis, err := Listen(o.Listen)
@@ -125,7 +154,7 @@ func serve(ctx context.Context, o Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv, err := New(Config{Sandbox: o.Sandbox, Root: o.Root, Secret: secret, Env: commandEnv(), RunAs: runAs})
+	srv, err := New(Config{Sandbox: o.Sandbox, Root: o.Root, Secret: secret, ClientCertAuth: tlsCfg != nil, Env: commandEnv(), RunAs: runAs})
 	if err != nil {
 		return err
 	}
@@ -136,7 +165,10 @@ func serve(ctx context.Context, o Options, log *slog.Logger) error {
 		_ = os.Chdir(o.Root)
 	}
 	var opts []grpc.ServerOption
-	if _, err := os.Stat(o.TLSCert); o.TLSCert != "" && errors.Is(err, os.ErrNotExist) {
+	if tlsCfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+		o.TLSCert = ""
+	} else if _, err := os.Stat(o.TLSCert); o.TLSCert != "" && errors.Is(err, os.ErrNotExist) {
 		// A Secret made before agents had certificates: the bridge, reading
 		// the same Secret, finds no certificate and speaks plaintext too.
 		log.Warn("no TLS certificate in the sandbox's secret; serving plaintext", "tls-cert", o.TLSCert)
@@ -167,7 +199,7 @@ func serve(ctx context.Context, o Options, log *slog.Logger) error {
 		<-ctx.Done()
 		g.GracefulStop()
 	}()
-	log.Info("agent serving", "listen", o.Listen, "tls", o.TLSCert != "", "health", o.HealthListen, "root", o.Root)
+	log.Info("agent serving", "listen", o.Listen, "tls", o.TLSCert != "" || tlsCfg != nil, "client-cert-auth", tlsCfg != nil, "health", o.HealthListen, "root", o.Root)
 	return g.Serve(lis)
 }
 

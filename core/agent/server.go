@@ -17,9 +17,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sandpod/sandpod/core/agentconn"
@@ -40,8 +42,13 @@ type Config struct {
 	// RunAs, when set, is the user and group commands run as (the local
 	// engine's agent runs as root inside its sandbox; commands do not).
 	RunAs *syscall.Credential
-	// Secret must be presented by every caller.
+	// Secret must be presented by every caller (the local engine, and pods
+	// made before ClientCertAuth).
 	Secret string
+	// ClientCertAuth: callers are authenticated by the TLS handshake (a
+	// client certificate of the bridge CA: core/agenttls), and there is no
+	// secret. Every call must then come over such a handshake.
+	ClientCertAuth bool
 	// Env is the base environment of every command.
 	Env []string
 }
@@ -68,7 +75,7 @@ type Server struct {
 
 // New opens the sandbox root and returns a server for it.
 func New(cfg Config) (*Server, error) {
-	if cfg.Secret == "" {
+	if cfg.Secret == "" && !cfg.ClientCertAuth {
 		return nil, fmt.Errorf("agent: an empty secret would let anyone in")
 	}
 	if fi, err := os.Stat(cfg.Root); err != nil || !fi.IsDir() {
@@ -107,6 +114,17 @@ const healthPrefix = "/grpc.health.v1.Health/"
 func (s *Server) touch() { s.lastActivity.Store(time.Now().UnixNano()) }
 
 func (s *Server) authorize(ctx context.Context) error {
+	if s.cfg.ClientCertAuth {
+		// The handshake checked the certificate (agenttls.VerifyClient);
+		// this only makes sure the call came over one, should a listener
+		// ever be served without the TLS config.
+		if p, ok := peer.FromContext(ctx); ok {
+			if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && ti.State.HandshakeComplete && len(ti.State.PeerCertificates) > 0 {
+				return nil
+			}
+		}
+		return errinfo.Newf(codes.Unauthenticated, errinfo.ReasonAgentSecretMismatch, "agent: calls need the bridge's client certificate")
+	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	for _, got := range md.Get(agentconn.SecretMetadataKey) {
 		if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Secret)) == 1 {

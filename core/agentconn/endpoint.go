@@ -1,7 +1,8 @@
-// Package agentconn is how the bridge, the local engine and the controller
-// reach a sandbox's agent: where it listens (Endpoint), how the secret is
-// sent (SecretMetadataKey), and the pinned per-sandbox TLS on Kubernetes
-// (NewServingCert, made by the controller; ClientTLS, used by the bridge).
+// Package agentconn is how the bridge and the local engine reach a
+// sandbox's agent: where it listens (Endpoint), how the secret is sent
+// (SecretMetadataKey), and the pinned per-sandbox TLS of Kubernetes pods
+// made by earlier controllers (ClientTLS; their Secret holds the
+// certificate). Pods of this controller use core/agenttls instead.
 // The agent itself, the server inside the sandbox, is core/agent.
 package agentconn
 

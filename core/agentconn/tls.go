@@ -14,10 +14,12 @@ import (
 	"time"
 )
 
-// On Kubernetes the bridge talks to each agent over the pod network. Every
-// sandbox gets its own self-signed certificate (made by the controller, kept
-// in the sandbox's Secret next to the agent secret): the agent serves TLS
-// with it and the bridge trusts exactly that certificate for that sandbox.
+// Legacy: pods made by controllers before the bridge CA (core/agenttls).
+// Every such sandbox has its own self-signed certificate (kept in the
+// sandbox's Secret next to the agent secret): the agent serves TLS with it
+// and the bridge trusts exactly that certificate for that sandbox.
+// NewServingCert is kept for the tests of that path; the controller no
+// longer makes these.
 // No cluster CA is involved, so no other certificate can stand in for an
 // agent, and a pod IP reused by another sandbox fails the handshake before
 // the secret is sent.

@@ -24,8 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sandpod/sandpod/core/adopt"
+	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller/agentca"
 	"github.com/sandpod/sandpod/core/controller/claim"
 	"github.com/sandpod/sandpod/core/controller/index"
 	"github.com/sandpod/sandpod/core/controller/metrics"
@@ -69,6 +71,9 @@ type Options struct {
 	// VolumeSnapshots unwoken (default: snapshot.WatchRecheck when they are
 	// watched, snapshot.PollRecheck when they are not).
 	SnapshotRecheck time.Duration
+	// AgentCANamespace is where the bridge CA's Secret is kept
+	// (agenttls.OwnNamespace when empty).
+	AgentCANamespace string
 	// SnapshotNoWatch never watches VolumeSnapshots (poll only), as on a
 	// cluster without the CSI snapshot CRDs.
 	SnapshotNoWatch bool
@@ -95,9 +100,9 @@ func CacheOptions() cache.Options {
 }
 
 // ClientOptions make the manager's client read Secrets from the API server,
-// one by one, and never through an informer: the controller may create, get
-// and delete Secrets but not list or watch them, so it can never enumerate
-// (or hold in memory) the cluster's Secrets.
+// one by one, and never through an informer: the controller may only get and
+// create Secrets in its own namespace (the bridge CA, core/controller/agentca)
+// and never list or watch them.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }
@@ -131,10 +136,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	metrics.Register(mgr.GetCache())
 	c := mgr.GetClient()
+	// Secrets are read past the cache (ClientOptions), so this works before
+	// the manager starts. Every replica does it, leader or not: it is one
+	// read, and a follower that becomes leader needs the pin at once.
+	caPin, caKey, err := agentca.EnsureKey(ctx, c, agenttls.OwnNamespace(o.AgentCANamespace), o.Clock)
+	if err != nil {
+		return err
+	}
 
 	sbr := &sandbox.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-sandbox"),
 		ClusterDomain: o.ClusterDomain,
-		Pod:           sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass}}
+		Pod:           sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass, BridgeCAPin: caPin, BridgeCAKey: caKey}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
 		For(&v1alpha1.Sandbox{}).
 		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.PersistentVolumeClaim{}).

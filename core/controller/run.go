@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -36,6 +37,7 @@ func Run(ctx context.Context, args []string) error {
 	metricsAddr := fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader so only one replica reconciles")
+	ownNS := fs.String("namespace", "", "sandpod's own namespace, where the controller keeps the agents' bridge CA (Secret sandpod-agent-ca) (default: $POD_NAMESPACE, else the pod's namespace, else sandpod-system)")
 	leaderNS := fs.String("leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	rcPolicy := fs.String("runtime-class-policy", sandbox.RuntimeClassNone, "none | require (refuse sandboxes whose pod names no RuntimeClass) | default (give them --default-runtime-class)")
 	rcDefault := fs.String("default-runtime-class", "", "RuntimeClass given to sandbox pods that name none, with --runtime-class-policy=default")
@@ -109,14 +111,15 @@ func Run(ctx context.Context, args []string) error {
 	}
 	ctrl.Log.Info("agent delivery", "mode", agentDelivery, "image", *agentImage)
 	if err := Setup(ctx, mgr, Options{
-		AgentImage:      *agentImage,
-		AgentDelivery:   agentDelivery,
-		RuntimeClass:    sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
-		Workers:         *workers,
-		ClusterDomain:   domain,
-		ExtraDNS:        extraDNS,
-		PoolBatch:       *poolBatch,
-		SnapshotRecheck: *snapRecheck,
+		AgentImage:       *agentImage,
+		AgentCANamespace: *ownNS,
+		AgentDelivery:    agentDelivery,
+		RuntimeClass:     sandbox.RuntimeClassPolicy{Mode: *rcPolicy, Default: *rcDefault},
+		Workers:          *workers,
+		ClusterDomain:    domain,
+		ExtraDNS:         extraDNS,
+		PoolBatch:        *poolBatch,
+		SnapshotRecheck:  *snapRecheck,
 		PoolRefillDelay: func() time.Duration {
 			if *refillDelay == 0 {
 				return -1
@@ -132,6 +135,11 @@ func Run(ctx context.Context, args []string) error {
 	pageOut("setup")
 	go func() {
 		if mgr.GetCache().WaitForCacheSync(ctx) {
+			// The initial lists are garbage now, and every sandbox is
+			// about to be reconciled at once (nothing throttles a restart's
+			// passes since they read no Secret): return the lists' pages
+			// first, so the passes' garbage does not pile on top of them.
+			debug.FreeOSMemory()
 			pageOut("caches synced")
 		}
 	}()

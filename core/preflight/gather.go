@@ -280,7 +280,10 @@ var (
 		needs("", "pods", "", "get", "list", "watch", "create", "delete"),
 		needs("", "services", "", "create", "delete"),
 		needs("", "persistentvolumeclaims", "", "create", "delete"),
-		needs("", "secrets", "", "get", "create", "delete"),
+		// The agents' bridge CA, in sandpod's namespace only (a Role): the
+		// controller has no Secret rights in the sandboxes' namespaces.
+		[]Need{{Verb: "get", Resource: "secrets", Namespace: "system", Name: "sandpod-agent-ca"}},
+		[]Need{{Verb: "create", Resource: "secrets", Namespace: "system"}},
 		needs("", "events", "", "create"),
 		// The events the controller records (client-go's events API).
 		needs("events.k8s.io", "events", "", "create"),
@@ -298,7 +301,11 @@ var (
 		needs("sandpod.dev", "sandboxwarmpools", "", "get", "list", "watch", "patch"),
 		needs("sandpod.dev", "sandboxquotas", "", "get", "list", "watch"),
 		needs("sandpod.dev", "sandboxsnapshots", "", "get", "list", "watch", "create", "delete"),
+		[]Need{{Verb: "get", Resource: "secrets", Namespace: "system", Name: "sandpod-agent-ca"}},
+		// The agent Secrets of sandboxes whose pods an earlier controller
+		// made (status.agentAuth empty): droppable once none is left.
 		needs("", "secrets", "", "get"),
+		// --token-review, and every agent's identity token.
 		needs("authentication.k8s.io", "tokenreviews", "", "create"),
 		needs("authorization.k8s.io", "subjectaccessreviews", "", "create"),
 	)

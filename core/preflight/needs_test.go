@@ -42,7 +42,8 @@ func allows(rs []rbacv1.PolicyRule, n Need) bool {
 	for _, r := range rs {
 		if (contains(r.APIGroups, n.Group) || contains(r.APIGroups, "*")) &&
 			(contains(r.Resources, res) || contains(r.Resources, "*")) &&
-			(contains(r.Verbs, n.Verb) || contains(r.Verbs, "*")) {
+			(contains(r.Verbs, n.Verb) || contains(r.Verbs, "*")) &&
+			(len(r.ResourceNames) == 0 || (n.Name != "" && contains(r.ResourceNames, n.Name))) {
 			return true
 		}
 	}
@@ -53,13 +54,21 @@ func allows(rs []rbacv1.PolicyRule, n Need) bool {
 // preflight checks and the manifests lack would fail every install, and
 // one dropped from the manifests must be dropped here too.
 func TestNeedsMatchTheManifests(t *testing.T) {
-	controller := append(rules(t, "sandpod-controller", "rbac/role.yaml"), rules(t, "sandpod-leader-election", "base/rbac.yaml")...)
+	clusterWide := rules(t, "sandpod-controller", "rbac/role.yaml")
+	controller := append(append(clusterWide, rules(t, "sandpod-leader-election", "base/rbac.yaml")...), rules(t, "sandpod-agent-ca", "base/rbac.yaml")...)
 	for _, n := range ControllerNeeds {
 		if !allows(controller, n) {
 			t.Errorf("controller: deploy/ does not grant %s", n)
 		}
 	}
-	bridge := rules(t, "sandpod-bridge", "base/bridge.yaml")
+	// No Secret rights in the sandboxes' namespaces: the controller's only
+	// Secret is the agents' bridge CA, in its own namespace (a Role).
+	for _, verb := range []string{"get", "create", "delete", "list", "watch"} {
+		if allows(clusterWide, Need{Verb: verb, Resource: "secrets"}) {
+			t.Errorf("the controller's ClusterRole grants %s secrets", verb)
+		}
+	}
+	bridge := append(rules(t, "sandpod-bridge", "base/bridge.yaml"), rules(t, "sandpod-bridge-agent-ca", "base/bridge.yaml")...)
 	for _, n := range BridgeNeeds {
 		if !allows(bridge, n) {
 			t.Errorf("bridge: deploy/ does not grant %s", n)

@@ -38,7 +38,6 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,7 +51,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/bridge/kube"
+	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -436,13 +436,37 @@ func (e *Env) PodExec(ctx context.Context, ns, pod, container string, argv ...st
 }
 
 // Agent is a gRPC connection to a sandbox's agent, straight to its pod IP
-// (the node bed routes pod IPs from the host), with the sandbox's secret.
+// (the node bed routes pod IPs from the host), as the bridge makes it: a
+// client certificate minted from the agents' CA, for the sandbox's identity.
 type Agent struct {
 	Client sandpodv1.AgentServiceClient
 	conn   *grpc.ClientConn
-	secret string
-	// tls pins the agent's own certificate, as the bridge does.
-	tls *tls.Config
+}
+
+// AgentCA is the agents' bridge CA that the controller made in
+// sandpod-system (read as the suite's admin, as the bridge reads it).
+func (e *Env) AgentCA(t testing.TB) *agenttls.CA {
+	t.Helper()
+	sec := &corev1.Secret{}
+	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: agenttls.DefaultNamespace, Name: agenttls.CASecretName}, sec); err != nil {
+		t.Fatalf("the agents' CA: %v", err)
+	}
+	ca, err := agenttls.ParseCA(sec.Data[agenttls.SecretKeyCACert], sec.Data[agenttls.SecretKeyCAKey])
+	if err != nil {
+		t.Fatalf("the agents' CA: %v", err)
+	}
+	return ca
+}
+
+// AgentTLS is the bridge's TLS to sb's agent, from the agents' CA, with
+// the bridge's authentication of the agent (its identity token, reviewed by
+// the API server).
+func (e *Env) AgentTLS(t testing.TB, sb *v1alpha1.Sandbox) *tls.Config {
+	t.Helper()
+	ca := e.AgentCA(t)
+	check := &agenttls.AgentCheck{CA: ca, Reviews: agenttls.NewReviews(kube.ReviewAgentToken(e.Client), v1alpha1.AgentTokenAudience, nil)}
+	want := agenttls.Expect{Identity: agenttls.Identity(string(sb.UID)), Namespace: sb.Namespace, PodName: sb.Name}
+	return agenttls.ClientConfig(want, agenttls.NewClientCerts(ca, nil).Get, check)
 }
 
 // Agent connects to sb's agent; the connection closes when t ends.
@@ -451,14 +475,7 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 	if len(sb.Status.PodIPs) == 0 {
 		t.Fatalf("sandbox %s has no pod IP", sb.Name)
 	}
-	sec := &corev1.Secret{}
-	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: sb.Namespace, Name: v1alpha1.SecretName(sb.Name)}, sec); err != nil {
-		t.Fatalf("agent secret of %s: %v", sb.Name, err)
-	}
-	pinned, err := agentconn.ClientTLS(sec.Data[v1alpha1.SecretKeyTLSCert], sb.Name)
-	if err != nil {
-		t.Fatalf("agent certificate of %s: %v", sb.Name, err)
-	}
+	pinned := e.AgentTLS(t, sb)
 	target := net.JoinHostPort(sb.Status.PodIPs[0], fmt.Sprint(v1alpha1.AgentPort))
 	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(credentials.NewTLS(pinned)),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}}))
@@ -477,13 +494,12 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 			t.Fatalf("agent %s of %s not reachable: %s", target, sb.Name, s)
 		}
 	}
-	return &Agent{Client: sandpodv1.NewAgentServiceClient(conn), conn: conn, secret: strings.TrimSpace(string(sec.Data[v1alpha1.SecretKeyAgent])), tls: pinned}
+	return &Agent{Client: sandpodv1.NewAgentServiceClient(conn), conn: conn}
 }
 
-// Context adds the sandbox secret to ctx's outgoing metadata.
-func (a *Agent) Context(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, a.secret)
-}
+// Context is ctx: the agent admits the caller by its client certificate
+// (there is no secret to add since the bridge CA).
+func (a *Agent) Context(ctx context.Context) context.Context { return ctx }
 
 // ExecResult is what a command run through the agent did.
 type ExecResult struct {

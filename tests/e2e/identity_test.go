@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -9,15 +10,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -58,15 +56,18 @@ func TestPodDeletedByHandComesBack(t *testing.T) {
 	}
 }
 
-// TestAgentRefusesCallsWithoutItsSecret: the agent in a pod answers only
-// callers with its own sandbox's secret, so whatever reaches port 7070 of
-// a sandbox (here the node itself, which NetworkPolicy does not stop; on a
-// cluster without an enforcing CNI, any pod) still cannot run
-// anything there, not even with its own sandbox's secret. The agent speaks
-// TLS with its sandbox's own certificate: a plaintext caller gets nowhere,
-// and a caller that pins another sandbox's certificate (as the bridge would
-// after that sandbox's pod IP was reused) sends nothing.
-func TestAgentRefusesCallsWithoutItsSecret(t *testing.T) {
+// TestAgentRefusesCallersWithoutTheBridgeCA: the agent in a pod answers
+// only a caller with a client certificate of the agents' bridge CA that
+// asks for its own sandbox's identity, so whatever reaches port 7070 of a
+// sandbox (here the node itself, which NetworkPolicy does not stop; on a
+// cluster without an enforcing CNI, any pod) cannot run anything there: not
+// in plaintext, not without a client certificate, not with one of another
+// CA, and not with the bridge's own certificate for another sandbox (as the
+// bridge would after that sandbox's pod IP was reused). Inside a sandbox
+// there is no credential: no Secret mounted, nothing in the agent's
+// arguments but the CA's public pin, and the sandbox's own code cannot call
+// its agent over loopback. The bridge's path works (TestBridge*).
+func TestAgentRefusesCallersWithoutTheBridgeCA(t *testing.T) {
 	t.Parallel()
 	env := Setup(t)
 	ns := env.Namespace(t)
@@ -76,42 +77,93 @@ func TestAgentRefusesCallsWithoutItsSecret(t *testing.T) {
 	_, b := env.Claim(t, ns, "b", "python")
 	ctx := Context(t)
 	agentA, agentB := env.Agent(t, a), env.Agent(t, b)
+	if a.Status.AgentAuth != v1alpha1.AgentAuthClientCertificate {
+		t.Errorf("status.agentAuth of a = %q, want %q", a.Status.AgentAuth, v1alpha1.AgentAuthClientCertificate)
+	}
+	if _, err := agentB.Client.ListFiles(ctx, &sandpodv1.ListFilesRequest{Path: "."}); err != nil {
+		t.Fatalf("b's agent with the bridge's certificate for b: %v", err)
+	}
 
-	list := func(ctx context.Context, ag *Agent) error {
-		_, err := ag.Client.ListFiles(ctx, &sandpodv1.ListFilesRequest{Path: "."})
-		return err
+	ca := env.AgentCA(t)
+	bridgeCert, err := agenttls.MintClient(ca, time.Now())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := list(agentB.Context(ctx), agentB); err != nil {
-		t.Fatalf("b's agent with b's secret: %v", err)
+	otherCA, _ := agenttls.NewCA(time.Now())
+	otherCert, _ := agenttls.MintClient(otherCA, time.Now())
+	tlsWith := func(sandbox *v1alpha1.Sandbox, cert *tls.Certificate) credentials.TransportCredentials {
+		cfg := env.AgentTLS(t, sandbox)
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			if cert == nil {
+				return &tls.Certificate{}, nil
+			}
+			return cert, nil
+		}
+		return credentials.NewTLS(cfg)
 	}
-	if err := list(ctx, agentB); status.Code(err) != codes.Unauthenticated {
-		t.Errorf("b's agent without a secret: %v, want Unauthenticated", err)
-	}
-	withA := metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, agentA.secret)
-	if err := list(withA, agentB); status.Code(err) != codes.Unauthenticated {
-		t.Errorf("b's agent with a's secret: %v, want Unauthenticated", err)
-	}
+	// a's identity at b's address: what the bridge sends to a stale pod IP.
+	aAtB := &tls.Config{MinVersion: tls.VersionTLS13, ServerName: agenttls.Identity(string(a.UID)), InsecureSkipVerify: true, //nolint:gosec // the agent's refusal is under test
+		Certificates: []tls.Certificate{bridgeCert}}
 	target := net.JoinHostPort(b.Status.PodIPs[0], fmt.Sprint(v1alpha1.AgentPort))
 	for what, creds := range map[string]credentials.TransportCredentials{
-		"plaintext":              insecure.NewCredentials(),
-		"a's certificate pinned": credentials.NewTLS(agentA.tls),
+		"plaintext":                      insecure.NewCredentials(),
+		"no client certificate":          tlsWith(b, nil),
+		"another CA's certificate":       tlsWith(b, &otherCert),
+		"the bridge's certificate for a": credentials.NewTLS(aAtB),
 	} {
 		conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
 		if err != nil {
 			t.Fatal(err)
 		}
-		callCtx, cancel := context.WithTimeout(agentB.Context(ctx), 10*time.Second)
+		callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, err = sandpodv1.NewAgentServiceClient(conn).ListFiles(callCtx, &sandpodv1.ListFilesRequest{Path: "."})
 		cancel()
 		_ = conn.Close()
 		if err == nil {
-			t.Errorf("b's agent answered a %s caller (with b's secret)", what)
+			t.Errorf("b's agent answered a caller with %s", what)
 		}
 	}
-	// Inside a, only a's own secret is visible.
-	res, err := agentA.Shell(ctx, "cat /sandpod/secret/agent-secret")
-	if err != nil || strings.TrimSpace(res.Stdout) != agentA.secret || strings.Contains(res.Stdout, agentB.secret) {
-		t.Errorf("a sees %q (%v); want its own secret only", res.Stdout, err)
+
+	// Inside a: no Secret mounted, no key in the agent's arguments, and its
+	// own code gets no answer from its agent on loopback without the
+	// bridge's certificate (the handshake fails once the agent has seen
+	// there is no client certificate). What it can read is its pod's
+	// identity token, for the agents' audience only: it proves "this pod"
+	// (the bridge's check, TestRedteam*), nothing to the API server.
+	res, err := agentA.Shell(ctx, `ls -A /sandpod; test -e /sandpod/secret && echo SECRET-DIR; env | grep -ci secret`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(res.Stdout) != "bin\nidentity\n0" {
+		t.Errorf("a's pod shows more than the agent's binary and identity token, or a secret in its environment: %q", res.Stdout)
+	}
+	pod := env.Pod(t, a)
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil {
+			t.Errorf("a's pod mounts %s", v.Name)
+		}
+		if p := v.Projected; p != nil && (len(p.Sources) != 1 || p.Sources[0].ServiceAccountToken == nil || p.Sources[0].ServiceAccountToken.Audience != v1alpha1.AgentTokenAudience) {
+			t.Errorf("a's pod mounts %s: want only the agents' identity token projected", v.Name)
+		}
+	}
+	if cmd := strings.Join(pod.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "--bridge-ca-sha256 "+agenttls.Pin(ca.Cert)) || strings.Contains(cmd, "secret") {
+		t.Errorf("a's agent arguments %q: want the CA pin and no secret", cmd)
+	}
+	probe := `python3 - <<'EOF'
+import socket, ssl
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+c.check_hostname = False
+c.verify_mode = ssl.CERT_NONE
+try:
+    s = c.wrap_socket(socket.create_connection(("127.0.0.1", 7070), timeout=10), server_hostname="` + agenttls.Identity(string(a.UID)) + `")
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes.fromhex("000000040000000000"))
+    print("ANSWERED" if s.recv(64) else "CLOSED")
+except (ssl.SSLError, OSError) as e:
+    print("REFUSED", e)
+EOF`
+	res, err = agentA.Shell(ctx, probe)
+	if err != nil || strings.Contains(res.Stdout, "ANSWERED") || !strings.Contains(res.Stdout+res.Stderr, "REFUSED") && !strings.Contains(res.Stdout, "CLOSED") {
+		t.Errorf("a's own code calling its agent on loopback: %q %q (%v), want refused", res.Stdout, res.Stderr, err)
 	}
 }
 

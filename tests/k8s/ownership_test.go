@@ -37,6 +37,7 @@ func TestSandboxLeavesForeignObjectsAlone(t *testing.T) {
 	foreignPod := &corev1.Pod{ObjectMeta: meta0("squatted"), Spec: podTemplate().Spec}
 	foreignPod.Labels = map[string]string{v1alpha1.LabelSandbox: "squatted"}
 	create(t, foreignPVC, foreignSecret, foreignPod)
+	secretVersion := foreignSecret.ResourceVersion
 	create(t, withStorage(makeSandbox(ns, "victim")), makeSandbox(ns, "known"), makeSandbox(ns, "squatted"))
 
 	for _, c := range []struct {
@@ -44,7 +45,6 @@ func TestSandboxLeavesForeignObjectsAlone(t *testing.T) {
 		obj                 clientObject
 	}{
 		{"victim", "PersistentVolumeClaim", "data-victim", foreignPVC},
-		{"known", "Secret", "known-agent", foreignSecret},
 		{"squatted", "Pod", "squatted", foreignPod},
 	} {
 		sb := waitSandbox(t, ns, c.sandbox, "refused with NameConflict", func(sb *v1alpha1.Sandbox) bool {
@@ -66,10 +66,24 @@ func TestSandboxLeavesForeignObjectsAlone(t *testing.T) {
 				c.obj.GetResourceVersion(), now.GetResourceVersion(), now.GetOwnerReferences(), now.GetDeletionTimestamp(), now.GetLabels(), now.GetAnnotations())
 		}
 	}
-	for _, name := range []string{"victim", "known"} {
-		if err := env.Get(&corev1.Pod{}, ns, name); !isNotFound(err) {
-			t.Errorf("sandbox %s has a pod although a child's name is taken (get: %v)", name, err)
+	if err := env.Get(&corev1.Pod{}, ns, "victim"); !isNotFound(err) {
+		t.Errorf("sandbox victim has a pod although a child's name is taken (get: %v)", err)
+	}
+	// A Secret planted under the name earlier controllers gave a sandbox's
+	// agent Secret means nothing now: the sandbox runs, its pod mounts no
+	// Secret, and the planted one is left as it was.
+	waitSandbox(t, ns, "known", "running beside a planted Secret", phaseIs(v1alpha1.SandboxRunning))
+	known := &corev1.Pod{}
+	if err := env.Get(known, ns, "known"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range known.Spec.Volumes {
+		if v.Secret != nil {
+			t.Errorf("pod known mounts Secret %s", v.Secret.SecretName)
 		}
+	}
+	if err := env.Get(foreignSecret, ns, v1alpha1.SecretName("known")); err != nil || foreignSecret.ResourceVersion != secretVersion || len(foreignSecret.OwnerReferences) != 0 {
+		t.Errorf("planted Secret changed: %v, resourceVersion %s → %s, owners %v", err, secretVersion, foreignSecret.ResourceVersion, foreignSecret.OwnerReferences)
 	}
 
 	// The name freed, the sandbox starts with a PVC of its own. (No

@@ -111,6 +111,8 @@ func TestPreflightRBACAndCRDs(t *testing.T) {
 	}
 	grant(t, ns, "sandpod-controller", roleFrom(t, "rbac/role.yaml", "sandpod-controller"), false)
 	grant(t, ns, "sandpod-controller", roleFrom(t, "base/rbac.yaml", "sandpod-leader-election"), true)
+	grant(t, ns, "sandpod-controller", roleFrom(t, "base/rbac.yaml", "sandpod-agent-ca"), true)
+	grant(t, ns, "sandpod-bridge", roleFrom(t, "base/bridge.yaml", "sandpod-bridge-agent-ca"), true)
 	bridgeBinding := grant(t, ns, "sandpod-bridge", roleFrom(t, "base/bridge.yaml", "sandpod-bridge"), false)
 
 	o := preflight.Options{SystemNamespace: ns, ControllerSA: "sandpod-controller", BridgeSA: "sandpod-bridge", ClusterDomain: "cluster.local", SkipProbes: true}

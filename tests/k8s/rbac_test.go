@@ -20,11 +20,12 @@ import (
 
 // TestControllerRunsWithItsOwnRBAC runs the controller as a user holding
 // only the ClusterRole generated from its kubebuilder markers
-// (deploy/rbac/role.yaml, the one install.yaml grants): a sandbox with
-// storage and a service, a warm pool and a claim all work, and deleting the
-// sandbox removes its Secret. The same identity may not list or watch
-// Secrets, nor touch pods' specs: the controller cannot enumerate the
-// cluster's Secrets even if compromised.
+// (deploy/rbac/role.yaml, the one install.yaml grants) and the Role of its
+// own namespace for the agents' bridge CA (deploy/base/rbac.yaml): a
+// sandbox with storage and a service, a warm pool and a claim all work,
+// without any per-sandbox Secret. The same identity may not read, make,
+// list or watch Secrets in the sandboxes' namespaces, nor touch pods'
+// specs: the controller holds no tenant Secret rights even if compromised.
 func TestControllerRunsWithItsOwnRBAC(t *testing.T) {
 	harness.Skip(t, env)
 	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "deploy", "rbac", "role.yaml"))
@@ -42,10 +43,19 @@ func TestControllerRunsWithItsOwnRBAC(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
 	}
-	create(t, role, binding)
+	caRole := agentCARole(t)
+	caRole.Name = user
+	caBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: caRole.Namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: caRole.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	create(t, role, binding, caRole, caBinding)
 	t.Cleanup(func() {
 		_ = env.Client.Delete(ctx, binding)
 		_ = env.Client.Delete(ctx, role)
+		_ = env.Client.Delete(ctx, caBinding)
+		_ = env.Client.Delete(ctx, caRole)
 	})
 
 	ns := env.Namespace(t)
@@ -70,6 +80,15 @@ func TestControllerRunsWithItsOwnRBAC(t *testing.T) {
 	if err := as.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)); !apierrors.IsForbidden(err) {
 		t.Errorf("the controller's identity listed Secrets: %v, want Forbidden", err)
 	}
+	if err := as.Get(ctx, client.ObjectKey{Namespace: ns, Name: "anything"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the controller's identity read a Secret of a sandbox namespace: %v, want Forbidden", err)
+	}
+	if err := as.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "planted"}}); !apierrors.IsForbidden(err) {
+		t.Errorf("the controller's identity made a Secret in a sandbox namespace: %v, want Forbidden", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1alpha1.SecretName("scoped")}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a per-sandbox agent Secret: %v, want none", err)
+	}
 	pod := &corev1.Pod{}
 	if err := as.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scoped"}, pod); err != nil {
 		t.Fatalf("get pod: %v", err)
@@ -78,10 +97,25 @@ func TestControllerRunsWithItsOwnRBAC(t *testing.T) {
 	if err := as.Update(ctx, pod); !apierrors.IsForbidden(err) {
 		t.Errorf("the controller's identity updated a pod: %v, want Forbidden", err)
 	}
+}
 
-	// Deleting the sandbox removes its Secret (read and deleted by name).
-	if err := env.Client.Delete(ctx, sb); err != nil {
+// agentCARole is the controller's Role for the bridge CA, from
+// deploy/base/rbac.yaml.
+func agentCARole(t *testing.T) *rbacv1.Role {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "deploy", "base", "rbac.yaml"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, &corev1.Secret{}, ns, v1alpha1.SecretName("scoped"))
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		role := &rbacv1.Role{}
+		if err := dec.Decode(role); err != nil {
+			t.Fatalf("no Role sandpod-agent-ca in deploy/base/rbac.yaml: %v", err)
+		}
+		if role.Kind == "Role" && role.Name == "sandpod-agent-ca" {
+			role.ResourceVersion = ""
+			return role
+		}
+	}
 }

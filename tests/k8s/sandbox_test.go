@@ -11,12 +11,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/sandbox"
 	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
-func TestSandboxCreatesPodServicePVCAndSecret(t *testing.T) {
+// A sandbox gets its pod, PVC and Service, and no Secret: its pod mounts
+// none and its agent carries only the bridge CA's public pin and the
+// sandbox's UID; the CA itself is one Secret in sandpod's namespace.
+func TestSandboxCreatesPodServicePVCAndNoSecret(t *testing.T) {
 	ns := setup(t, harness.ManagerOptions{})
 	sb := withStorage(makeSandbox(ns, "sb1"))
 	sb.Spec.Service = true
@@ -54,12 +58,37 @@ func TestSandboxCreatesPodServicePVCAndSecret(t *testing.T) {
 	if !podMountsPVC(pod, "data-sb1") {
 		t.Errorf("pod does not mount pvc data-sb1: %+v", pod.Spec.Volumes)
 	}
-	secret := &corev1.Secret{}
-	if err := env.Get(secret, ns, v1alpha1.SecretName("sb1")); err != nil {
-		t.Fatalf("secret: %v", err)
+	if err := env.Get(&corev1.Secret{}, ns, v1alpha1.SecretName("sb1")); !isNotFound(err) {
+		t.Errorf("per-sandbox agent Secret: %v, want none", err)
 	}
-	if len(secret.Data[v1alpha1.SecretKeyAgent]) < 32 {
-		t.Errorf("agent secret too short")
+	var secrets corev1.SecretList
+	if err := env.Client.List(ctx, &secrets, client.InNamespace(ns)); err != nil || len(secrets.Items) != 0 {
+		t.Errorf("Secrets in the sandbox's namespace: %d (%v), want none", len(secrets.Items), err)
+	}
+	for _, v := range pod.Spec.Volumes {
+		// The one projection: the kubelet's token of this pod for the
+		// agents' audience (TestAgentIdentityTokenReview).
+		if p := v.Projected; v.Secret != nil || p != nil && (len(p.Sources) != 1 || p.Sources[0].ServiceAccountToken == nil || p.Sources[0].ServiceAccountToken.Audience != v1alpha1.AgentTokenAudience) {
+			t.Errorf("pod volume %s mounts a Secret or projection", v.Name)
+		}
+	}
+	ca := &corev1.Secret{}
+	if err := env.Get(ca, agenttls.DefaultNamespace, agenttls.CASecretName); err != nil {
+		t.Fatalf("the agents' CA: %v", err)
+	}
+	parsed, err := agenttls.ParseCA(ca.Data[agenttls.SecretKeyCACert], ca.Data[agenttls.SecretKeyCAKey])
+	if err != nil || ca.Immutable == nil || !*ca.Immutable {
+		t.Fatalf("the agents' CA Secret: %v, immutable %v", err, ca.Immutable)
+	}
+	cmd := strings.Join(pod.Spec.Containers[0].Command, " ")
+	if want := "--bridge-ca-sha256 " + agenttls.Pin(parsed.Cert) + " --sandbox-uid " + string(got.UID); !strings.Contains(cmd, want) {
+		t.Errorf("agent command %q lacks %q", cmd, want)
+	}
+	if strings.Contains(cmd, "secret") || strings.Contains(cmd, "BEGIN") {
+		t.Errorf("agent command %q names a secret", cmd)
+	}
+	if got.Status.AgentAuth != v1alpha1.AgentAuthClientCertificate {
+		t.Errorf("status.agentAuth = %q, want %q", got.Status.AgentAuth, v1alpha1.AgentAuthClientCertificate)
 	}
 }
 
@@ -225,7 +254,6 @@ func TestSandboxDeletionRemovesChildren(t *testing.T) {
 	}
 	waitGone(t, &corev1.Pod{}, ns, "bye")
 	waitGone(t, &corev1.Service{}, ns, "bye")
-	waitGone(t, &corev1.Secret{}, ns, v1alpha1.SecretName("bye"))
 	harness.Eventually(t, harness.Timeout, "pvc deletion requested", func() (bool, string) {
 		pvc := &corev1.PersistentVolumeClaim{}
 		err := env.Get(pvc, ns, "data-bye")

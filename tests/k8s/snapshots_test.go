@@ -129,7 +129,7 @@ func wantFromSnapshot(t *testing.T, ns, sandbox, vs, size string) *corev1.Persis
 // A snapshot through the bridge is a SandboxSnapshot with a finalizer and a
 // VolumeSnapshot of the workspace PVC; forks get PVCs whose dataSource is
 // that VolumeSnapshot; a restore replaces the sandbox's pod and PVC (same
-// names, same agent Secret) with a PVC from it; a snapshot in use is
+// names, same agent identity) with a PVC from it; a snapshot in use is
 // refused by DeleteSnapshot and kept by its finalizer until its users go.
 func TestSnapshotForkRestoreOnKubernetes(t *testing.T) {
 	ns := setup(t, harness.ManagerOptions{})
@@ -221,15 +221,12 @@ func TestSnapshotForkRestoreOnKubernetes(t *testing.T) {
 		t.Errorf("users %q, want sandbox/%s among them", errinfo.Metadata(err)["users"], names[0])
 	}
 
-	// Restore the source: new pod and PVC, same names and Secret.
-	oldPod, oldPVC, secret := &corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Secret{}
+	// Restore the source: new pod and PVC, same names and agent identity.
+	oldPod, oldPVC := &corev1.Pod{}, &corev1.PersistentVolumeClaim{}
 	if err := env.Get(oldPod, ns, "src"); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Get(oldPVC, ns, "workspace-src"); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Get(secret, ns, v1alpha1.SecretName("src")); err != nil {
 		t.Fatal(err)
 	}
 	restored, err := api.RestoreSandbox(c, &pb.RestoreSandboxRequest{Name: "src", Namespace: ns, Snapshot: "s1"})
@@ -245,12 +242,12 @@ func TestSnapshotForkRestoreOnKubernetes(t *testing.T) {
 	if newPVC.UID == oldPVC.UID || newPVC.Annotations[v1alpha1.AnnotationRestore] != sb.Spec.SnapshotRef.Restore || sb.Spec.SnapshotRef.Restore == "" {
 		t.Errorf("restored PVC uid %s (old %s), mark %q, sandbox's %q: want a new PVC with the sandbox's mark", newPVC.UID, oldPVC.UID, newPVC.Annotations[v1alpha1.AnnotationRestore], sb.Spec.SnapshotRef.Restore)
 	}
-	newPod, newSecret := &corev1.Pod{}, &corev1.Secret{}
+	newPod := &corev1.Pod{}
 	if err := env.Get(newPod, ns, "src"); err != nil || newPod.UID == oldPod.UID {
 		t.Errorf("pod after restore: uid %s (old %s) %v, want a new pod", newPod.UID, oldPod.UID, err)
 	}
-	if err := env.Get(newSecret, ns, v1alpha1.SecretName("src")); err != nil || newSecret.UID != secret.UID {
-		t.Errorf("agent Secret after restore: uid %s (old %s) %v, want the same one (identity kept)", newSecret.UID, secret.UID, err)
+	if want := "--sandbox-uid " + string(sb.UID); !strings.Contains(strings.Join(newPod.Spec.Containers[0].Command, " "), want) {
+		t.Errorf("pod after restore: agent command %v, want %q (the identity kept)", newPod.Spec.Containers[0].Command, want)
 	}
 
 	// kubectl delete of a snapshot in use: kept by the finalizer.

@@ -146,6 +146,15 @@ const (
 	// sandbox, or its certificate does not parse: the bridge will not use
 	// it (FAILED_PRECONDITION).
 	ReasonAgentSecretUntrusted Why = "AGENT_SECRET_UNTRUSTED"
+	// ReasonAgentCANotReady: the bridge could not read the agents' bridge
+	// CA (Secret sandpod-agent-ca in the controller's namespace, made by the
+	// controller at start), so it cannot reach agents yet (UNAVAILABLE).
+	ReasonAgentCANotReady Why = "AGENT_CA_NOT_READY"
+	// ReasonAgentNotAuthenticated: what answered at the sandbox's pod
+	// address did not prove it is the sandbox's pod (no identity token in
+	// its certificate, a token of another pod, or the token review failed),
+	// so the bridge sent it nothing (UNAVAILABLE).
+	ReasonAgentNotAuthenticated Why = "AGENT_NOT_AUTHENTICATED"
 	// ReasonCallDeadlineExceeded: the call's deadline passed while the
 	// agent was still working (DEADLINE_EXCEEDED).
 	ReasonCallDeadlineExceeded Why = "CALL_DEADLINE_EXCEEDED"

@@ -62,7 +62,24 @@ const (
 	// AgentHealthPort serves only the standard gRPC health service, without
 	// TLS, for the kubelet's liveness probe (which speaks no TLS).
 	AgentHealthPort = 7071
-	// SecretKeyAgent is the key of the per-sandbox Secret holding the agent secret.
+	// AgentTokenAudience is the audience of the service-account token the
+	// kubelet projects into a sandbox pod's agent container (at
+	// AgentIdentityTokenPath): the agent's proof of its pod, which the
+	// bridge checks with a TokenReview for this audience. The API server
+	// accepts no token of this audience for its own requests.
+	AgentTokenAudience = "sandpod.dev/agent"
+	// AgentIdentityTokenPath is where the agent reads that token.
+	AgentIdentityTokenPath = "/sandpod/identity/token"
+	// AgentIdentityTokenSeconds is the token's life; the kubelet writes a
+	// new one when 80% of it has passed.
+	AgentIdentityTokenSeconds = 3600
+	// LabelAgentAuth marks a pod whose agent admits the bridge by its client
+	// certificate (AgentAuthClientCertificate); pods of earlier controllers
+	// lack it and read their sandbox's Secret.
+	LabelAgentAuth = "sandpod.dev/agent-auth"
+	// SecretKeyAgent is the key of the per-sandbox Secret holding the agent
+	// secret: only pods made before AgentAuthClientCertificate (the
+	// controller no longer makes these Secrets; the bridge still reads them).
 	SecretKeyAgent = "agent-secret"
 	// SecretKeyTLSCert and SecretKeyTLSKey hold the agent's own self-signed
 	// certificate and key (PEM); the bridge pins the certificate.

@@ -97,6 +97,14 @@ const (
 	ConditionFinished  = "Finished"
 )
 
+// AgentAuth is how a sandbox's agent admits the bridge (status.agentAuth).
+// +kubebuilder:validation:Enum=ClientCertificate
+type AgentAuth string
+
+// AgentAuthClientCertificate: the agent checks the bridge's client
+// certificate against the pinned bridge CA (core/agenttls).
+const AgentAuthClientCertificate AgentAuth = "ClientCertificate"
+
 // SandboxStatus is the observed state of a Sandbox.
 type SandboxStatus struct {
 	// +optional
@@ -110,6 +118,12 @@ type SandboxStatus struct {
 	PodIPs []string `json:"podIPs,omitempty"`
 	// +optional
 	ServiceFQDN string `json:"serviceFQDN,omitempty"`
+	// AgentAuth is how the agent of the current pod admits the bridge:
+	// ClientCertificate (a client certificate of the bridge CA; no
+	// per-sandbox Secret). Empty: a pod made by an earlier controller,
+	// whose agent wants the secret from the sandbox's Secret.
+	// +optional
+	AgentAuth AgentAuth `json:"agentAuth,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// LastActivityTime is the last exec or file call seen by the bridge.

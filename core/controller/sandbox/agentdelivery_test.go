@@ -28,7 +28,7 @@ func TestResolveAgentDelivery(t *testing.T) {
 }
 
 func TestBuildPodWithAgentImageVolume(t *testing.T) {
-	pod, err := BuildPod(makeSandbox("sb").obj(), PodConfig{AgentImage: "agent:1", AgentDelivery: AgentImageVolume})
+	pod, err := BuildPod(makeSandbox("sb").obj(), PodConfig{BridgeCAPin: testPin, BridgeCAKey: testKey, AgentImage: "agent:1", AgentDelivery: AgentImageVolume})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func TestComputeStatusReportsAgentRestarts(t *testing.T) {
 }
 
 func TestBuildPodAgentLivenessProbe(t *testing.T) {
-	pod, err := BuildPod(makeSandbox("sb").obj(), PodConfig{AgentImage: "agent:1"})
+	pod, err := BuildPod(makeSandbox("sb").obj(), PodConfig{BridgeCAPin: testPin, BridgeCAKey: testKey, AgentImage: "agent:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestBuildPodAgentLivenessProbe(t *testing.T) {
 	own := makeSandbox("sb").obj()
 	mine := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz"}}}
 	own.Spec.PodTemplate.Spec.Containers[0].LivenessProbe = mine
-	pod, err = BuildPod(own, PodConfig{AgentImage: "agent:1"})
+	pod, err = BuildPod(own, PodConfig{BridgeCAPin: testPin, BridgeCAKey: testKey, AgentImage: "agent:1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,10 @@
 package sandbox
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
@@ -88,39 +83,5 @@ func fromSnapshot(pvc *corev1.PersistentVolumeClaim, volume string, snap *v1alph
 
 // snapshotGroup is the API group of CSI VolumeSnapshots.
 const snapshotGroup = "snapshot.storage.k8s.io"
-
-// BuildSecret is the per-sandbox agent Secret without its data (see
-// AddSecretData): enough to look it up, and to create once filled.
-func BuildSecret(sb *v1alpha1.Sandbox) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: v1alpha1.SecretName(sb.Name), Namespace: sb.Namespace, Labels: ChildLabels(sb),
-			OwnerReferences: []metav1.OwnerReference{OwnerRef(sb)},
-		},
-		Type:      corev1.SecretTypeOpaque,
-		Immutable: ptrTo(true),
-	}
-}
-
-// AddSecretData fills a new agent Secret of sandbox: the agent secret (32
-// random bytes, hex-encoded), which the bridge presents to the agent, and the
-// agent's own self-signed TLS certificate and key, which the bridge pins.
-// It makes key material, so it runs only for a Secret about to be created.
-func AddSecretData(sec *corev1.Secret, sandbox string, now time.Time) error {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return err
-	}
-	cert, key, err := agentconn.NewServingCert(sandbox, now)
-	if err != nil {
-		return err
-	}
-	sec.Data = map[string][]byte{
-		v1alpha1.SecretKeyAgent:   []byte(hex.EncodeToString(b)),
-		v1alpha1.SecretKeyTLSCert: cert,
-		v1alpha1.SecretKeyTLSKey:  key,
-	}
-	return nil
-}
 
 func ptrTo[T any](v T) *T { return &v }

@@ -2,12 +2,14 @@ package sandbox
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -19,11 +21,13 @@ const (
 	agentVolume      = "sandpod-bin"
 	agentDir         = "/sandpod/bin"
 	AgentBinary      = agentDir + "/sandpod"
-	secretVolume     = "sandpod-secret"
-	secretDir        = "/sandpod/secret"
+	identityVolume   = "sandpod-identity"
 	workspaceVolume  = "sandpod-workspace"
 	WorkspaceDir     = "/workspace"
 	installContainer = "sandpod-install"
+	// BridgeCAPinFlag is the agent's flag carrying the pin; a pod whose
+	// agent has it serves the bridge-CA TLS (status.agentAuth).
+	BridgeCAPinFlag = "--bridge-ca-sha256"
 )
 
 // Default resources of a sandbox container that declares none.
@@ -42,6 +46,15 @@ type PodConfig struct {
 	AgentDelivery AgentDelivery
 	// RuntimeClass is the controller-wide RuntimeClass policy.
 	RuntimeClass RuntimeClassPolicy
+	// BridgeCAPin is the SHA-256 of the bridge CA's public key
+	// (agenttls.Pin), given to every agent: the agent admits callers with
+	// a client certificate of that CA. It is public: nothing in a sandbox
+	// pod is a credential.
+	BridgeCAPin string
+	// BridgeCAKey is the bridge CA's public key (agenttls.PublicKey; its
+	// SHA-256 is BridgeCAPin): the agent seals its identity token to it.
+	// Public too.
+	BridgeCAKey string
 }
 
 // PVCName is the name of the PVC made from a volume claim template, as a
@@ -78,6 +91,9 @@ func BuildPod(sb *v1alpha1.Sandbox, cfg PodConfig) (*corev1.Pod, error) {
 	if v1alpha1.AgentContainerIndex(spec, sb.Spec.AgentContainer) < 0 {
 		return nil, fmt.Errorf("agentContainer %q names no container of the podTemplate", sb.Spec.AgentContainer)
 	}
+	if _, err := agenttls.ParsePublicKey(cfg.BridgeCAKey, cfg.BridgeCAPin); !agenttls.ValidPin(cfg.BridgeCAPin) || err != nil {
+		return nil, fmt.Errorf("the controller has no bridge CA pin and key") // a bug: Setup makes them
+	}
 	if err := cfg.RuntimeClass.Apply(spec); err != nil {
 		return nil, err
 	}
@@ -88,6 +104,7 @@ func BuildPod(sb *v1alpha1.Sandbox, cfg PodConfig) (*corev1.Pod, error) {
 	for k, v := range ChildLabels(sb) {
 		labels[k] = v
 	}
+	labels[v1alpha1.LabelAgentAuth] = string(v1alpha1.AgentAuthClientCertificate)
 	var annotations map[string]string
 	if len(sb.Spec.PodTemplate.Annotations) > 0 {
 		annotations = map[string]string{}
@@ -221,8 +238,24 @@ func hasVolume(spec *corev1.PodSpec, name string) bool {
 	return false
 }
 
+// identityTokenVolume is the agent's identity: a service-account token of
+// the pod's service account for audience AgentTokenAudience, which the
+// kubelet asks the API server for (TokenRequest: nothing stored), bound to
+// this pod (its name and UID are in the token; it dies with the pod) and
+// renews in the file before it expires. The API server takes no token of
+// this audience; the sandbox's code can read it, and it proves only "this
+// pod" (docs/security.md).
+func identityTokenVolume() corev1.Volume {
+	secs := int64(v1alpha1.AgentIdentityTokenSeconds)
+	return corev1.Volume{Name: identityVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Audience: v1alpha1.AgentTokenAudience, ExpirationSeconds: &secs, Path: path.Base(v1alpha1.AgentIdentityTokenPath),
+		}}},
+	}}}
+}
+
 // addVolumes adds the PVC of each volume claim template (replacing a volume
-// of the same name), the agent's binary and secret volumes, and a workspace
+// of the same name), the agent's binary volume, and a workspace
 // when nothing is mounted at /workspace.
 func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 	for _, vct := range sb.Spec.VolumeClaimTemplates {
@@ -238,17 +271,11 @@ func addVolumes(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vct.Name, VolumeSource: src})
 		}
 	}
-	mode := int32(0o440)
 	agentSource := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	if cfg.AgentDelivery == AgentImageVolume {
 		agentSource = corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: cfg.AgentImage, PullPolicy: corev1.PullIfNotPresent}}
 	}
-	spec.Volumes = append(spec.Volumes,
-		corev1.Volume{Name: agentVolume, VolumeSource: agentSource},
-		corev1.Volume{Name: secretVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: v1alpha1.SecretName(sb.Name), DefaultMode: &mode,
-		}}},
-	)
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: agentVolume, VolumeSource: agentSource}, identityTokenVolume())
 	main := &spec.Containers[v1alpha1.AgentContainerIndex(spec, sb.Spec.AgentContainer)]
 	mountedWorkspace := false
 	for _, m := range main.VolumeMounts {
@@ -297,9 +324,14 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 		"--listen", fmt.Sprintf("tcp://0.0.0.0:%d", v1alpha1.AgentPort),
 		"--root", WorkspaceDir,
 		"--sandbox", sb.Name,
-		"--secret-file", secretDir + "/" + v1alpha1.SecretKeyAgent,
-		"--tls-cert", secretDir + "/" + v1alpha1.SecretKeyTLSCert,
-		"--tls-key", secretDir + "/" + v1alpha1.SecretKeyTLSKey,
+		// Both public: the agent makes its own serving certificate and
+		// checks the bridge's client certificate against the pin.
+		BridgeCAPinFlag, cfg.BridgeCAPin,
+		"--sandbox-uid", string(sb.UID),
+		// The agent's proof of its pod to the bridge: the kubelet's token
+		// (identityVolume), sealed to the CA key in its certificate.
+		"--bridge-ca-key", cfg.BridgeCAKey,
+		"--identity-token-file", v1alpha1.AgentIdentityTokenPath,
 		"--health-listen", fmt.Sprintf("tcp://0.0.0.0:%d", v1alpha1.AgentHealthPort),
 	}
 	if user := append(append([]string{}, main.Command...), main.Args...); len(user) > 0 {
@@ -309,10 +341,8 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 	if main.LivenessProbe == nil {
 		main.LivenessProbe = agentLivenessProbe()
 	}
-	main.VolumeMounts = append(main.VolumeMounts,
-		binMount,
-		corev1.VolumeMount{Name: secretVolume, MountPath: secretDir, ReadOnly: true},
-	)
+	main.VolumeMounts = append(main.VolumeMounts, binMount,
+		corev1.VolumeMount{Name: identityVolume, MountPath: path.Dir(v1alpha1.AgentIdentityTokenPath), ReadOnly: true})
 	hasPort := false
 	for _, p := range main.Ports {
 		if p.ContainerPort == v1alpha1.AgentPort {

@@ -3,7 +3,9 @@ package sandbox
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -49,8 +52,9 @@ func (w *sandboxWrapper) resources(r corev1.ResourceRequirements) *sandboxWrappe
 func (w *sandboxWrapper) obj() *v1alpha1.Sandbox { return &w.Sandbox }
 
 func TestBuildPodAgentCommand(t *testing.T) {
-	base := []string{AgentBinary, "agent", "--listen", "tcp://0.0.0.0:7070", "--root", "/workspace", "--sandbox", "sb", "--secret-file", "/sandpod/secret/agent-secret",
-		"--tls-cert", "/sandpod/secret/tls.crt", "--tls-key", "/sandpod/secret/tls.key", "--health-listen", "tcp://0.0.0.0:7071"}
+	base := []string{AgentBinary, "agent", "--listen", "tcp://0.0.0.0:7070", "--root", "/workspace", "--sandbox", "sb",
+		"--bridge-ca-sha256", testPin, "--sandbox-uid", "uid-sb",
+		"--bridge-ca-key", testKey, "--identity-token-file", "/sandpod/identity/token", "--health-listen", "tcp://0.0.0.0:7071"}
 	cases := map[string]struct {
 		sb   *v1alpha1.Sandbox
 		want []string
@@ -61,7 +65,7 @@ func TestBuildPodAgentCommand(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod, err := BuildPod(tc.sb, PodConfig{AgentImage: "img"})
+			pod, err := BuildPod(tc.sb, PodConfig{BridgeCAPin: testPin, BridgeCAKey: testKey, AgentImage: "img"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +85,7 @@ func TestBuildPodAgentCommand(t *testing.T) {
 func TestBuildPodIdentityStorageAndDefaults(t *testing.T) {
 	sb := makeSandbox("sb").storage("data").obj()
 	sb.Spec.Service = true
-	pod, err := BuildPod(sb, PodConfig{AgentImage: "img"})
+	pod, err := BuildPod(sb, PodConfig{BridgeCAPin: testPin, BridgeCAKey: testKey, AgentImage: "img"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +102,46 @@ func TestBuildPodIdentityStorageAndDefaults(t *testing.T) {
 	if v := vols["data"]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "data-sb" {
 		t.Errorf("pvc volume = %+v", v)
 	}
-	if v := vols[secretVolume]; v.Secret == nil || v.Secret.SecretName != "sb-agent" {
-		t.Errorf("secret volume = %+v", v)
+	// Nothing in the pod is a credential of anything but the pod itself:
+	// no Secret volume, no secret in the agent's arguments, only the bridge
+	// CA's public pin and key and the sandbox's UID; and the kubelet's
+	// token of this pod for the agents' audience, an hour, read-only.
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil {
+			t.Errorf("volume %s mounts a Secret: %+v", v.Name, v)
+		}
+		if p := v.Projected; p != nil {
+			if v.Name != identityVolume || len(p.Sources) != 1 || p.Sources[0].ServiceAccountToken == nil {
+				t.Errorf("volume %s projects more than the identity token: %+v", v.Name, v)
+				continue
+			}
+			tok := p.Sources[0].ServiceAccountToken
+			if tok.Audience != v1alpha1.AgentTokenAudience || tok.ExpirationSeconds == nil || *tok.ExpirationSeconds != 3600 || tok.Path != "token" {
+				t.Errorf("identity token projection %+v", tok)
+			}
+		}
+	}
+	mounted := false
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		if m.Name == identityVolume {
+			mounted = m.MountPath == "/sandpod/identity" && m.ReadOnly
+		}
+	}
+	if !mounted {
+		t.Errorf("the identity token is not mounted read-only at /sandpod/identity: %+v", pod.Spec.Containers[0].VolumeMounts)
+	}
+	args := strings.Join(pod.Spec.Containers[0].Command, " ")
+	if want := BridgeCAPinFlag + " " + testPin + " --sandbox-uid " + string(sb.UID); !strings.Contains(args, want) {
+		t.Errorf("agent command %q lacks %q", args, want)
+	}
+	if strings.Contains(args, "secret") {
+		t.Errorf("agent command %q still names a secret", args)
+	}
+	if pod.Labels[v1alpha1.LabelAgentAuth] != string(v1alpha1.AgentAuthClientCertificate) {
+		t.Errorf("pod labels %v lack the agent-auth mark", pod.Labels)
+	}
+	if _, err := BuildPod(sb, PodConfig{AgentImage: "img"}); err == nil {
+		t.Error("a pod was built without the bridge CA pin")
 	}
 	if *pod.Spec.AutomountServiceAccountToken {
 		t.Errorf("service account token mounted")
@@ -203,7 +245,7 @@ func TestRuntimeClassPolicy(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod, err := BuildPod(tc.sb, PodConfig{RuntimeClass: tc.policy})
+			pod, err := BuildPod(tc.sb, PodConfig{BridgeCAPin: testPin, BridgeCAKey: testKey, RuntimeClass: tc.policy})
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
@@ -235,7 +277,7 @@ func TestBuildPodAgentContainer(t *testing.T) {
 	sb.Spec.PodTemplate.Spec.Containers = append([]corev1.Container{{Name: "redis", Image: "redis", Command: []string{"redis-server"}}},
 		sb.Spec.PodTemplate.Spec.Containers...)
 	sb.Spec.AgentContainer = "main"
-	pod, err := BuildPod(sb, PodConfig{})
+	pod, err := BuildPod(sb, PodConfig{BridgeCAPin: testPin, BridgeCAKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +289,7 @@ func TestBuildPodAgentContainer(t *testing.T) {
 		t.Errorf("sidecar command changed (-want +got):\n%s", diff)
 	}
 	for _, m := range redis.VolumeMounts {
-		if m.Name == agentVolume || m.Name == secretVolume {
+		if m.Name == agentVolume {
 			t.Errorf("sidecar mounts %s", m.Name)
 		}
 	}
@@ -258,15 +300,22 @@ func TestBuildPodAgentContainer(t *testing.T) {
 	for _, m := range main.VolumeMounts {
 		mounts[m.MountPath] = true
 	}
-	if !mounts[WorkspaceDir] || !mounts[secretDir] {
-		t.Errorf("main mounts = %v, want the workspace and the agent's secret", main.VolumeMounts)
+	if !mounts[WorkspaceDir] || !mounts[agentDir] {
+		t.Errorf("main mounts = %v, want the workspace and the agent's binary", main.VolumeMounts)
 	}
 	if redis.SecurityContext == nil || redis.SecurityContext.AllowPrivilegeEscalation == nil || *redis.SecurityContext.AllowPrivilegeEscalation {
 		t.Errorf("sidecar lacks the secure defaults: %+v", redis.SecurityContext)
 	}
 
 	sb.Spec.AgentContainer = "missing"
-	if _, err := BuildPod(sb, PodConfig{}); err == nil {
+	if _, err := BuildPod(sb, PodConfig{BridgeCAPin: testPin, BridgeCAKey: testKey}); err == nil {
 		t.Errorf("BuildPod with agentContainer naming no container: no error")
 	}
 }
+
+// testPin and testKey are a bridge CA's pin and public key.
+var (
+	testCA, _ = agenttls.NewCA(time.Now())
+	testPin   = agenttls.Pin(testCA.Cert)
+	testKey   = agenttls.PublicKey(testCA.Cert)
+)

@@ -1,5 +1,6 @@
 // Package sandbox reconciles Sandboxes: one durable pod with a stable
-// identity, its PVCs, headless Service and agent Secret.
+// identity, its PVCs and headless Service. It makes no Secret: the agent
+// admits the bridge by its client certificate (core/agenttls).
 package sandbox
 
 import (
@@ -23,11 +24,10 @@ import (
 	"github.com/sandpod/sandpod/core/readyourwrites"
 )
 
-// Reconciler keeps each Sandbox's pod, storage, service and secret in line
+// Reconciler keeps each Sandbox's pod, storage and service in line
 // with its spec and reports what it sees in one status write per pass.
 type Reconciler struct {
-	// Client reads Secrets from the API server, everything else from the
-	// cache (see controller.ClientOptions).
+	// Client reads from the cache (see controller.ClientOptions).
 	Client client.Client
 	// APIReader reads past the cache (which holds only labelled children) to
 	// tell whose object a taken name is.
@@ -39,7 +39,6 @@ type Reconciler struct {
 	// empty: cluster.local.
 	ClusterDomain string
 
-	secrets seenSecrets
 	// written holds the status writes of this process until the cache shows
 	// them. A pass woken by a child (the pod or secret it just made) often
 	// runs before the informer has delivered its last status write; without
@@ -53,7 +52,6 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes/status,verbs=get;patch
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods;services;persistentvolumeclaims,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -129,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if childErr == nil && waiting == "" {
-		childErr = r.ensureChildren(ctx, sb, snap, now, pod != nil)
+		childErr = r.ensureChildren(ctx, sb, snap)
 	}
 	if childErr != nil && !isReported(childErr) {
 		return reconcile.Result{}, childErr
@@ -257,20 +255,11 @@ func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now 
 	return true, 0, nil
 }
 
-// ensureChildren creates the agent secret, PVCs and service when missing.
-// Existing children are left as they are: PVC specs are immutable and the
-// secret must stay stable for the bridge. The secret is read from the API
-// server (the controller does not watch Secrets), so it is checked only
-// when a pod is about to be made or it was not seen yet.
-func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, snap *v1alpha1.SandboxSnapshot, now time.Time, podExists bool) error {
-	if !podExists || !r.secrets.has(sb) {
-		secret := BuildSecret(sb)
-		fill := func() error { return AddSecretData(secret, sb.Name, now) }
-		if err := r.ensureChild(ctx, sb, secret, fill); err != nil {
-			return err
-		}
-		r.secrets.add(sb)
-	}
+// ensureChildren creates the PVCs and service when missing. Existing
+// children are left as they are: PVC specs are immutable. (The agent
+// Secret of earlier controllers' sandboxes is owned by its sandbox and goes
+// with it.)
+func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, snap *v1alpha1.SandboxSnapshot) error {
 	var want []client.Object
 	for _, pvc := range BuildPVCs(sb, snap) {
 		want = append(want, pvc)
@@ -279,7 +268,7 @@ func (r *Reconciler) ensureChildren(ctx context.Context, sb *v1alpha1.Sandbox, s
 		want = append(want, BuildService(sb))
 	}
 	for _, obj := range want {
-		if err := r.ensureChild(ctx, sb, obj, nil); err != nil {
+		if err := r.ensureChild(ctx, sb, obj); err != nil {
 			return err
 		}
 	}
@@ -413,10 +402,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v
 // collector does the same on a full cluster; doing it here makes release
 // prompt and works where no garbage collector runs.
 func (r *Reconciler) cleanupOrphans(ctx context.Context, key types.NamespacedName) error {
-	r.secrets.forget(key)
-	if err := r.deleteOrphanSecret(ctx, key); err != nil {
-		return err
-	}
 	lists := []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &corev1.PersistentVolumeClaimList{}}
 	for _, list := range lists {
 		if err := r.Client.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{v1alpha1.LabelSandbox: key.Name}); err != nil {

@@ -74,11 +74,16 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	st.ObservedGeneration = gen
 	st.Phase = lifecycle.Phase(in.Observed)
 	st.Message = ""
-	st.PodName, st.PodIPs = "", nil
+	st.PodName, st.PodIPs, st.AgentAuth = "", nil, ""
 	restarts, restartNote := agentRestarts(in.Pod, sb.Spec.AgentContainer)
 	st.AgentRestarts = restarts
 	if in.Pod != nil {
 		st.PodName = in.Pod.Name
+		// In the write that reports the pod, so the bridge learns how to
+		// reach its agent at no write of its own.
+		if in.Pod.Labels[v1alpha1.LabelAgentAuth] == string(v1alpha1.AgentAuthClientCertificate) {
+			st.AgentAuth = v1alpha1.AgentAuthClientCertificate
+		}
 		for _, ip := range in.Pod.Status.PodIPs {
 			st.PodIPs = append(st.PodIPs, ip.IP)
 		}

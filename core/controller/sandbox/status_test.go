@@ -259,3 +259,30 @@ func TestRanFor(t *testing.T) {
 		t.Errorf("start to the last container's end: %s, want 30s", got)
 	}
 }
+
+// status.agentAuth follows the pod: set for a pod this controller made (its
+// label), absent for one an earlier controller made and when there is no
+// pod, so the bridge picks the right way to its agent.
+func TestComputeStatusAgentAuth(t *testing.T) {
+	running := lifecycle.Observed{Mode: v1alpha1.OperatingModeRunning, Workload: lifecycle.WorkloadReady}
+	marked := readyPod()
+	marked.Labels = map[string]string{v1alpha1.LabelAgentAuth: string(v1alpha1.AgentAuthClientCertificate)}
+	sb := &v1alpha1.Sandbox{}
+	sb.Status.AgentAuth = v1alpha1.AgentAuthClientCertificate
+	for name, c := range map[string]struct {
+		pod  *corev1.Pod
+		want v1alpha1.AgentAuth
+	}{
+		"pod of this controller":  {marked, v1alpha1.AgentAuthClientCertificate},
+		"pod of an earlier one":   {readyPod(), ""},
+		"no pod (suspended, say)": {nil, ""},
+	} {
+		obs := running
+		if c.pod == nil {
+			obs = lifecycle.Observed{Mode: v1alpha1.OperatingModeSuspended, Workload: lifecycle.WorkloadAbsent}
+		}
+		if got := ComputeStatus(sb, statusInput{Observed: obs, Pod: c.pod}).AgentAuth; got != c.want {
+			t.Errorf("%s: agentAuth %q, want %q", name, got, c.want)
+		}
+	}
+}

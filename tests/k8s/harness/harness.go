@@ -34,6 +34,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/controller"
 )
 
@@ -173,6 +174,11 @@ func (e *Env) start(ctx context.Context, bin string) error {
 	}
 	if err := e.installCRDs(ctx); err != nil {
 		return fmt.Errorf("crds: %w", err)
+	}
+	// sandpod's own namespace, as install.yaml makes it: the controller
+	// keeps the agents' bridge CA there (core/controller/agentca).
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agenttls.DefaultNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: %w", agenttls.DefaultNamespace, err)
 	}
 	if err := e.startKwok(ctx, bin); err != nil {
 		return fmt.Errorf("kwok: %w", err)

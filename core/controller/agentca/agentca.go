@@ -1,0 +1,104 @@
+// Package agentca keeps the bridge CA of the agents of Kubernetes sandboxes
+// (core/agenttls): one Secret, sandpod-agent-ca, in the controller's own
+// namespace, made by the first controller that finds none. Sandbox pods get
+// only the pin of its public key.
+package agentca
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
+)
+
+// How long Ensure looks for the Secret of a controller that won the create.
+const (
+	winnerReads = 50
+	winnerWait  = 200 * time.Millisecond
+)
+
+// The controller's RBAC for this is a Role in its own namespace, written
+// by hand (deploy/base/rbac.yaml, the chart's controller.yaml), not a
+// kubebuilder marker: a marker's namespace is fixed, the chart's is not.
+
+// Ensure returns the pin of the bridge CA in namespace ns, making the CA
+// Secret when there is none. Two controllers starting at once both try to
+// create it; the loser reads the winner's. The Secret is immutable: a new
+// CA means deleting it (and restarting the controller, the bridge and the
+// sandboxes' pods).
+func Ensure(ctx context.Context, c client.Client, ns string, clk clock.Clock) (string, error) {
+	pin, _, err := EnsureKey(ctx, c, ns, clk)
+	return pin, err
+}
+
+// EnsureKey is Ensure that also returns the CA's public key
+// (agenttls.PublicKey), which agents seal their identity tokens to.
+func EnsureKey(ctx context.Context, c client.Client, ns string, clk clock.Clock) (pin, key string, err error) {
+	cert, err := ensureCert(ctx, c, ns, clk)
+	if err != nil {
+		return "", "", err
+	}
+	return agenttls.Pin(cert), agenttls.PublicKey(cert), nil
+}
+
+func ensureCert(ctx context.Context, c client.Client, ns string, clk clock.Clock) (*x509.Certificate, error) {
+	key := client.ObjectKey{Namespace: ns, Name: agenttls.CASecretName}
+	sec := &corev1.Secret{}
+	err := c.Get(ctx, key, sec)
+	if apierrors.IsNotFound(err) {
+		ca, caErr := agenttls.NewCA(clk.Now())
+		if caErr != nil {
+			return nil, caErr
+		}
+		certPEM, keyPEM, caErr := ca.PEM()
+		if caErr != nil {
+			return nil, caErr
+		}
+		immutable := true
+		sec = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns, Labels: map[string]string{v1alpha1.LabelAppName: v1alpha1.AppName}},
+			Type:       corev1.SecretTypeOpaque,
+			Immutable:  &immutable,
+			Data:       map[string][]byte{agenttls.SecretKeyCACert: certPEM, agenttls.SecretKeyCAKey: keyPEM},
+		}
+		err = c.Create(ctx, sec)
+		if err == nil {
+			return ca.Cert, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create the agent CA Secret %s/%s: %w", ns, key.Name, err)
+		}
+		// Another controller won: read its CA. Should the read miss it
+		// (the winner's create and this read raced, or it was deleted at
+		// once), look again for a while rather than fail the start.
+		sec = &corev1.Secret{}
+		for try := 0; ; try++ {
+			err = c.Get(ctx, key, sec)
+			if !apierrors.IsNotFound(err) || try >= winnerReads {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(winnerWait):
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the agent CA Secret %s/%s: %w", ns, key.Name, err)
+	}
+	ca, err := agenttls.ParseCA(sec.Data[agenttls.SecretKeyCACert], sec.Data[agenttls.SecretKeyCAKey])
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w (delete it to make a new CA)", ns, key.Name, err)
+	}
+	return ca.Cert, nil
+}
