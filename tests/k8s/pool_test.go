@@ -266,3 +266,32 @@ func TestTemplateEgressAllowlist(t *testing.T) {
 		t.Errorf("an invalid allowlist should fail closed: %+v", bnp.Spec)
 	}
 }
+
+// Pool members carry no managedFields (adopt.Untrack), so kube-apiserver
+// tracks none of their writes, and the sandboxes claims take from them
+// stay so: the take, a status write after it.
+func TestPoolMembersAreUntracked(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	create(t, makeTemplate(ns, "py"), makePool(ns, "pool", "py", 2))
+	for _, m := range waitPoolReady(t, ns, "pool", 2, "") {
+		if len(m.ManagedFields) != 0 {
+			t.Errorf("member %s has managedFields %+v", m.Name, m.ManagedFields)
+		}
+	}
+	create(t, makeClaim(ns, "c", "py"))
+	var name string
+	harness.Eventually(t, harness.Timeout, "claim bound", func() (bool, string) {
+		c := &v1alpha1.SandboxClaim{}
+		if err := env.Get(c, ns, "c"); err != nil {
+			return false, err.Error()
+		}
+		name = c.Status.SandboxName
+		return name != "", fmt.Sprintf("%+v", c.Status)
+	})
+	sb := waitSandbox(t, ns, name, "claimed and observed", func(sb *v1alpha1.Sandbox) bool {
+		return sb.Labels[v1alpha1.LabelPool] == "" && sb.Status.ObservedGeneration == sb.Generation
+	})
+	if len(sb.ManagedFields) != 0 {
+		t.Errorf("claimed sandbox %s has managedFields %+v", sb.Name, sb.ManagedFields)
+	}
+}
