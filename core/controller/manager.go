@@ -148,7 +148,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		ClusterDomain: o.ClusterDomain,
 		Pod:           sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass, BridgeCAPin: caPin, BridgeCAKey: caKey}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
-		For(&v1alpha1.Sandbox{}).
+		For(&v1alpha1.Sandbox{}, sandboxChanged).
 		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.PersistentVolumeClaim{}).
 		// Sandboxes made from a snapshot wait for it to be taken.
 		Watches(&v1alpha1.SandboxSnapshot{}, handler.EnqueueRequestsFromMapFunc(sandboxesOfSnapshot(c))).
@@ -161,7 +161,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	snb := ctrl.NewControllerManagedBy(mgr).Named("sandboxsnapshot").
 		For(&v1alpha1.SandboxSnapshot{}).
 		// Its users: the last one going lets a deleted snapshot go.
-		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(snapshotOfObject)).
+		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(snapshotOfObject), sandboxChanged).
 		Watches(&v1alpha1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(snapshotOfObject))
 	if watchVolumeSnapshots(ctx, mgr, o) {
 		snb = snapshot.WatchVolumeSnapshots(snb)
@@ -188,7 +188,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		For(&v1alpha1.SandboxWarmPool{}).
 		// Members: by owner while in the pool, and by pool label so the pool
 		// sees a member leave when a claim adopts it.
-		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(poolOfSandbox)).
+		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(poolOfSandbox), sandboxChanged).
 		Watches(&v1alpha1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(poolsOfTemplate(c))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(counted("sandboxwarmpool", pr)); err != nil {
@@ -198,7 +198,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"), Taken: adopt.NewTaken(nil)}
 	return ctrl.NewControllerManagedBy(mgr).Named("sandboxclaim").
 		For(&v1alpha1.SandboxClaim{}).
-		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(claimOfSandbox)).
+		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(claimOfSandbox), sandboxChanged).
 		// Claims waiting for their snapshot (made later, or fixed).
 		Watches(&v1alpha1.SandboxSnapshot{}, handler.EnqueueRequestsFromMapFunc(unboundClaimsOfSnapshot(c))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4 * o.Workers}).

@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -264,5 +265,39 @@ func TestTemplateEgressAllowlist(t *testing.T) {
 	}
 	if len(bnp.Spec.Egress) != 0 || len(bnp.Spec.PolicyTypes) != 2 {
 		t.Errorf("an invalid allowlist should fail closed: %+v", bnp.Spec)
+	}
+}
+
+// Pool members carry no managedFields (adopt.Untrack), so kube-apiserver
+// tracks none of their writes, and the sandboxes claims take from them
+// stay so: the take, any write after it.
+func TestPoolMembersAreUntracked(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	create(t, makeTemplate(ns, "py"), makePool(ns, "pool", "py", 2))
+	for _, m := range waitPoolReady(t, ns, "pool", 2, "") {
+		if len(m.ManagedFields) != 0 {
+			t.Errorf("member %s has managedFields %+v", m.Name, m.ManagedFields)
+		}
+	}
+	create(t, makeClaim(ns, "c", "py"))
+	var name string
+	harness.Eventually(t, harness.Timeout, "claim bound", func() (bool, string) {
+		c := &v1alpha1.SandboxClaim{}
+		if err := env.Get(c, ns, "c"); err != nil {
+			return false, err.Error()
+		}
+		name = c.Status.SandboxName
+		return name != "", fmt.Sprintf("%+v", c.Status)
+	})
+	sb := waitSandbox(t, ns, name, "taken", func(sb *v1alpha1.Sandbox) bool { return sb.Labels[v1alpha1.LabelPool] == "" })
+	if len(sb.ManagedFields) != 0 {
+		t.Errorf("claimed sandbox %s has managedFields %+v", sb.Name, sb.ManagedFields)
+	}
+	// A later write of someone else is not tracked either.
+	if err := env.Client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if len(sb.ManagedFields) != 0 {
+		t.Errorf("after a patch, sandbox %s has managedFields %+v", sb.Name, sb.ManagedFields)
 	}
 }

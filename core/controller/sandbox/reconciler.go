@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	"github.com/sandpod/sandpod/core/patch"
@@ -387,6 +388,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v
 	p, err := patch.Status(sb.Status, st)
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
+	}
+	if untrackFirst(sb) {
+		// Not fatal: a member left tracked works, at the old cost.
+		if err := r.Client.Patch(ctx, sb, adopt.Untrack); err != nil {
+			log.FromContext(ctx).V(1).Info("member keeps its managedFields", "error", err.Error())
+		}
 	}
 	sb.Status = st
 	if err := r.Client.Status().Patch(ctx, sb, p); err != nil {

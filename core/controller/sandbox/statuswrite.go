@@ -77,3 +77,17 @@ func newMemberPending(sb *v1alpha1.Sandbox, st v1alpha1.SandboxStatus) bool {
 	}
 	return true
 }
+
+// untrackFirst says whether sb is an unclaimed warm pool member about to get
+// its first status, whose managedFields are cleared first (adopt.Untrack):
+// then none of its writes (this status, the claim's take, the claimed
+// sandbox's later writes) is tracked by kube-apiserver. Right before the
+// first status and not right after the create, so the member is never
+// seen Ready at a resourceVersion the untrack then moves (a claimer's take
+// carrying it would conflict), and its pod is already in the cache when
+// the untrack's event arrives.
+func untrackFirst(sb *v1alpha1.Sandbox) bool {
+	_, claimed := sb.Labels[v1alpha1.LabelClaim]
+	return sb.Labels[v1alpha1.LabelPool] != "" && !claimed && sb.DeletionTimestamp == nil &&
+		sb.Status.Phase == "" && len(sb.Status.Conditions) == 0
+}

@@ -69,3 +69,32 @@ func pendingPod(reason string) *corev1.Pod {
 	}
 	return p
 }
+
+func TestUntrackFirst(t *testing.T) {
+	member := func() *v1alpha1.Sandbox {
+		return &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelPool: "p"}}}
+	}
+	now := metav1.Now()
+	cases := map[string]struct {
+		change func(*v1alpha1.Sandbox)
+		want   bool
+	}{
+		"new member":         {func(*v1alpha1.Sandbox) {}, true},
+		"member with status": {func(sb *v1alpha1.Sandbox) { sb.Status.Phase = v1alpha1.SandboxRunning }, false},
+		"member with conditions only": {func(sb *v1alpha1.Sandbox) {
+			sb.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady}}
+		}, false},
+		"claimed":       {func(sb *v1alpha1.Sandbox) { sb.Labels[v1alpha1.LabelClaim] = "c" }, false},
+		"not in a pool": {func(sb *v1alpha1.Sandbox) { sb.Labels = nil }, false},
+		"being deleted": {func(sb *v1alpha1.Sandbox) { sb.DeletionTimestamp = &now }, false},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			sb := member()
+			c.change(sb)
+			if got := untrackFirst(sb); got != c.want {
+				t.Errorf("untrackFirst = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -230,6 +230,17 @@ func (e *Env) Stop() {
 	}
 }
 
+// PID is the process id of a component the bed started ("etcd",
+// "kube-apiserver", "kwok"), 0 if none (benchmarks read its CPU time).
+func (e *Env) PID(name string) int {
+	for _, pr := range e.procs {
+		if pr.name == name && pr.cmd.Process != nil {
+			return pr.cmd.Process.Pid
+		}
+	}
+	return 0
+}
+
 // Logs returns the tail of a component's log (for failure messages).
 func (e *Env) Logs(name string, n int) string {
 	b, _ := os.ReadFile(filepath.Join(e.Dir, name+".log"))

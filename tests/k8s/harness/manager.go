@@ -50,6 +50,13 @@ type ManagerOptions struct {
 // overlap), until the test ends.
 func (e *Env) StartManager(t testing.TB, o ManagerOptions, namespaces ...string) {
 	t.Helper()
+	t.Cleanup(e.StartStoppableManager(t, o, namespaces...))
+}
+
+// StartStoppableManager is StartManager whose manager runs until the
+// returned stop is called (a benchmark stops it before it measures).
+func (e *Env) StartStoppableManager(t testing.TB, o ManagerOptions, namespaces ...string) (stop func()) {
+	t.Helper()
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +91,7 @@ func (e *Env) StartManager(t testing.TB, o ManagerOptions, namespaces ...string)
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
+	stop = func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -94,12 +101,14 @@ func (e *Env) StartManager(t testing.TB, o ManagerOptions, namespaces ...string)
 		case <-time.After(30 * time.Second):
 			t.Logf("manager did not stop within 30s")
 		}
-	})
+	}
 	syncCtx, syncCancel := context.WithTimeout(ctx, 60*time.Second)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		stop()
 		t.Fatalf("manager cache did not sync")
 	}
+	return stop
 }
 
 // FreeAddr is a free loopback host:port.
