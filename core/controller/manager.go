@@ -64,6 +64,9 @@ type Options struct {
 	// ClusterDomain is the cluster's DNS domain, in the sandboxes'
 	// status.serviceFQDN (default cluster.local).
 	ClusterDomain string
+	// KeepManagedFields: new pool members keep their managedFields (one
+	// write fewer per member; every later write of theirs tracked).
+	KeepManagedFields bool
 	// ExtraDNS are DNS servers besides kube-system's pods that managed
 	// NetworkPolicies allow on port 53 (NodeLocal DNSCache, say).
 	ExtraDNS []netip.Prefix
@@ -145,8 +148,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 
 	sbr := &sandbox.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-sandbox"),
-		ClusterDomain: o.ClusterDomain,
-		Pod:           sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass, BridgeCAPin: caPin, BridgeCAKey: caKey}}
+		ClusterDomain: o.ClusterDomain, KeepManagedFields: o.KeepManagedFields,
+		Pod: sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass, BridgeCAPin: caPin, BridgeCAKey: caKey}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
 		For(&v1alpha1.Sandbox{}, sandboxChanged).
 		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.PersistentVolumeClaim{}).

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/controller"
 	"github.com/sandpod/sandpod/core/controller/template"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	"github.com/sandpod/sandpod/tests/k8s/harness"
@@ -299,5 +300,17 @@ func TestPoolMembersAreUntracked(t *testing.T) {
 	}
 	if len(sb.ManagedFields) != 0 {
 		t.Errorf("after a patch, sandbox %s has managedFields %+v", sb.Name, sb.ManagedFields)
+	}
+}
+
+// With --untrack-pool-members=false a member keeps the managedFields its
+// create made (one write fewer per member).
+func TestPoolMembersKeepManagedFieldsWhenAsked(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{Options: controller.Options{KeepManagedFields: true}})
+	create(t, makeTemplate(ns, "py"), makePool(ns, "pool", "py", 1))
+	for _, m := range waitPoolReady(t, ns, "pool", 1, "") {
+		if len(m.ManagedFields) == 0 {
+			t.Errorf("member %s has no managedFields", m.Name)
+		}
 	}
 }

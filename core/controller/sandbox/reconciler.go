@@ -36,6 +36,11 @@ type Reconciler struct {
 	Clock     clock.Clock
 	Recorder  events.EventRecorder
 	Pod       PodConfig
+	// KeepManagedFields leaves new pool members' managedFields as the create
+	// made them (--untrack-pool-members=false): one write fewer per member,
+	// for kube-apiserver tracking every later write, the claim's take
+	// included (adopt.Untrack).
+	KeepManagedFields bool
 	// ClusterDomain is the cluster's DNS domain (status.serviceFQDN);
 	// empty: cluster.local.
 	ClusterDomain string
@@ -389,7 +394,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	if untrackFirst(sb) {
+	if !r.KeepManagedFields && untrackFirst(sb) {
 		// Not fatal: a member left tracked works, at the old cost.
 		if err := r.Client.Patch(ctx, sb, adopt.Untrack); err != nil {
 			log.FromContext(ctx).V(1).Info("member keeps its managedFields", "error", err.Error())
