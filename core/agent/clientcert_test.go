@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,21 +46,10 @@ func TestAgentAdmitsOnlyTheBridgeCA(t *testing.T) {
 			Extra: map[string][]string{agenttls.ExtraPodName: {"sb-a"}}}, nil
 	}, "aud", nil)
 	check := &agenttls.AgentCheck{CA: ca, Reviews: reviews}
-	srv, err := New(Config{Sandbox: "sb-a", Root: t.TempDir(), ClientCertAuth: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := srv.GRPCServer(grpc.Creds(credentials.NewTLS(serverTLS)))
-	go func() { _ = g.Serve(lis) }()
-	defer g.Stop()
+	addr := serveAgentTLS(t, Config{Sandbox: "sb-a", Root: t.TempDir(), ClientCertAuth: true}, serverTLS)
 
 	call := func(creds credentials.TransportCredentials) error {
-		conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(creds))
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 		if err != nil {
 			return err
 		}
@@ -126,25 +114,14 @@ func TestBridgeRefusesAgentWithoutItsToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Sandbox: "sb-a", Root: t.TempDir(), ClientCertAuth: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := srv.GRPCServer(grpc.Creds(credentials.NewTLS(noToken)))
-	go func() { _ = g.Serve(lis) }()
-	defer g.Stop()
+	addr := serveAgentTLS(t, Config{Sandbox: "sb-a", Root: t.TempDir(), ClientCertAuth: true}, noToken)
 	reviewed := 0
 	check := &agenttls.AgentCheck{CA: ca, Reviews: agenttls.NewReviews(func(context.Context, string) (agenttls.Review, error) {
 		reviewed++
 		return agenttls.Review{}, nil
 	}, "aud", nil)}
 	cfg := agenttls.ClientConfig(agenttls.Expect{Identity: agenttls.Identity(uid), Namespace: "t", PodName: "sb-a"}, agenttls.NewClientCerts(ca, nil).Get, check)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 	"path/filepath"
@@ -36,21 +37,10 @@ func TestAgentTLSIsPinnedPerSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Sandbox: "sb-a", Root: t.TempDir(), Secret: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := srv.GRPCServer(grpc.Creds(credentials.NewTLS(serverTLS)))
-	go func() { _ = g.Serve(lis) }()
-	defer g.Stop()
+	addr := serveAgentTLS(t, Config{Sandbox: "sb-a", Root: t.TempDir(), Secret: "s"}, serverTLS)
 
 	call := func(creds credentials.TransportCredentials) error {
-		conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(creds))
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 		if err != nil {
 			return err
 		}
@@ -85,4 +75,23 @@ func TestAgentTLSIsPinnedPerSandbox(t *testing.T) {
 	if _, err := agentconn.ClientTLS([]byte("not a certificate"), "sb-a"); err == nil {
 		t.Error("ClientTLS accepted garbage")
 	}
+}
+
+// serveAgentTLS serves an agent of cfg over TLS (serverTLS) on a loopback
+// port until the test ends, and returns its address.
+func serveAgentTLS(t *testing.T, cfg Config, serverTLS *tls.Config) string {
+	t.Helper()
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := srv.GRPCServer(grpc.Creds(credentials.NewTLS(serverTLS)))
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+	return lis.Addr().String()
 }
