@@ -39,14 +39,7 @@ func TestRemoveCgroupsWaitsForTheLastProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(dir) })
-	sleeper := exec.Command("sleep", "600")
-	if err := sleeper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0); err != nil {
-		t.Fatal(err)
-	}
+	sleeper := sleepIn(t, dir)
 
 	removeCgroups(id) // busy: left to the background retry
 	if _, err := os.Stat(dir); err != nil {
@@ -80,18 +73,8 @@ func TestStrayCgroupsAreRemovedOnlyWhenStillEmpty(t *testing.T) {
 		t.Cleanup(func() { _ = os.Remove(dir) })
 		return dir
 	}
-	join := func(dir string) {
-		sleeper := exec.Command("sleep", "600")
-		if err := sleeper.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
 	stray, busy, born := mk(), mk(), mk()
-	join(busy)
+	sleepIn(t, busy)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -100,7 +83,7 @@ func TestStrayCgroupsAreRemovedOnlyWhenStillEmpty(t *testing.T) {
 		removeIfStillEmpty([]string{stray, busy, born}, 2*time.Second)
 	}()
 	time.Sleep(200 * time.Millisecond) // born was empty when listed
-	join(born)
+	sleepIn(t, born)
 	<-done
 	if _, err := os.Stat(stray); !os.IsNotExist(err) {
 		t.Errorf("an empty cgroup is still there: %v", err)
@@ -110,4 +93,18 @@ func TestStrayCgroupsAreRemovedOnlyWhenStillEmpty(t *testing.T) {
 			t.Errorf("%s went: %v", d, err)
 		}
 	}
+}
+
+// sleepIn starts a process in the cgroup dir, killed when the test ends.
+func sleepIn(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	return sleeper
 }
