@@ -176,7 +176,7 @@ func OpenToken(ca *ecdsa.PrivateKey, caSPKI, value, leafSPKI []byte, identity st
 	}
 	token, err := gcm.Open(nil, s.Nonce, s.Sealed, sealAAD(leafSPKI, identity))
 	if err != nil {
-		return "", notAuthenticated("its identity token was not sealed for this certificate's key and identity (copied from another certificate?)")
+		return "", notAuthenticated("its identity token was not sealed for this certificate's key and identity (copied from another certificate, or sealed to another bridge CA: a pod made before sandpod was reinstalled, which its controller replaces)")
 	}
 	if len(token) == 0 {
 		return "", notAuthenticated("its identity token is empty")

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/agenttls"
@@ -144,6 +145,36 @@ func TestSandboxAgentContainerWithSidecar(t *testing.T) {
 	if main.Name != "main" || len(main.Command) < 2 || main.Command[0] != sandbox.AgentBinary {
 		t.Errorf("sandbox container = %s %v, want the agent first", main.Name, main.Command)
 	}
+}
+
+// A pod whose agent trusts another bridge CA (sandpod reinstalled after its
+// namespace, and the CA in it, went) is replaced: the bridge and that agent
+// would refuse each other. The volumes stay.
+func TestPodOfAnotherAgentCAIsReplaced(t *testing.T) {
+	ns := setup(t, harness.ManagerOptions{})
+	create(t, withStorage(makeSandbox(ns, "reinstalled")))
+	waitSandbox(t, ns, "reinstalled", "running", phaseIs(v1alpha1.SandboxRunning))
+	old := &corev1.Pod{}
+	if err := env.Get(old, ns, "reinstalled"); err != nil {
+		t.Fatal(err)
+	}
+	if old.Labels[v1alpha1.LabelAgentCA] == "" {
+		t.Fatalf("pod labels %v: no %s", old.Labels, v1alpha1.LabelAgentCA)
+	}
+	// As an earlier installation's CA would have labelled it.
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, v1alpha1.LabelAgentCA, strings.Repeat("0", 32))
+	if err := env.Client.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	pod := waitPod(t, ns, "reinstalled", "replaced", func(p *corev1.Pod, err error) bool {
+		return err == nil && p.UID != old.UID && p.DeletionTimestamp == nil
+	})
+	if pod.Labels[v1alpha1.LabelAgentCA] == strings.Repeat("0", 32) || !podMountsPVC(pod, "data-reinstalled") {
+		t.Errorf("new pod: labels %v, volumes %+v; want this controller's CA and the same PVC", pod.Labels, pod.Spec.Volumes)
+	}
+	waitSandbox(t, ns, "reinstalled", "running again", func(sb *v1alpha1.Sandbox) bool {
+		return sb.Status.Phase == v1alpha1.SandboxRunning && isReady(sb)
+	})
 }
 
 func TestSandboxDeletedPodIsRecreatedWithSameIdentity(t *testing.T) {

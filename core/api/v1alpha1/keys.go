@@ -77,6 +77,12 @@ const (
 	// certificate (AgentAuthClientCertificate); pods of earlier controllers
 	// lack it and read their sandbox's Secret.
 	LabelAgentAuth = "sandpod.dev/agent-auth"
+	// LabelAgentCA names the bridge CA a pod's agent trusts: the first 32
+	// hex digits of its pin (a label value holds at most 63 characters).
+	// A controller whose CA is another (sandpod reinstalled after its
+	// namespace went, or the CA replaced) replaces such a pod: neither the
+	// bridge nor its agent would accept the other any more.
+	LabelAgentCA = "sandpod.dev/agent-ca"
 	// SecretKeyAgent is the key of the per-sandbox Secret holding the agent
 	// secret: only pods made before AgentAuthClientCertificate (the
 	// controller no longer makes these Secrets; the bridge still reads them).

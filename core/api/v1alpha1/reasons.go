@@ -50,6 +50,9 @@ const (
 	ReasonRestoring = "Restoring"
 	// ReasonRestarting: a failed pod is being replaced (restartOnFailure).
 	ReasonRestarting = "Restarting"
+	// ReasonAgentCAChanged: the pod's agent trusts another bridge CA than
+	// the controller's; the pod is being replaced.
+	ReasonAgentCAChanged = "AgentCAChanged"
 	// ReasonRestartBackOff: a failed pod waits for its replacement, later
 	// with each replacement in a row (status.podRestartStreak).
 	ReasonRestartBackOff = "RestartBackOff"

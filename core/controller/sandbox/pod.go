@@ -105,6 +105,7 @@ func BuildPod(sb *v1alpha1.Sandbox, cfg PodConfig) (*corev1.Pod, error) {
 		labels[k] = v
 	}
 	labels[v1alpha1.LabelAgentAuth] = string(v1alpha1.AgentAuthClientCertificate)
+	labels[v1alpha1.LabelAgentCA] = agentCALabel(cfg.BridgeCAPin)
 	var annotations map[string]string
 	if len(sb.Spec.PodTemplate.Annotations) > 0 {
 		annotations = map[string]string{}
@@ -352,4 +353,16 @@ func injectAgent(spec *corev1.PodSpec, sb *v1alpha1.Sandbox, cfg PodConfig) {
 	if !hasPort {
 		main.Ports = append(main.Ports, corev1.ContainerPort{Name: v1alpha1.AgentPortName, ContainerPort: v1alpha1.AgentPort, Protocol: corev1.ProtocolTCP})
 	}
+}
+
+// agentCALabel is the LabelAgentCA value of a pin.
+func agentCALabel(pin string) string { return pin[:min(len(pin), 32)] }
+
+// AgentCAStale says whether pod's agent trusts another bridge CA than pin:
+// the bridge (holding pin's CA) and that agent would refuse each other, so
+// the pod must be replaced. Pods without the label (an earlier controller's,
+// with their own Secret) are not.
+func AgentCAStale(pod *corev1.Pod, pin string) bool {
+	got, ok := pod.Labels[v1alpha1.LabelAgentCA]
+	return ok && pin != "" && got != agentCALabel(pin)
 }

@@ -319,3 +319,36 @@ var (
 	testPin   = agenttls.Pin(testCA.Cert)
 	testKey   = agenttls.PublicKey(testCA.Cert)
 )
+
+// A pod is stale when its agent trusts another bridge CA than the
+// controller's (sandpod reinstalled after its namespace went): the bridge
+// and it would refuse each other. Pods of earlier controllers (no label)
+// are not.
+func TestAgentCAStale(t *testing.T) {
+	pod, err := BuildPod(makeSandbox("sb").obj(), PodConfig{AgentImage: "img", BridgeCAPin: testPin, BridgeCAKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Repeat("ab", 32)
+	for name, tc := range map[string]struct {
+		labels map[string]string
+		pin    string
+		want   bool
+	}{
+		"made with this CA":           {labels: pod.Labels, pin: testPin, want: false},
+		"made with another CA":        {labels: pod.Labels, pin: other, want: true},
+		"an earlier controller's pod": {labels: map[string]string{v1alpha1.LabelSandbox: "sb"}, pin: testPin, want: false},
+		"no pin known":                {labels: pod.Labels, pin: "", want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &corev1.Pod{}
+			p.Labels = tc.labels
+			if got := AgentCAStale(p, tc.pin); got != tc.want {
+				t.Errorf("AgentCAStale = %v, want %v (label %q)", got, tc.want, tc.labels[v1alpha1.LabelAgentCA])
+			}
+		})
+	}
+	if len(pod.Labels[v1alpha1.LabelAgentCA]) != 32 {
+		t.Errorf("label %q: want the pin's first 32 hex digits", pod.Labels[v1alpha1.LabelAgentCA])
+	}
+}

@@ -307,6 +307,18 @@ func (r *Reconciler) getPod(ctx context.Context, sb *v1alpha1.Sandbox) (*corev1.
 func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod *corev1.Pod, obs lifecycle.Observed, in *statusInput, ev *eventQueue) (*corev1.Pod, error) {
 	run := lifecycle.ShouldRunWorkload(obs)
 	switch {
+	case pod != nil && run && AgentCAStale(pod, r.Pod.BridgeCAPin):
+		// sandpod reinstalled after its namespace (and the CA in it) went,
+		// or its CA replaced: this agent and the bridge refuse each other.
+		// The workspace's volumes stay; the processes do not.
+		in.Restart = v1alpha1.ReasonAgentCAChanged
+		if pod.DeletionTimestamp == nil {
+			if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); ignoreNotFound(err) != nil {
+				return pod, fmt.Errorf("delete pod: %w", err)
+			}
+			ev.add(sb, corev1.EventTypeNormal, v1alpha1.ReasonAgentCAChanged, fmt.Sprintf("deleted pod %s: its agent trusts another bridge CA than this controller's (sandpod reinstalled, or its CA replaced); a new pod follows", pod.Name))
+		}
+		return pod, nil
 	case pod != nil && run && lifecycle.ShouldRestart(obs, sb.Spec.RestartOnFailure):
 		// Replaced, with a back-off between replacements so a pod that
 		// fails at once is not recreated in a tight loop.
