@@ -142,7 +142,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Secrets are read past the cache (ClientOptions), so this works before
 	// the manager starts. Every replica does it, leader or not: it is one
 	// read, and a follower that becomes leader needs the pin at once.
-	caPin, caKey, err := agentca.EnsureKey(ctx, c, agenttls.OwnNamespace(o.AgentCANamespace), o.Clock)
+	caPin, caKey, err := agentca.Ensure(ctx, c, agenttls.OwnNamespace(o.AgentCANamespace), o.Clock)
 	if err != nil {
 		return err
 	}

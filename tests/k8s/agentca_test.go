@@ -25,7 +25,7 @@ func TestAgentCAIsMadeOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pins[i], errs[i] = agentca.Ensure(ctx, env.Client, ns, clock.RealClock{})
+			pins[i], _, errs[i] = agentca.Ensure(ctx, env.Client, ns, clock.RealClock{})
 		}()
 	}
 	wg.Wait()
@@ -42,7 +42,7 @@ func TestAgentCAIsMadeOnce(t *testing.T) {
 	if err != nil || agenttls.Pin(ca.Cert) != pins[0] || sec.Immutable == nil || !*sec.Immutable {
 		t.Fatalf("the CA Secret: %v, pin %s, immutable %v", err, pins[0], sec.Immutable)
 	}
-	again, err := agentca.Ensure(ctx, env.Client, ns, clock.RealClock{})
+	again, _, err := agentca.Ensure(ctx, env.Client, ns, clock.RealClock{})
 	if err != nil || again != pins[0] {
 		t.Errorf("a restart: pin %s (%v), want %s", again, err, pins[0])
 	}

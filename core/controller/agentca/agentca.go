@@ -30,19 +30,13 @@ const (
 // by hand (deploy/base/rbac.yaml, the chart's controller.yaml), not a
 // kubebuilder marker: a marker's namespace is fixed, the chart's is not.
 
-// Ensure returns the pin of the bridge CA in namespace ns, making the CA
-// Secret when there is none. Two controllers starting at once both try to
-// create it; the loser reads the winner's. The Secret is immutable: a new
-// CA means deleting it (and restarting the controller, the bridge and the
-// sandboxes' pods).
-func Ensure(ctx context.Context, c client.Client, ns string, clk clock.Clock) (string, error) {
-	pin, _, err := EnsureKey(ctx, c, ns, clk)
-	return pin, err
-}
-
-// EnsureKey is Ensure that also returns the CA's public key
-// (agenttls.PublicKey), which agents seal their identity tokens to.
-func EnsureKey(ctx context.Context, c client.Client, ns string, clk clock.Clock) (pin, key string, err error) {
+// Ensure returns the pin of the bridge CA in namespace ns and its public key
+// (agenttls.PublicKey, which agents seal their identity tokens to), making
+// the CA Secret when there is none. Two controllers starting at once both
+// try to create it; the loser reads the winner's. The Secret is immutable:
+// a new CA means deleting it and restarting the controller and the bridge
+// (the controller then replaces the pods whose agents trust the old one).
+func Ensure(ctx context.Context, c client.Client, ns string, clk clock.Clock) (pin, key string, err error) {
 	cert, err := ensureCert(ctx, c, ns, clk)
 	if err != nil {
 		return "", "", err
