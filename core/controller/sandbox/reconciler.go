@@ -313,7 +313,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod
 		// The workspace's volumes stay; the processes do not.
 		in.Restart = v1alpha1.ReasonAgentCAChanged
 		if pod.DeletionTimestamp == nil {
-			if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); ignoreNotFound(err) != nil {
+			if err := r.deletePod(ctx, pod); err != nil {
 				return pod, fmt.Errorf("delete pod: %w", err)
 			}
 			ev.add(sb, corev1.EventTypeNormal, v1alpha1.ReasonAgentCAChanged, fmt.Sprintf("deleted pod %s: its agent trusts another bridge CA than this controller's (sandpod reinstalled, or its CA replaced); a new pod follows", pod.Name))
@@ -333,7 +333,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod
 			}
 			return pod, nil
 		}
-		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); ignoreNotFound(err) != nil {
+		if err := r.deletePod(ctx, pod); err != nil {
 			return pod, fmt.Errorf("delete pod: %w", err)
 		}
 		in.RestartStreak = d.Streak
@@ -341,7 +341,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod
 		return pod, nil
 	case pod != nil && !run:
 		if pod.DeletionTimestamp == nil {
-			if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); ignoreNotFound(err) != nil {
+			if err := r.deletePod(ctx, pod); err != nil {
 				return pod, fmt.Errorf("delete pod: %w", err)
 			}
 			ev.add(sb, corev1.EventTypeNormal, "Stopped", "deleted pod "+pod.Name)
@@ -381,6 +381,12 @@ func (r *Reconciler) reconcilePod(ctx context.Context, sb *v1alpha1.Sandbox, pod
 		return newPod, nil
 	}
 	return pod, nil
+}
+
+// deletePod deletes this very pod (its UID: never a successor of the same
+// name); one already gone is no error.
+func (r *Reconciler) deletePod(ctx context.Context, pod *corev1.Pod) error {
+	return ignoreNotFound(r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
 }
 
 // podNameTaken explains a create refused because the name exists. The

@@ -87,7 +87,7 @@ func (r *Reconciler) restore(ctx context.Context, sb *v1alpha1.Sandbox, pod *cor
 		return "", nil
 	case lifecycle.RestoreStopPod:
 		if pod.DeletionTimestamp == nil {
-			if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); ignoreNotFound(err) != nil {
+			if err := r.deletePod(ctx, pod); err != nil {
 				return "", fmt.Errorf("delete pod for restore: %w", err)
 			}
 			ev.add(sb, corev1.EventTypeNormal, v1alpha1.ReasonRestoring, "deleted pod "+pod.Name+" to restore snapshot "+sb.Spec.SnapshotRef.Name)
