@@ -116,7 +116,7 @@ func (k *kwokSuite) rows() []Row {
 	if k.coldPod.samples() > 0 {
 		rows = append(rows,
 			lat("cold claim → pod created (controller's share)", &k.coldPod, "", nil,
-				"claim on a template with no pool, one at a time: create call → the controller's pod seen by a watch (claim reconcile, Sandbox create, agent Secret, pod create)"),
+				"claim on a template with no pool, one at a time: create call → the controller's pod seen by a watch (claim reconcile, Sandbox create, pod create)"),
 			lat("cold claim → Ready (with kwok's pod start)", &k.coldReady, "", nil,
 				"the same claims to Ready: adds scheduling (the harness binds), kwok's Running/Ready status and the controller's status writes"),
 			lat("cold Sandbox → pod created (controller's share)", &k.sbPod, "", nil,
