@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -85,5 +86,64 @@ func TestKustomizationListsEveryCRD(t *testing.T) {
 		if !bytes.Contains(b, []byte("\n- "+filepath.Base(f)+"\n")) {
 			t.Errorf("deploy/crd/kustomization.yaml does not list %s", filepath.Base(f))
 		}
+	}
+}
+
+// An overlay that installs sandpod in another namespace (`namespace:` in its
+// kustomization) must move every reference to sandpod's service accounts
+// along, the FlowSchemas' subjects included (deploy/base/kustomizeconfig.yaml):
+// with the old namespace left there, the controller's and the bridge's
+// requests fall to kube-apiserver's default priority level and claims are no
+// longer kept ahead of refills. Renders with the bed's kubectl.
+func TestKustomizeOverlayMovesEveryServiceAccountReference(t *testing.T) {
+	harness.Skip(t, env)
+	kubectl := findKubectl(t)
+	overlay := t.TempDir()
+	base, err := filepath.Abs(filepath.Join(harness.RepoRoot(), "deploy", "base"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(overlay, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: tenant-ops\nresources:\n- " + rel + "\n"
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(kubectl, "kustomize", overlay).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v\n%s", err, out)
+	}
+	if bytes.Contains(out, []byte("sandpod-system")) {
+		i := bytes.Index(out, []byte("sandpod-system"))
+		t.Errorf("the overlay's objects still name sandpod-system, e.g. …%s…", out[max(0, i-300):min(len(out), i+40)])
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	subjects := 0
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if u.GetKind() != "FlowSchema" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
+		for _, r := range rules {
+			subs, _, _ := unstructured.NestedSlice(r.(map[string]any), "subjects")
+			for _, s := range subs {
+				ns, _, _ := unstructured.NestedString(s.(map[string]any), "serviceAccount", "namespace")
+				subjects++
+				if ns != "tenant-ops" {
+					t.Errorf("FlowSchema %s: a subject's service account is in %q, want tenant-ops", u.GetName(), ns)
+				}
+			}
+		}
+	}
+	if subjects != 3 {
+		t.Errorf("%d service account subjects in the FlowSchemas, want 3 (the bridge's, the controller's twice)", subjects)
 	}
 }
