@@ -93,9 +93,15 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoin
 func (b *Backend) endpoint(ctx context.Context, sb *v1alpha1.Sandbox) (agentconn.Endpoint, error) {
 	var creds agentCreds
 	var err error
-	if sb.Status.AgentAuth == v1alpha1.AgentAuthClientCertificate {
+	switch {
+	case sb.Status.AgentAuth == v1alpha1.AgentAuthClientCertificate:
 		creds.tls, err = b.agentCA.config(ctx, b.live, sb)
-	} else {
+	case b.secrets == nil:
+		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonAgentLegacyPod,
+			"sandbox %q: its pod was made by an earlier sandpod controller, whose agent authenticates with a per-sandbox Secret that this bridge does not read: "+
+				"delete the pod (kubectl -n %s delete pod %s; the controller makes a new one, volumes kept, processes not) or run the bridge with --legacy-agent-secrets and the RBAC rule docs/install.md gives",
+			sb.Name, sb.Namespace, sb.Name)
+	default:
 		creds, err = b.secrets.get(ctx, b.live, sb)
 	}
 	if err != nil {

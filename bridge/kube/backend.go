@@ -50,6 +50,12 @@ type Options struct {
 	// AgentCANamespace holds the agents' bridge CA, Secret sandpod-agent-ca
 	// (default: agenttls.OwnNamespace).
 	AgentCANamespace string
+	// LegacyAgentSecrets lets the bridge reach agents of pods an earlier
+	// controller made (status.agentAuth empty) with their per-sandbox
+	// Secret, which needs `get secrets` in every namespace. Off, such a
+	// sandbox is refused (AGENT_LEGACY_POD) and the bridge reads no Secret
+	// but the CA.
+	LegacyAgentSecrets bool
 }
 
 // Backend implements bridge.Backend on a cluster.
@@ -67,7 +73,7 @@ type Backend struct {
 	recent  *recentWrites
 	// uncertain: takes whose write's outcome was lost (uncertain.go).
 	uncertain uncertainTakes
-	secrets   *secretCache
+	secrets   *secretCache // nil unless Options.LegacyAgentSecrets
 	agentCA   *agentCA
 	activity  *activity
 	log       *slog.Logger
@@ -146,10 +152,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	recent := newRecentWrites()
 	b := &Backend{
 		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
-		secrets: newSecretCache(), agentCA: newAgentCA(agenttls.OwnNamespace(o.AgentCANamespace), time.Now, ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
+		agentCA: newAgentCA(agenttls.OwnNamespace(o.AgentCANamespace), time.Now, ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
 		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
+	if o.LegacyAgentSecrets {
+		b.secrets = newSecretCache()
+	}
 
 	for _, obj := range []client.Object{&v1alpha1.Sandbox{}, &v1alpha1.SandboxTemplate{}, &v1alpha1.SandboxWarmPool{}, &v1alpha1.SandboxQuota{}, &v1alpha1.SandboxSnapshot{}} {
 		inf, err := c.GetInformer(ctx, obj)

@@ -29,6 +29,7 @@ func runBridge(ctx context.Context, args []string) int {
 	namespaces := fs.String("namespaces", "", "comma-separated namespaces the bridge serves (default: all)")
 	review := fs.Bool("token-review", false, "also accept Kubernetes tokens (e.g. service-account tokens), checked with TokenReview; a namespace is allowed when the caller may create SandboxClaims in it")
 	activity := fs.Duration("activity-interval", 10*time.Second, "longest delay before an exec or file call is recorded in a sandbox's lastActivityTime")
+	legacy := fs.Bool("legacy-agent-secrets", false, "also reach agents of pods an earlier controller made (status.agentAuth empty) with their per-sandbox Secret; needs `get secrets` in every namespace (docs/install.md); off, such sandboxes are refused with AGENT_LEGACY_POD")
 	caNS := fs.String("agent-ca-namespace", "", "namespace of the agents' bridge CA, Secret sandpod-agent-ca, that the controller makes (default: $POD_NAMESPACE, else the pod's namespace, else sandpod-system)")
 	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain): a sandbox's service name before the controller reports it")
 	gcPercent := fs.Int("gc-percent", controller.DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection")
@@ -51,14 +52,15 @@ func runBridge(ctx context.Context, args []string) int {
 		log.Error("bridge: " + err.Error())
 		return 2
 	}
-	if err := runKubeBridge(ctx, log, sf, *kubeconfig, *namespaces, *review, *activity, domain, *caNS); err != nil {
+	ko := kube.Options{ActivityInterval: *activity, Logger: log, ClusterDomain: domain, AgentCANamespace: *caNS, LegacyAgentSecrets: *legacy}
+	if err := runKubeBridge(ctx, log, sf, *kubeconfig, *namespaces, *review, ko); err != nil {
 		log.Error("bridge", "err", err)
 		return 1
 	}
 	return 0
 }
 
-func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeconfig, namespaces string, review bool, activity time.Duration, domain, caNS string) error {
+func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeconfig, namespaces string, review bool, ko kube.Options) error {
 	bo, err := sf.bridgeOptions()
 	if err != nil {
 		return err
@@ -77,13 +79,12 @@ func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeco
 	// Calls are many and small (claims, activity): raise client-go's
 	// default client-side limit of 5 requests/s.
 	cfg.QPS, cfg.Burst = 500, 1000
-	var nss []string
 	for _, ns := range strings.Split(namespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
-			nss = append(nss, ns)
+			ko.Namespaces = append(ko.Namespaces, ns)
 		}
 	}
-	backend, err := kube.New(ctx, cfg, kube.Options{Namespaces: nss, ActivityInterval: activity, Logger: log, ClusterDomain: domain, AgentCANamespace: caNS})
+	backend, err := kube.New(ctx, cfg, ko)
 	if err != nil {
 		return err
 	}
@@ -96,6 +97,6 @@ func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeco
 	}
 	b := bridge.New(backend)
 	defer b.Close()
-	log.Info("sandpod bridge on Kubernetes", "api", cfg.Host, "namespaces", nss)
+	log.Info("sandpod bridge on Kubernetes", "api", cfg.Host, "namespaces", ko.Namespaces, "legacyAgentSecrets", ko.LegacyAgentSecrets)
 	return serveGRPC(ctx, log, b, bo, sf)
 }

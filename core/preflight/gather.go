@@ -302,9 +302,9 @@ var (
 		needs("sandpod.dev", "sandboxquotas", "", "get", "list", "watch"),
 		needs("sandpod.dev", "sandboxsnapshots", "", "get", "list", "watch", "create", "delete"),
 		[]Need{{Verb: "get", Resource: "secrets", Namespace: "system", Name: "sandpod-agent-ca"}},
-		// The agent Secrets of sandboxes whose pods an earlier controller
-		// made (status.agentAuth empty): droppable once none is left.
-		needs("", "secrets", "", "get"),
+		// No Secret besides the CA: the agent Secrets of pods an earlier
+		// controller made are read only with --legacy-agent-secrets and a
+		// rule of its own (docs/install.md), not asked for here.
 		// --token-review, and every agent's identity token.
 		needs("authentication.k8s.io", "tokenreviews", "", "create"),
 		needs("authorization.k8s.io", "subjectaccessreviews", "", "create"),

@@ -146,6 +146,10 @@ const (
 	// sandbox, or its certificate does not parse: the bridge will not use
 	// it (FAILED_PRECONDITION).
 	ReasonAgentSecretUntrusted Why = "AGENT_SECRET_UNTRUSTED"
+	// ReasonAgentLegacyPod: the sandbox's pod was made by an earlier
+	// controller (per-sandbox agent Secret, no client certificates) and the
+	// bridge runs without --legacy-agent-secrets (FAILED_PRECONDITION).
+	ReasonAgentLegacyPod Why = "AGENT_LEGACY_POD"
 	// ReasonAgentCANotReady: the bridge could not read the agents' bridge
 	// CA (Secret sandpod-agent-ca in the controller's namespace, made by the
 	// controller at start), so it cannot reach agents yet (UNAVAILABLE).
