@@ -50,6 +50,7 @@ func sandboxToProto(sb *v1alpha1.Sandbox, clusterDomain string) *sandpodv1.Sandb
 		Claimed:        !isPoolMember(sb),
 		ServiceFqdn:    sb.Status.ServiceFQDN,
 		AgentRestarts:  sb.Status.AgentRestarts,
+		PodRestarts:    sb.Status.PodRestarts,
 	}
 	if out.ServiceFqdn == "" && sb.Spec.Service && sb.DeletionTimestamp == nil {
 		out.ServiceFqdn = v1alpha1.ServiceFQDN(sb, clusterDomain)

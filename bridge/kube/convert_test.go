@@ -31,6 +31,16 @@ func TestSandboxToProtoServiceFQDN(t *testing.T) {
 	}
 }
 
+// What the controller counts reaches clients: the agent container's
+// restarts in its pod and the pods restartOnFailure replaced, apart.
+func TestSandboxToProtoRestarts(t *testing.T) {
+	sb := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "sb", Namespace: "ns"}}
+	sb.Status.AgentRestarts, sb.Status.PodRestarts = 2, 3
+	if got := sandboxToProto(sb, ""); got.GetAgentRestarts() != 2 || got.GetPodRestarts() != 3 {
+		t.Errorf("agent_restarts %d, pod_restarts %d; want 2, 3", got.GetAgentRestarts(), got.GetPodRestarts())
+	}
+}
+
 // Two backends in one process each answer in their own cluster's domain: the
 // watch events (the hub's) too, not only the calls.
 func TestHubEventsInItsOwnDomain(t *testing.T) {

@@ -111,6 +111,9 @@ type Info struct {
 	// AgentRestarts counts restarts of the sandbox's agent after it died or
 	// stopped answering health checks; the Ready condition says why.
 	AgentRestarts int32
+	// PodRestarts (Kubernetes) counts the pods restartOnFailure replaced
+	// after they failed; always 0 on the local engine.
+	PodRestarts int32
 	// Lease is zero without a lease; LeaseExpireTime is when the server
 	// reclaims the sandbox unless its lease is renewed (lease.go).
 	Lease           time.Duration
@@ -155,6 +158,7 @@ func infoFromProto(s *pb.Sandbox) Info {
 		EnvKeys:          s.GetEnvKeys(),
 		ServiceFQDN:      s.GetServiceFqdn(),
 		AgentRestarts:    s.GetAgentRestarts(),
+		PodRestarts:      s.GetPodRestarts(),
 		Snapshot:         s.GetSnapshot(),
 		Lease:            durationFromProto(s.GetLease()),
 		LeaseExpireTime:  timeFromProto(s.GetLeaseExpireTime()),

@@ -75,6 +75,10 @@ func TestRestartOnFailureReplacesAFailedPod(t *testing.T) {
 	if got := env.Pod(t, after); got.Spec.Hostname != sb.Name() {
 		t.Errorf("new pod hostname %q, want %s", got.Spec.Hostname, sb.Name())
 	}
+	// What a client sees: one pod replacement, on the sandbox only.
+	if info, err := sb.Refresh(ctx); err != nil || info.PodRestarts != 1 {
+		t.Errorf("Sandbox.PodRestarts after the replacement: %d, %v; want 1", info.PodRestarts, err)
+	}
 	res, err := sb.Run(ctx, "cat state.txt; echo; hostname")
 	if err != nil || string(res.Stdout) != "step 41\n"+sb.Name()+"\n" {
 		t.Errorf("after the pod was replaced: %q, %v; want the file and the same hostname", res.Stdout, err)

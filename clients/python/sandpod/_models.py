@@ -181,6 +181,8 @@ class SandboxInfo:
     #: How many times the sandbox's agent was restarted after it died or stopped
     #: answering health checks; the Ready condition's message says when and why.
     agent_restarts: int = 0
+    #: Kubernetes: pods restartOnFailure replaced after they failed (0 locally).
+    pod_restarts: int = 0
     #: The snapshot its files were made from or last restored to ("" if none).
     snapshot: str = ""
     #: Its lease in seconds (0: none): reclaimed unless renewed (docs/python.md#leases).
@@ -225,6 +227,7 @@ class SandboxInfo:
             env_keys=tuple(pb.env_keys),
             service_fqdn=pb.service_fqdn,
             agent_restarts=pb.agent_restarts,
+            pod_restarts=pb.pod_restarts,
             snapshot=pb.snapshot,
         )
 

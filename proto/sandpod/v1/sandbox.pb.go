@@ -320,6 +320,11 @@ type Sandbox struct {
 	// answering its health checks (files in the workspace are kept; running
 	// processes are not). The Ready condition's message says when and why.
 	AgentRestarts int32 `protobuf:"varint,18,opt,name=agent_restarts,json=agentRestarts,proto3" json:"agent_restarts,omitempty"`
+	// Kubernetes: how many times restartOnFailure replaced the sandbox's pod
+	// after it failed (volumes and identity kept, running processes not); its
+	// Ready condition says when. The local engine replaces no pod: always 0
+	// (its restarts are agent restarts).
+	PodRestarts int32 `protobuf:"varint,19,opt,name=pod_restarts,json=podRestarts,proto3" json:"pod_restarts,omitempty"`
 	// The snapshot its workspace was made from or last restored to, if any.
 	Snapshot string `protobuf:"bytes,30,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	// Its lease, if it has one (lease.proto): reclaimed at lease_expire_time
@@ -482,6 +487,13 @@ func (x *Sandbox) GetServiceFqdn() string {
 func (x *Sandbox) GetAgentRestarts() int32 {
 	if x != nil {
 		return x.AgentRestarts
+	}
+	return 0
+}
+
+func (x *Sandbox) GetPodRestarts() int32 {
+	if x != nil {
+		return x.PodRestarts
 	}
 	return 0
 }
@@ -762,7 +774,7 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12L\n" +
-	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"\xca\a\n" +
+	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"\xed\a\n" +
 	"\aSandbox\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x10\n" +
@@ -785,7 +797,8 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\aclaimed\x18\x0f \x01(\bR\aclaimed\x12\x19\n" +
 	"\benv_keys\x18\x10 \x03(\tR\aenvKeys\x12!\n" +
 	"\fservice_fqdn\x18\x11 \x01(\tR\vserviceFqdn\x12%\n" +
-	"\x0eagent_restarts\x18\x12 \x01(\x05R\ragentRestarts\x12\x1a\n" +
+	"\x0eagent_restarts\x18\x12 \x01(\x05R\ragentRestarts\x12!\n" +
+	"\fpod_restarts\x18\x13 \x01(\x05R\vpodRestarts\x12\x1a\n" +
 	"\bsnapshot\x18\x1e \x01(\tR\bsnapshot\x12/\n" +
 	"\x05lease\x18, \x01(\v2\x19.google.protobuf.DurationR\x05lease\x12F\n" +
 	"\x11lease_expire_time\x18- \x01(\v2\x1a.google.protobuf.TimestampR\x0fleaseExpireTime\x1a9\n" +

@@ -49,6 +49,8 @@ def test_killed_agent_is_restarted_and_counted(sandbox: sandpod.Sandbox) -> None
         raise AssertionError(f"not restarted: {sandbox.info}")
     assert sandbox.agent_restarts == 1
     assert sandbox.info.agent_restarts == 1
+    # The local engine restarts the agent; it never replaces a pod.
+    assert sandbox.info.pod_restarts == 0
     assert sandbox.info.message.startswith("agent restarted 1 time; last: exited with code 137")
     ready = sandbox.info.condition("Ready")
     assert ready is not None and ready.message == sandbox.info.message

@@ -63,7 +63,7 @@ class Condition(_message.Message):
     def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Sandbox(_message.Message):
-    __slots__ = ("name", "namespace", "uid", "template", "pool", "labels", "phase", "message", "conditions", "create_time", "shutdown_time", "shutdown_policy", "last_activity_time", "idle_timeout", "claimed", "env_keys", "service_fqdn", "agent_restarts", "snapshot", "lease", "lease_expire_time")
+    __slots__ = ("name", "namespace", "uid", "template", "pool", "labels", "phase", "message", "conditions", "create_time", "shutdown_time", "shutdown_policy", "last_activity_time", "idle_timeout", "claimed", "env_keys", "service_fqdn", "agent_restarts", "pod_restarts", "snapshot", "lease", "lease_expire_time")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -89,6 +89,7 @@ class Sandbox(_message.Message):
     ENV_KEYS_FIELD_NUMBER: _ClassVar[int]
     SERVICE_FQDN_FIELD_NUMBER: _ClassVar[int]
     AGENT_RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    POD_RESTARTS_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     LEASE_FIELD_NUMBER: _ClassVar[int]
     LEASE_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -110,10 +111,11 @@ class Sandbox(_message.Message):
     env_keys: _containers.RepeatedScalarFieldContainer[str]
     service_fqdn: str
     agent_restarts: int
+    pod_restarts: int
     snapshot: str
     lease: _duration_pb2.Duration
     lease_expire_time: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., template: _Optional[str] = ..., pool: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., phase: _Optional[_Union[Phase, str]] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., last_activity_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., claimed: _Optional[bool] = ..., env_keys: _Optional[_Iterable[str]] = ..., service_fqdn: _Optional[str] = ..., agent_restarts: _Optional[int] = ..., snapshot: _Optional[str] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., template: _Optional[str] = ..., pool: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., phase: _Optional[_Union[Phase, str]] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., last_activity_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., claimed: _Optional[bool] = ..., env_keys: _Optional[_Iterable[str]] = ..., service_fqdn: _Optional[str] = ..., agent_restarts: _Optional[int] = ..., pod_restarts: _Optional[int] = ..., snapshot: _Optional[str] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Template(_message.Message):
     __slots__ = ("name", "namespace", "image", "runtime_class_name", "idle_timeout", "default_ttl", "shutdown_policy", "auto_resume", "network_isolated", "memory_limit_bytes", "cpu_limit_millis", "pids_limit", "idle_action", "default_lease")
