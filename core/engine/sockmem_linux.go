@@ -23,23 +23,20 @@ import (
 // memory cgroup before it opens any (accountingCgroups).
 
 // defaultSocketMemory caps the socket buffers of a sandbox without a memory
-// limit when the host's TCP ceiling cannot be read.
+// limit (the default python template has none).
 const defaultSocketMemory = 256 << 20
 
 // socketMemoryLimit is the most a sandbox's socket queues may hold: its
-// memory limit (memLimit, 0 for none), never more than a quarter of the
-// host's TCP ceiling (hostMax bytes, 0 when unknown), so that one sandbox
-// cannot take the machine's networking down.
+// memory limit (memLimit, 0 for none: defaultSocketMemory), never more than
+// an eighth of the host's TCP ceiling (hostMax bytes, 0 when unknown), so
+// that it takes several sandboxes at their caps to reach it.
 func socketMemoryLimit(memLimit, hostMax int64) int64 {
-	limit := int64(math.MaxInt64)
+	limit := int64(defaultSocketMemory)
 	if memLimit > 0 {
 		limit = memLimit
 	}
 	if hostMax > 0 {
-		limit = min(limit, hostMax/4)
-	}
-	if limit == math.MaxInt64 {
-		limit = defaultSocketMemory
+		limit = min(limit, hostMax/8)
 	}
 	return limit
 }

@@ -7,13 +7,14 @@ func TestSocketMemoryLimit(t *testing.T) {
 	for name, tc := range map[string]struct {
 		mem, hostMax, want int64
 	}{
-		"the memory limit":                  {mem: 128 * mi, hostMax: 2048 * mi, want: 128 * mi},
-		"a quarter of the host's ceiling":   {mem: 4096 * mi, hostMax: 2048 * mi, want: 512 * mi},
-		"no memory limit: the quarter":      {mem: 0, hostMax: 2048 * mi, want: 512 * mi},
-		"no memory limit, host unknown":     {mem: 0, hostMax: 0, want: defaultSocketMemory},
-		"memory limit, host unknown":        {mem: 64 * mi, hostMax: 0, want: 64 * mi},
-		"negative values are no limit":      {mem: -1, hostMax: -1, want: defaultSocketMemory},
-		"a tiny host ceiling still applies": {mem: 128 * mi, hostMax: 4 * mi, want: 1 * mi},
+		"the memory limit":                {mem: 128 * mi, hostMax: 2048 * mi, want: 128 * mi},
+		"an eighth of the host's ceiling": {mem: 4096 * mi, hostMax: 2048 * mi, want: 256 * mi},
+		"no memory limit: the default":    {mem: 0, hostMax: 4096 * mi, want: defaultSocketMemory},
+		"no memory limit, small host":     {mem: 0, hostMax: 1024 * mi, want: 128 * mi},
+		"no memory limit, host unknown":   {mem: 0, hostMax: 0, want: defaultSocketMemory},
+		"memory limit, host unknown":      {mem: 8192 * mi, hostMax: 0, want: 8192 * mi},
+		"negative values are no limit":    {mem: -1, hostMax: -1, want: defaultSocketMemory},
+		"a tiny host ceiling still caps":  {mem: 128 * mi, hostMax: 8 * mi, want: 1 * mi},
 	} {
 		if got := socketMemoryLimit(tc.mem, tc.hostMax); got != tc.want {
 			t.Errorf("%s: socketMemoryLimit(%d, %d) = %d, want %d", name, tc.mem, tc.hostMax, got, tc.want)
