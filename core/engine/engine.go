@@ -305,6 +305,9 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	wg.Wait()
 	e.sweepSockets()
 	e.sweepContainers()
+	if n := sweepPastaDirs(os.TempDir(), time.Now()); n > 0 {
+		e.log.Info("removed pasta directories left by an earlier exit", "count", n)
+	}
 	go func() {
 		if n := sweepStrayCgroups(strayCgroupDelay); n > 0 {
 			e.log.Info("removed empty cgroups left by an earlier exit", "count", n)

@@ -50,7 +50,7 @@ func attachNetwork(pid int, idBase uint32, cgroups []string, log *os.File) error
 		return fmt.Errorf("open the sandbox's network namespace: %w", err)
 	}
 	defer netns.Close()
-	dir, err := os.MkdirTemp("", "sandpod-pasta-")
+	dir, err := os.MkdirTemp("", pastaDirPrefix) // left by a killed serve: sweepPastaDirs
 	if err != nil {
 		return err
 	}
