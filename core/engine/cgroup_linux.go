@@ -97,20 +97,56 @@ func removeCgroups(id string) {
 
 // cgroupRemovals counts the background removals still retrying: a process
 // that exits while one runs leaves its cgroups behind (Engine.Close waits).
-var cgroupRemovals sync.WaitGroup
+// Not a sync.WaitGroup: a removal may begin while a Close that timed out
+// still waits, which a WaitGroup answers with a panic ("reused before
+// previous Wait has returned").
+var cgroupRemovals pendingCount
+
+// pendingCount counts work in progress; idle is closed while none is.
+type pendingCount struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{}
+}
+
+func (c *pendingCount) Add(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 || c.idle == nil {
+		c.idle = make(chan struct{})
+	}
+	c.n += n
+}
+
+func (c *pendingCount) Done() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n--; c.n == 0 {
+		close(c.idle)
+	}
+}
+
+// Idle is closed once nothing is pending (at once when nothing is).
+func (c *pendingCount) Idle() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return c.idle
+}
 
 // awaitPendingCgroupRemovals waits up to limit for the background removals
 // and reports whether they all finished.
 func awaitPendingCgroupRemovals(limit time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		cgroupRemovals.Wait()
-		close(done)
-	}()
+	t := time.NewTimer(limit)
+	defer t.Stop()
 	select {
-	case <-done:
+	case <-cgroupRemovals.Idle():
 		return true
-	case <-time.After(limit):
+	case <-t.C:
 		return false
 	}
 }

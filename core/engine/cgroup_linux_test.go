@@ -108,3 +108,18 @@ func sleepIn(t *testing.T, dir string) *exec.Cmd {
 	}
 	return sleeper
 }
+
+// Removals may begin while an earlier wait (a Close that timed out) is
+// still pending: with a sync.WaitGroup this panicked ("reused before
+// previous Wait has returned") within a few thousand rounds.
+func TestPendingRemovalsTolerateAddsDuringWaits(t *testing.T) {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		cgroupRemovals.Add(1)
+		go func() { time.Sleep(time.Microsecond); cgroupRemovals.Done() }()
+		awaitPendingCgroupRemovals(time.Microsecond)
+	}
+	if !awaitPendingCgroupRemovals(10 * time.Second) {
+		t.Fatal("still pending after every Done")
+	}
+}

@@ -285,6 +285,13 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 		if p := adoptProcess(e.runc, r.Container, e.freezerDir(r.Container), r.PID, r.PIDStart); p != nil {
 			sb.proc = p
 			sb.workload = lifecycle.WorkloadStarting
+			// Started by an engine without the socket cap: the sockets it
+			// opens from now on are charged (sockmem_linux.go).
+			if e.cgroups.usable() {
+				if err := limitSocketMemory(r.Container, socketMemoryLimit(r.Spec.MemoryBytes, hostTCPMemMax())); err != nil {
+					e.log.Warn("adopted sandbox's socket buffers left uncapped", "sandbox", r.key(), "err", err)
+				}
+			}
 		}
 	}
 	var wg sync.WaitGroup
@@ -298,6 +305,9 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	wg.Wait()
 	e.sweepSockets()
 	e.sweepContainers()
+	if n := sweepPastaDirs(os.TempDir(), time.Now()); n > 0 {
+		e.log.Info("removed pasta directories left by an earlier exit", "count", n)
+	}
 	go func() {
 		if n := sweepStrayCgroups(strayCgroupDelay); n > 0 {
 			e.log.Info("removed empty cgroups left by an earlier exit", "count", n)

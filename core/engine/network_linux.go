@@ -19,9 +19,12 @@ import (
 // the server's ports and other sandboxes stay out of reach.
 //
 // pasta runs as the sandbox's own root (the unprivileged host id at the
-// base of its range) inside its user and PID namespaces: a flaw in pasta
-// gives no more than the sandbox already has, and pasta ends with the
-// sandbox, as every process of its PID namespace does. The engine opens
+// base of its range) inside its user and PID namespaces, and ends with the
+// sandbox, as every process of its PID namespace does. It isolates itself
+// once set up (an empty mount namespace, a seccomp filter), but its
+// sockets are the host network namespace's: a flaw in pasta that the
+// sandbox's packets could reach would reach the host's loopback (see
+// docs/security.md). The engine opens
 // the network namespace itself (pasta, holding fewer capabilities than the
 // sandbox's init, may not open it through /proc) and hands it over.
 //
@@ -47,7 +50,7 @@ func attachNetwork(pid int, idBase uint32, cgroups []string, log *os.File) error
 		return fmt.Errorf("open the sandbox's network namespace: %w", err)
 	}
 	defer netns.Close()
-	dir, err := os.MkdirTemp("", "sandpod-pasta-")
+	dir, err := os.MkdirTemp("", pastaDirPrefix) // left by a killed serve: sweepPastaDirs
 	if err != nil {
 		return err
 	}

@@ -165,6 +165,13 @@ func startProcess(l launch) (*process, error) {
 	if err := l.setupPID(p.pid, p.start); err != nil {
 		return fail(err)
 	}
+	// Before anything of the sandbox runs (and pasta): its sockets' queues
+	// are charged to it (sockmem_linux.go).
+	if c.CgroupsPath != "" {
+		if err := limitSocketMemory(l.id, socketLimitOf(c)); err != nil {
+			return fail(err)
+		}
+	}
 	// The workspace goes in now that the container exists: the bind
 	// propagates into it (swap_linux.go); before the gate opens, so the
 	// agent starts on it.

@@ -174,7 +174,7 @@ func secureContainer(c *corev1.Container) {
 	case privileged:
 	case sc.Capabilities == nil:
 		sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
-	case !hasCapability(sc.Capabilities.Add, "NET_RAW") && !hasCapability(sc.Capabilities.Drop, "NET_RAW") && !hasCapability(sc.Capabilities.Drop, "ALL"):
+	case !hasCapability(sc.Capabilities.Add, "NET_RAW") && !dropsForEveryRuntime(sc.Capabilities.Drop, "NET_RAW"):
 		// A template that lists capabilities keeps the runtime's default
 		// set, which has NET_RAW: raw sockets let sandbox code forge
 		// packets on the pod network (ARP, spoofed sources) to get between
@@ -182,6 +182,19 @@ func secureContainer(c *corev1.Container) {
 		sc.Capabilities.Drop = append(sc.Capabilities.Drop, "NET_RAW")
 	}
 	defaultResources(&c.Resources)
+}
+
+// dropsForEveryRuntime says whether drop removes c (or ALL) under every
+// container runtime: only the bare name counts, in any case. containerd
+// prefixes each entry with CAP_, so its drop of "CAP_NET_RAW" is of
+// CAP_CAP_NET_RAW, which removes nothing (CRI-O would take it).
+func dropsForEveryRuntime(drop []corev1.Capability, c string) bool {
+	for _, x := range drop {
+		if strings.EqualFold(string(x), c) || strings.EqualFold(string(x), "ALL") {
+			return true
+		}
+	}
+	return false
 }
 
 // hasCapability says whether caps names c (with or without CAP_, any case,

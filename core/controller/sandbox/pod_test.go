@@ -167,12 +167,16 @@ func TestSecureContainerCapabilities(t *testing.T) {
 		sc       *corev1.SecurityContext
 		wantDrop []corev1.Capability
 	}{
-		"none given: drop ALL":            {sc: nil, wantDrop: []corev1.Capability{"ALL"}},
-		"adds one: NET_RAW dropped":       {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_PTRACE"}}}, wantDrop: []corev1.Capability{"NET_RAW"}},
-		"drops some: NET_RAW too":         {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"MKNOD"}}}, wantDrop: []corev1.Capability{"MKNOD", "NET_RAW"}},
-		"adds NET_RAW by name: kept":      {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"CAP_NET_RAW"}}}, wantDrop: nil},
-		"drops all: unchanged":            {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"all"}}}, wantDrop: []corev1.Capability{"all"}},
-		"privileged: the template's call": {sc: &corev1.SecurityContext{Privileged: &yes}, wantDrop: nil},
+		"none given: drop ALL":       {sc: nil, wantDrop: []corev1.Capability{"ALL"}},
+		"adds one: NET_RAW dropped":  {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_PTRACE"}}}, wantDrop: []corev1.Capability{"NET_RAW"}},
+		"drops some: NET_RAW too":    {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"MKNOD"}}}, wantDrop: []corev1.Capability{"MKNOD", "NET_RAW"}},
+		"adds NET_RAW by name: kept": {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"CAP_NET_RAW"}}}, wantDrop: nil},
+		"drops all: unchanged":       {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"all"}}}, wantDrop: []corev1.Capability{"all"}},
+		// containerd reads this as CAP_CAP_NET_RAW and keeps NET_RAW.
+		"drops CAP_NET_RAW: the bare name too": {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"CAP_NET_RAW"}}}, wantDrop: []corev1.Capability{"CAP_NET_RAW", "NET_RAW"}},
+		"drops net_raw: unchanged":             {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"net_raw"}}}, wantDrop: []corev1.Capability{"net_raw"}},
+		"drops CAP_ALL: NET_RAW too":           {sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"CAP_ALL"}}}, wantDrop: []corev1.Capability{"CAP_ALL", "NET_RAW"}},
+		"privileged: the template's call":      {sc: &corev1.SecurityContext{Privileged: &yes}, wantDrop: nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := corev1.Container{Name: "c", SecurityContext: tc.sc}

@@ -119,8 +119,14 @@ func dnsRule(extra []netip.Prefix) networkingv1.NetworkPolicyEgressRule {
 	}
 }
 
+// maxDNSRangeBits is how many host bits a --dns-egress range may have (256
+// addresses): it names DNS servers, and a wider one (a pod or service
+// range, 0.0.0.0/0) would open port 53 of every pod in it, other
+// sandboxes' included, to every sandbox, under Internet and Allowlist.
+const maxDNSRangeBits = 8
+
 // ParseDNSRanges reads --dns-egress: comma-separated addresses or CIDRs
-// ("169.254.20.10" is 169.254.20.10/32).
+// ("169.254.20.10" is 169.254.20.10/32) of at most 256 addresses each.
 func ParseDNSRanges(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, f := range strings.Split(s, ",") {
@@ -135,6 +141,9 @@ func ParseDNSRanges(s string) ([]netip.Prefix, error) {
 		p, err := netip.ParsePrefix(f)
 		if err != nil {
 			return nil, fmt.Errorf("%q is neither an IP address nor a CIDR", f)
+		}
+		if p.Addr().BitLen()-p.Bits() > maxDNSRangeBits {
+			return nil, fmt.Errorf("%q is wider than 256 addresses: name the DNS servers (a range holding pods would open their port 53 to every sandbox)", f)
 		}
 		out = append(out, p.Masked())
 	}

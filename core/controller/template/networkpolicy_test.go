@@ -96,13 +96,15 @@ func TestParseDNSRanges(t *testing.T) {
 		" 10.96.0.10 , fd00::a":       "[10.96.0.10/32 fd00::a/128]",
 		"192.0.2.77/24":               "[192.0.2.0/24]",
 		"169.254.20.10,,192.0.2.1/32": "[169.254.20.10/32 192.0.2.1/32]",
+		"fd00::100/120":               "[fd00::100/120]",
 	} {
 		got, err := ParseDNSRanges(in)
 		if err != nil || fmt.Sprint(got) != want {
 			t.Errorf("%q: %v %v, want %s", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"kube-dns", "10.0.0.0/33", "1.2.3.4:53"} {
+	// Wider than 256 addresses: port 53 of every pod in them to every sandbox.
+	for _, bad := range []string{"kube-dns", "10.0.0.0/33", "1.2.3.4:53", "0.0.0.0/0", "10.244.0.0/16", "10.96.0.0/23", "::/0", "fd00::/64", "fd00::/119"} {
 		if _, err := ParseDNSRanges(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
