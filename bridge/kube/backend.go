@@ -69,7 +69,7 @@ type Backend struct {
 	live    client.Reader
 	hub     *hub
 	taken   *adopt.Taken
-	members *memberIndex
+	members *adopt.Index
 	recent  *recentWrites
 	// uncertain: takes whose write's outcome was lost (uncertain.go).
 	uncertain uncertainTakes
@@ -151,7 +151,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	}
 	recent := newRecentWrites()
 	b := &Backend{
-		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent,
+		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: adopt.NewIndex(), recent: recent,
 		agentCA: newAgentCA(agenttls.OwnNamespace(o.AgentCANamespace), time.Now, ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
 		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}
@@ -208,7 +208,7 @@ func (b *Backend) onSandbox(o any, t eventType) {
 	}
 	// The index first: once a take leaves recent, the index no longer
 	// offers the member (adopt.Taken skips it while recent holds it).
-	b.members.update(sb, t == eventDeleted)
+	b.members.Update(sb, t == eventDeleted)
 	b.recent.seen(sb, t == eventDeleted)
 	b.hub.wake(sandboxKey(sb.Namespace, sb.Name))
 	if t == eventDeleted {

@@ -161,7 +161,7 @@ func requestSandboxDeleted(id, name string) error {
 
 // adopt takes the best ready member of the template's pools (adopt.Adoption),
 // or returns nil when none is ready. Members come from the index the
-// informer's events keep (memberIndex), not from a list of the cache per
+// informer's events keep (adopt.Index), not from a list of the cache per
 // claim. Members this process is taking or has just taken are skipped
 // (adopt.Taken), so concurrent claims spread over the pool instead of
 // colliding on its first member while the cache catches up.
@@ -172,7 +172,7 @@ func (b *Backend) adopt(ctx context.Context, tmpl *v1alpha1.SandboxTemplate, sna
 		Writer: tr.writer(b.client),
 		Taken:  b.taken,
 		Next: func(skip func(string) bool) (*v1alpha1.Sandbox, bool) {
-			return b.members.pick(ns, tmpl.Name, snapshot, hash, skip)
+			return b.members.Pick(ns, tmpl.Name, snapshot, hash, skip)
 		},
 		Apply: func(sb *v1alpha1.Sandbox) {
 			adopt.Take(sb, h)

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
@@ -14,11 +15,7 @@ import (
 )
 
 // isPoolMember says whether a sandbox waits in a warm pool, unclaimed.
-func isPoolMember(sb *v1alpha1.Sandbox) bool {
-	_, pooled := sb.Labels[v1alpha1.LabelPool]
-	_, claimed := sb.Labels[v1alpha1.LabelClaim]
-	return pooled && !claimed
-}
+func isPoolMember(sb *v1alpha1.Sandbox) bool { return adopt.Pooled(sb) }
 
 // phaseOf is the sandbox's phase as the API reports it: Terminating once it
 // is being deleted, Pending before the controller's first status.

@@ -60,10 +60,10 @@ func TestBridgeReadsItsWritesOverALaggingCache(t *testing.T) {
 	recent := newRecentWrites()
 	b := &Backend{
 		client: rywtest.Lagging{Client: server, Cache: cache}, live: server,
-		hub: newHub(""), taken: adopt.NewTaken(recent.store), members: newMemberIndex(), recent: recent, now: time.Now,
+		hub: newHub(""), taken: adopt.NewTaken(recent.store), members: adopt.NewIndex(), recent: recent, now: time.Now,
 	}
 	for _, m := range members {
-		b.members.update(m, false)
+		b.members.Update(m, false)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

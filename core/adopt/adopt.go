@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
 // Writer is the one API call a take makes (a client.Client is one).
@@ -33,7 +32,7 @@ type Adoption struct {
 	// Taken spreads the claims of this process over the pool (nil: no
 	// reservations, every claim tries the best member first).
 	Taken *Taken
-	// Next chooses the member to try (Candidates, or an index's pick).
+	// Next chooses the member to try (Index.Pick).
 	Next Next
 	// Apply rewrites a copy of the member as taken (Take, or a claim's Bind).
 	Apply func(*v1alpha1.Sandbox)
@@ -91,27 +90,6 @@ func (a Adoption) Run(ctx context.Context, ns string) (sb *v1alpha1.Sandbox, mem
 // the next member should be tried.
 func Refused(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsNotFound(err)
-}
-
-// Candidates is a Next over members (read-only, e.g. from a cache list
-// without deep copies), in lifecycle.ClaimCandidates order for a template
-// whose current hash is hash.
-func Candidates(members []*v1alpha1.Sandbox, hash string) Next {
-	byName := make(map[string]*v1alpha1.Sandbox, len(members))
-	views := make([]lifecycle.PoolMember, 0, len(members))
-	for _, sb := range members {
-		byName[sb.Name] = sb
-		views = append(views, ToPoolMember(sb))
-	}
-	order := lifecycle.ClaimCandidates(views, hash)
-	return func(skip func(string) bool) (*v1alpha1.Sandbox, bool) {
-		for _, name := range order {
-			if !skip(name) {
-				return byName[name], true
-			}
-		}
-		return nil, false
-	}
 }
 
 // Uncertain says whether a take's write failed without telling whether it

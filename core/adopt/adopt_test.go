@@ -41,6 +41,18 @@ func order(next Next) []string {
 	}
 }
 
+// candidates is a Next over members, through an Index as the claim paths
+// use it (the members carry no template label: they file under "").
+func candidates(members []*v1alpha1.Sandbox, hash string) Next {
+	x := NewIndex()
+	for _, sb := range members {
+		x.Update(sb, false)
+	}
+	return func(skip func(string) bool) (*v1alpha1.Sandbox, bool) { return x.Pick("ns", "", "", hash, skip) }
+}
+
+// The order a claim tries members in: ready ones only, current template
+// hash first, then oldest.
 func TestCandidates(t *testing.T) {
 	run := v1alpha1.SandboxRunning
 	cases := map[string]struct {
@@ -59,7 +71,7 @@ func TestCandidates(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := order(Candidates(tc.members, "h")); !slices.Equal(got, tc.want) {
+			if got := order(candidates(tc.members, "h")); !slices.Equal(got, tc.want) {
 				t.Errorf("order %v, want %v", got, tc.want)
 			}
 		})
@@ -113,7 +125,7 @@ func TestAdoptionRun(t *testing.T) {
 			sb, failed, err := Adoption{
 				Writer:  w,
 				Taken:   taken,
-				Next:    Candidates(members, "h"),
+				Next:    candidates(members, "h"),
 				Apply:   func(sb *v1alpha1.Sandbox) { Take(sb, Holder{RequestID: "r"}) },
 				Refused: func(n string, _ error) { refused = append(refused, n) },
 			}.Run(context.Background(), "ns")
@@ -143,7 +155,7 @@ func TestAdoptionRun(t *testing.T) {
 
 func TestAdoptionRunWithoutTaken(t *testing.T) {
 	w := &scripted{}
-	sb, _, err := Adoption{Writer: w, Next: Candidates([]*v1alpha1.Sandbox{member("a", "h", v1alpha1.SandboxRunning, 1)}, "h"), Apply: func(*v1alpha1.Sandbox) {}}.Run(context.Background(), "ns")
+	sb, _, err := Adoption{Writer: w, Next: candidates([]*v1alpha1.Sandbox{member("a", "h", v1alpha1.SandboxRunning, 1)}, "h"), Apply: func(*v1alpha1.Sandbox) {}}.Run(context.Background(), "ns")
 	if err != nil || sb == nil || sb.Name != "a" {
 		t.Fatalf("took %v, %v; want a", sb, err)
 	}
@@ -185,7 +197,7 @@ func TestAdoptionSkipsWhatItTookUntilTheCacheShowsIt(t *testing.T) {
 	written := readyourwrites.New[*v1alpha1.Sandbox](0)
 	taken := NewTaken(written)
 	for range 2 {
-		if _, _, err := (Adoption{Writer: w, Taken: taken, Next: Candidates(stale, "h"), Apply: func(*v1alpha1.Sandbox) {}}).Run(context.Background(), "ns"); err != nil {
+		if _, _, err := (Adoption{Writer: w, Taken: taken, Next: candidates(stale, "h"), Apply: func(*v1alpha1.Sandbox) {}}).Run(context.Background(), "ns"); err != nil {
 			t.Fatal(err)
 		}
 	}

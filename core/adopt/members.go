@@ -13,6 +13,14 @@ func IsMember(sb *v1alpha1.Sandbox, pool string) bool {
 	return sb.DeletionTimestamp == nil && !claimed && sb.Labels[v1alpha1.LabelPool] == pool
 }
 
+// Pooled says whether a sandbox waits in a warm pool, unclaimed (of any
+// pool: Index files it under its template).
+func Pooled(sb *v1alpha1.Sandbox) bool {
+	_, pooled := sb.Labels[v1alpha1.LabelPool]
+	_, claimed := sb.Labels[v1alpha1.LabelClaim]
+	return pooled && !claimed
+}
+
 // ToPoolMember is the backend-neutral view of a member. A member that can
 // no longer serve a claim (failed, suspended or expired, even if only its
 // spec says so yet) is Failed: the pool deletes it and makes a new one, and

@@ -35,6 +35,7 @@ import (
 	"github.com/sandpod/sandpod/core/controller/snapshot"
 	"github.com/sandpod/sandpod/core/controller/template"
 	"github.com/sandpod/sandpod/core/controller/warmpool"
+	"github.com/sandpod/sandpod/core/readyourwrites"
 )
 
 // DefaultAgentImage is the image whose sandpod binary is copied into pods.
@@ -198,7 +199,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"), Taken: adopt.NewTaken(nil)}
+	written := readyourwrites.NewObserved[*v1alpha1.Sandbox](0)
+	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"),
+		Taken: adopt.NewTaken(written), Members: adopt.NewIndex()}
+	if err := watchMembers(ctx, mgr.GetCache(), cr.Members, written); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("sandboxclaim").
 		For(&v1alpha1.SandboxClaim{}).
 		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(claimOfSandbox), sandboxChanged).

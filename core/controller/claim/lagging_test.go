@@ -78,7 +78,14 @@ func claimOverALaggingCache(t *testing.T, failFirstStatus bool) {
 	}
 	server := build(true)
 	cache := build(false) // as it was before any write, for good
-	r := &Reconciler{Client: rywtest.Lagging{Client: server, Cache: cache}, APIReader: server, Clock: clock.RealClock{}, Taken: adopt.NewTaken(nil)}
+	// The index as the cache shows the members, for good.
+	members := adopt.NewIndex()
+	for _, o := range objs {
+		if sb, ok := o.(*v1alpha1.Sandbox); ok {
+			members.Update(sb, false)
+		}
+	}
+	r := &Reconciler{Client: rywtest.Lagging{Client: server, Cache: cache}, APIReader: server, Clock: clock.RealClock{}, Taken: adopt.NewTaken(nil), Members: members}
 
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "c"}}
 	for pass := 1; pass <= 2; pass++ {

@@ -46,6 +46,10 @@ type Reconciler struct {
 	// store (Taken.Written) also holds the sandboxes this reconciler
 	// created, so all its sandbox writes are read back from one place.
 	Taken *adopt.Taken
+	// Members are the free pool members, kept from the Sandbox informer's
+	// events (adopt.Index); the same events must tell Taken's store
+	// (readyourwrites.NewObserved) what the cache shows, after the index.
+	Members *adopt.Index
 
 	mu     sync.Mutex
 	state  map[types.NamespacedName]*claimMemo
@@ -242,38 +246,20 @@ func (r *Reconciler) getSandbox(ctx context.Context, ns, name string) (*v1alpha1
 	return sb, nil
 }
 
-// adopt takes the best ready member of the template's pools (adopt.Adoption:
-// one guarded write per member, the next one on a conflict), or returns nil
-// when none is ready.
+// adopt takes the best ready member of the template (adopt.Adoption: one
+// guarded write per member, the next one on a conflict), or returns nil
+// when none is ready. Members come from the index the informer's events
+// keep (Members), as in the bridge, not from a list of the cache per claim.
 func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *v1alpha1.SandboxTemplate, now time.Time) (*v1alpha1.Sandbox, error) {
-	var pools v1alpha1.SandboxWarmPoolList
-	if err := r.Client.List(ctx, &pools, client.InNamespace(c.Namespace), client.MatchingFields{index.PoolTemplate: tmpl.Name}); err != nil {
-		return nil, err
-	}
-	var members []*v1alpha1.Sandbox
 	snapshot := c.Spec.SnapshotName()
-	for i := range pools.Items {
-		pool := &pools.Items[i]
-		if pool.Spec.Snapshot != snapshot {
-			continue // a pool of forks serves only claims from its snapshot; a plain pool, only claims without one
-		}
-		var list v1alpha1.SandboxList
-		// Read-only views of the cache's members (no deep copy of a whole
-		// pool per claim); adopt.TakeWrite copies what it changes.
-		if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{index.SandboxPool: pool.Name}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, err
-		}
-		for j := range list.Items {
-			if sb := &list.Items[j]; adopt.IsMember(sb, pool.Name) {
-				members = append(members, sb)
-			}
-		}
-	}
+	hash := lifecycle.PoolHash(lifecycle.TemplateHash(tmpl.Spec), snapshot)
 	sb, name, err := adopt.Adoption{
 		Writer: r.Client,
 		Taken:  r.Taken,
-		Next:   adopt.Candidates(members, lifecycle.PoolHash(lifecycle.TemplateHash(tmpl.Spec), snapshot)),
-		Apply:  func(sb *v1alpha1.Sandbox) { Bind(sb, c, tmpl, now) },
+		Next: func(skip func(string) bool) (*v1alpha1.Sandbox, bool) {
+			return r.Members.Pick(c.Namespace, tmpl.Name, snapshot, hash, skip)
+		},
+		Apply: func(sb *v1alpha1.Sandbox) { Bind(sb, c, tmpl, now) },
 		Refused: func(name string, err error) {
 			log.FromContext(ctx).V(1).Info("adopt conflict", "member", name, "err", err.Error())
 		},

@@ -1,4 +1,4 @@
-package kube
+package adopt
 
 import (
 	"testing"
@@ -18,10 +18,10 @@ func indexSandbox(name, tmpl string, age time.Duration, phase v1alpha1.SandboxPh
 	}
 }
 
-func TestMemberIndex(t *testing.T) {
-	x := newMemberIndex()
+func TestIndex(t *testing.T) {
+	x := NewIndex()
 	pick := func(tmpl string, skip ...string) string {
-		sb, ok := x.pick("ns", tmpl, "", "h", func(n string) bool {
+		sb, ok := x.Pick("ns", tmpl, "", "h", func(n string) bool {
 			for _, s := range skip {
 				if s == n {
 					return true
@@ -34,10 +34,10 @@ func TestMemberIndex(t *testing.T) {
 		}
 		return sb.Name
 	}
-	x.update(indexSandbox("young", "py", time.Minute, v1alpha1.SandboxRunning), false)
-	x.update(indexSandbox("old", "py", time.Hour, v1alpha1.SandboxRunning), false)
-	x.update(indexSandbox("starting", "py", 2*time.Hour, v1alpha1.SandboxPending), false)
-	x.update(indexSandbox("other", "go", 3*time.Hour, v1alpha1.SandboxRunning), false)
+	x.Update(indexSandbox("young", "py", time.Minute, v1alpha1.SandboxRunning), false)
+	x.Update(indexSandbox("old", "py", time.Hour, v1alpha1.SandboxRunning), false)
+	x.Update(indexSandbox("starting", "py", 2*time.Hour, v1alpha1.SandboxPending), false)
+	x.Update(indexSandbox("other", "go", 3*time.Hour, v1alpha1.SandboxRunning), false)
 
 	for _, tc := range []struct {
 		step string
@@ -52,23 +52,23 @@ func TestMemberIndex(t *testing.T) {
 		{"another template is apart", nil, "go", nil, "other"},
 		{"a template without members", nil, "none", nil, ""},
 		{"a member that becomes ready is offered", func() {
-			x.update(indexSandbox("starting", "py", 2*time.Hour, v1alpha1.SandboxRunning), false)
+			x.Update(indexSandbox("starting", "py", 2*time.Hour, v1alpha1.SandboxRunning), false)
 		}, "py", nil, "starting"},
 		{"a claimed member leaves", func() {
 			sb := indexSandbox("starting", "py", 2*time.Hour, v1alpha1.SandboxRunning)
 			delete(sb.Labels, v1alpha1.LabelPool)
-			x.update(sb, false)
+			x.Update(sb, false)
 		}, "py", nil, "old"},
 		{"a member being deleted leaves", func() {
 			sb := indexSandbox("old", "py", time.Hour, v1alpha1.SandboxRunning)
 			sb.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-			x.update(sb, false)
+			x.Update(sb, false)
 		}, "py", nil, "young"},
 		{"a deleted member leaves", func() {
-			x.update(indexSandbox("young", "py", time.Minute, v1alpha1.SandboxRunning), true)
+			x.Update(indexSandbox("young", "py", time.Minute, v1alpha1.SandboxRunning), true)
 		}, "py", nil, ""},
 		{"a member whose template label changes moves", func() {
-			x.update(indexSandbox("other", "py", 3*time.Hour, v1alpha1.SandboxRunning), false)
+			x.Update(indexSandbox("other", "py", 3*time.Hour, v1alpha1.SandboxRunning), false)
 		}, "go", nil, ""},
 		{"… to its new template", nil, "py", nil, "other"},
 	} {

@@ -1,27 +1,29 @@
-package kube
+package adopt
 
 import (
 	"iter"
 	"sync"
 
-	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
-// memberIndex is the unclaimed warm pool members of each template, kept from
-// the sandbox informer's events: what a claim chooses from. Listing them from
-// the cache on every claim copied every sandbox of the template (claimed ones
-// too) into a new list and matched each one's labels: in a burst of 500
-// claims through the bridge that was half of its CPU and most of its 1.4 GiB
-// peak RSS.
+// Index is the unclaimed warm pool members of each template, kept from the
+// sandbox informer's events: what a claim chooses from (an Adoption's Next).
+// Both claim paths use it: the bridge's ClaimSandbox and the SandboxClaim
+// reconciler. Listing the members from the cache on every claim copied every
+// sandbox of the template (claimed ones too) into a new list and matched each
+// one's labels: in a burst of 500 claims through the bridge that was half of
+// its CPU and most of its 1.4 GiB peak RSS; in the controller, the list
+// (controller-runtime's meta.SetList copies each listed struct even without
+// a deep copy) and the candidates' sort were a quarter of its CPU.
 //
 // Entries point at the informer's own objects, which are never modified in
 // place (an update replaces the object), so they are only read: the write
 // that takes a member copies what it changes (adopt.TakeWrite). The index
 // is no fresher than the cache: a member it offers may already be taken,
 // and the take's resourceVersion guard refuses it then.
-type memberIndex struct {
+type Index struct {
 	mu sync.RWMutex
 	// byTemplate: "namespace/template" → member name → member.
 	byTemplate map[string]map[string]indexed
@@ -34,15 +36,16 @@ type indexed struct {
 	sb   *v1alpha1.Sandbox
 }
 
-func newMemberIndex() *memberIndex {
-	return &memberIndex{byTemplate: map[string]map[string]indexed{}, filed: map[string]string{}}
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{byTemplate: map[string]map[string]indexed{}, filed: map[string]string{}}
 }
 
-// update files sb after an informer event: a live, unclaimed pool member
+// Update files sb after an informer event: a live, unclaimed pool member
 // under its template; anything else (claimed, deleting, deleted) nowhere.
-func (x *memberIndex) update(sb *v1alpha1.Sandbox, deleted bool) {
+func (x *Index) Update(sb *v1alpha1.Sandbox, deleted bool) {
 	key := sb.Namespace + "/" + sb.Name
-	tmpl, member := "", !deleted && sb.DeletionTimestamp == nil && isPoolMember(sb)
+	tmpl, member := "", !deleted && sb.DeletionTimestamp == nil && Pooled(sb)
 	if member {
 		tmpl = memberKey(sb.Namespace, sb.Labels[v1alpha1.LabelTemplate], sb.Labels[v1alpha1.LabelSnapshot])
 	}
@@ -63,7 +66,7 @@ func (x *memberIndex) update(sb *v1alpha1.Sandbox, deleted bool) {
 		m = map[string]indexed{}
 		x.byTemplate[tmpl] = m
 	}
-	m[sb.Name] = indexed{view: adopt.ToPoolMember(sb), sb: sb}
+	m[sb.Name] = indexed{view: ToPoolMember(sb), sb: sb}
 	x.filed[key] = tmpl
 }
 
@@ -77,10 +80,10 @@ func memberKey(ns, template, snapshot string) string {
 	return ns + "/" + template + "@" + snapshot
 }
 
-// pick returns the member a claim on ns/template (from snapshot, if set) takes next
+// Pick returns the member a claim on ns/template (from snapshot, if set) takes next
 // (lifecycle.BestCandidate), skipping the names skip refuses; the sandbox is
 // the informer's object, to be read only.
-func (x *memberIndex) pick(ns, template, snapshot, currentHash string, skip func(name string) bool) (*v1alpha1.Sandbox, bool) {
+func (x *Index) Pick(ns, template, snapshot, currentHash string, skip func(name string) bool) (*v1alpha1.Sandbox, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	m := x.byTemplate[memberKey(ns, template, snapshot)]
