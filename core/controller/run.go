@@ -50,6 +50,7 @@ func Run(ctx context.Context, args []string) error {
 	qps := fs.Float64("kube-api-qps", 200, "client QPS to the API server")
 	burst := fs.Int("kube-api-burst", 400, "client burst to the API server")
 	pprofAddr := fs.String("pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling (default: off)")
+	verbosity := fs.String("v", "0", "log verbosity (1: also a line per bound SandboxClaim, \"claim timing\", with where its time went in the controller)")
 	gcPercent := fs.Int("gc-percent", DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection")
 	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain), in each sandbox's status.serviceFQDN")
 	untrack := fs.Bool("untrack-pool-members", true, "clear new warm pool members' managedFields before their first status: kube-apiserver then tracks none of their later writes, a quarter to a third less of its CPU per claim, for one write per member (false: 5 writes per refilled member instead of 6)")
@@ -68,6 +69,11 @@ func Run(ctx context.Context, args []string) error {
 	extraDNS, err := template.ParseDNSRanges(*dnsEgress)
 	if err != nil {
 		return fmt.Errorf("--dns-egress: %w", err)
+	}
+	var klogFlags flag.FlagSet
+	klog.InitFlags(&klogFlags)
+	if err := klogFlags.Set("v", *verbosity); err != nil {
+		return fmt.Errorf("-v: %w", err)
 	}
 	ctrl.SetLogger(klog.NewKlogr())
 	if limit, err := ApplyGCSettings(*gcPercent, *memLimit); err != nil {

@@ -74,6 +74,7 @@ type claimMemo struct {
 
 // Reconcile runs one pass: fetch (or release), bind, status, TTL.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	tr := tracePass(ctx)
 	c := &v1alpha1.SandboxClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -90,7 +91,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := r.Clock.Now()
 	memo := r.memo(c, now)
 
-	view, err := r.bind(ctx, c, memo, now)
+	tr.mark("read")
+	view, err := r.bind(ctx, c, memo, now, tr)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -106,6 +108,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.writeStatus(ctx, c, st); err != nil {
 		return reconcile.Result{}, err
 	}
+	tr.mark("status")
+	defer tr.done(view)
 	if view.Adopted {
 		mode := modeOf(view.Warm)
 		metrics.Claims.WithLabelValues(mode).Inc()
@@ -125,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // bind finds the claim's sandbox, or adopts or creates one.
-func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo claimMemo, now time.Time) (claimView, error) {
+func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo claimMemo, now time.Time, tr *passTrace) (claimView, error) {
 	v := claimView{Now: now, Warm: memo.warm}
 	name := c.Status.SandboxName
 	if name == "" {
@@ -182,6 +186,7 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 	}
 	// Over a SandboxQuota the claim waits, its Ready condition naming the
 	// limit (reason QuotaExceeded), and looks again later.
+	tr.mark("template")
 	no, wait, err := r.checkQuota(ctx, c, tmpl, now)
 	if err != nil {
 		return v, err
@@ -190,10 +195,12 @@ func (r *Reconciler) bind(ctx context.Context, c *v1alpha1.SandboxClaim, memo cl
 		v.Problem, v.PReason, v.Retry = no.Message(c.Namespace, tmpl.Name), v1alpha1.ReasonQuotaExceeded, wait
 		return v, nil
 	}
-	sb, err := r.adopt(ctx, c, tmpl, now)
+	tr.mark("quota")
+	sb, err := r.adopt(ctx, c, tmpl, now, tr)
 	if err != nil {
 		return v, err
 	}
+	tr.mark("adopt")
 	v.Warm = sb != nil
 	if sb == nil {
 		if sb, err = r.createCold(ctx, c, tmpl, now); err != nil {
@@ -250,11 +257,11 @@ func (r *Reconciler) getSandbox(ctx context.Context, ns, name string) (*v1alpha1
 // guarded write per member, the next one on a conflict), or returns nil
 // when none is ready. Members come from the index the informer's events
 // keep (Members), as in the bridge, not from a list of the cache per claim.
-func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *v1alpha1.SandboxTemplate, now time.Time) (*v1alpha1.Sandbox, error) {
+func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *v1alpha1.SandboxTemplate, now time.Time, tr *passTrace) (*v1alpha1.Sandbox, error) {
 	snapshot := c.Spec.SnapshotName()
 	hash := lifecycle.PoolHash(lifecycle.TemplateHash(tmpl.Spec), snapshot)
 	sb, name, err := adopt.Adoption{
-		Writer: r.Client,
+		Writer: tr.writer(r.Client),
 		Taken:  r.Taken,
 		Next: func(skip func(string) bool) (*v1alpha1.Sandbox, bool) {
 			return r.Members.Pick(c.Namespace, tmpl.Name, snapshot, hash, skip)
