@@ -21,7 +21,19 @@ func watchMembers(ctx context.Context, c cache.Cache, members *adopt.Index, writ
 	if err != nil {
 		return fmt.Errorf("sandbox informer: %w", err)
 	}
-	on := func(o any, deleted bool) {
+	on := onMemberEvent(members, written)
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { on(o, false) },
+		UpdateFunc: func(_, o any) { on(o, false) },
+		DeleteFunc: func(o any) { on(o, true) },
+	})
+	return err
+}
+
+// onMemberEvent is what watchMembers does with one informer event (a
+// tombstone of a delete the informer missed included).
+func onMemberEvent(members *adopt.Index, written *readyourwrites.Store[*v1alpha1.Sandbox]) func(o any, deleted bool) {
+	return func(o any, deleted bool) {
 		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 			o = d.Obj
 		}
@@ -30,10 +42,4 @@ func watchMembers(ctx context.Context, c cache.Cache, members *adopt.Index, writ
 			written.Observe(sb, deleted)
 		}
 	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { on(o, false) },
-		UpdateFunc: func(_, o any) { on(o, false) },
-		DeleteFunc: func(o any) { on(o, true) },
-	})
-	return err
 }
