@@ -172,7 +172,12 @@ func (s *secretCache) get(ctx context.Context, r client.Reader, sb *v1alpha1.San
 	return v, nil
 }
 
+// forget drops a deleted sandbox's credentials; a nil cache (no
+// --legacy-agent-secrets, the default) has none.
 func (s *secretCache) forget(uid types.UID) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	delete(s.byUID, uid)
 	s.mu.Unlock()
