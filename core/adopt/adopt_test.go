@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
 	"github.com/sandpod/sandpod/core/readyourwrites"
 )
 
@@ -63,6 +65,28 @@ func TestCandidates(t *testing.T) {
 				t.Errorf("order %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCandidatesInClaimCandidatesOrder: the lazy Next (one pass per call)
+// drains in the order of lifecycle.ClaimCandidates, ties of age included
+// (broken by name), over mixed pools of every size up to 60.
+func TestCandidatesInClaimCandidatesOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 3))
+	phases := []v1alpha1.SandboxPhase{v1alpha1.SandboxRunning, v1alpha1.SandboxRunning, v1alpha1.SandboxPending, v1alpha1.SandboxFailed}
+	for n := 0; n <= 60; n++ {
+		var members []*v1alpha1.Sandbox
+		var views []lifecycle.PoolMember
+		for _, i := range rng.Perm(n) { // unique names, in random order
+			hash := []string{"h", "old"}[rng.IntN(2)]
+			sb := member(fmt.Sprintf("m-%02d", i), hash, phases[rng.IntN(len(phases))], time.Duration(rng.IntN(5))*time.Second)
+			members = append(members, sb)
+			views = append(views, ToPoolMember(sb))
+		}
+		want := lifecycle.ClaimCandidates(views, "h")
+		if got := order(Candidates(members, "h")); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("%d members: order %v, want %v", n, got, want)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -46,6 +47,9 @@ type Reconciler struct {
 	// store (Taken.Written) also holds the sandboxes this reconciler
 	// created, so all its sandbox writes are read back from one place.
 	Taken *adopt.Taken
+	// Cache, when set, is the manager's cache: pool members are read from
+	// its index without a List's copy of each (index.Sandboxes).
+	Cache cache.Informers
 
 	mu     sync.Mutex
 	state  map[types.NamespacedName]*claimMemo
@@ -257,14 +261,14 @@ func (r *Reconciler) adopt(ctx context.Context, c *v1alpha1.SandboxClaim, tmpl *
 		if pool.Spec.Snapshot != snapshot {
 			continue // a pool of forks serves only claims from its snapshot; a plain pool, only claims without one
 		}
-		var list v1alpha1.SandboxList
-		// Read-only views of the cache's members (no deep copy of a whole
+		// Read-only views of the cache's members (no copy of a whole
 		// pool per claim); adopt.TakeWrite copies what it changes.
-		if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{index.SandboxPool: pool.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		list, err := index.Sandboxes(ctx, r.Cache, r.Client, c.Namespace, index.SandboxPool, pool.Name)
+		if err != nil {
 			return nil, err
 		}
-		for j := range list.Items {
-			if sb := &list.Items[j]; adopt.IsMember(sb, pool.Name) {
+		for _, sb := range list {
+			if adopt.IsMember(sb, pool.Name) {
 				members = append(members, sb)
 			}
 		}
