@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -202,7 +201,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"), Taken: adopt.NewTaken(nil), Cache: mgr.GetCache()}
+	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"), Taken: claim.NewTaken(), Cache: mgr.GetCache()}
+	if err := observeWrites(ctx, mgr.GetCache(), sbr, cr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("sandboxclaim").
 		For(&v1alpha1.SandboxClaim{}).
 		Watches(&v1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(claimOfSandbox), sandboxChanged).

@@ -322,7 +322,7 @@ func (r *Reconciler) createCold(ctx context.Context, c *v1alpha1.SandboxClaim, t
 	sb := ColdSandbox(c, tmpl, now)
 	err := r.Client.Create(ctx, sb)
 	if err == nil {
-		r.written().Put(sb.DeepCopy())
+		r.written().Put(cachedForm(sb))
 		return sb, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -341,7 +341,7 @@ func (r *Reconciler) createCold(ctx context.Context, c *v1alpha1.SandboxClaim, t
 	if err := r.Client.Create(ctx, sb); err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
-	r.written().Put(sb.DeepCopy())
+	r.written().Put(cachedForm(sb))
 	return sb, nil
 }
 
@@ -390,8 +390,39 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.SandboxClaim, 
 	if err := r.Client.Status().Patch(ctx, c, p); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.claimWrites().Put(c.DeepCopy())
+	w := c.DeepCopy()
+	w.ManagedFields = nil
+	r.claimWrites().Put(w)
 	return nil
+}
+
+// cachedForm is a copy of sb without managedFields, as the cache keeps it:
+// what the store of this reconciler's writes holds (adopt.Taken.Keep too).
+func cachedForm(sb *v1alpha1.Sandbox) *v1alpha1.Sandbox {
+	c := *sb
+	c.ManagedFields = nil
+	return c.DeepCopy()
+}
+
+// ObserveSandbox and ObserveClaim are told of every event of the sandbox
+// and claim informers (Setup): a write of this reconciler the cache now
+// shows leaves its store at once, instead of when a pass reads that object
+// again (a claim once Ready is not reconciled again, so the whole answer
+// of its take stayed until a later write swept it, a minute or more after).
+func (r *Reconciler) ObserveSandbox(sb *v1alpha1.Sandbox, deleted bool) {
+	r.written().Observe(sb, deleted)
+}
+
+func (r *Reconciler) ObserveClaim(c *v1alpha1.SandboxClaim, deleted bool) {
+	r.claimWrites().Observe(c, deleted)
+}
+
+// NewTaken is the claim reconciler's adopt.Taken: takes kept without
+// managedFields, as the cache keeps sandboxes.
+func NewTaken() *adopt.Taken {
+	t := adopt.NewTaken(nil)
+	t.Keep = cachedForm
+	return t
 }
 
 // written is the store of sandboxes this process adopted or created.
@@ -399,7 +430,7 @@ func (r *Reconciler) written() *readyourwrites.Store[*v1alpha1.Sandbox] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Taken == nil {
-		r.Taken = adopt.NewTaken(nil)
+		r.Taken = NewTaken()
 	}
 	return r.Taken.Written()
 }
