@@ -43,7 +43,8 @@ func Sandboxes(ctx context.Context, informers cache.Informers, reader client.Rea
 // FromIndex reads the sandbox informer's field index directly, as
 // controller-runtime's cache names and keys it ("field:" + the field's
 // name; "namespace/value"). ok is false when informers holds no such
-// informer or index (the caller lists instead).
+// informer or index (the caller lists instead): a cache of a few
+// namespaces (DefaultNamespaces) wraps its informers and has none.
 func FromIndex(ctx context.Context, informers cache.Informers, ns, field, value string) (out []*v1alpha1.Sandbox, ok bool) {
 	inf, err := informers.GetInformer(ctx, &v1alpha1.Sandbox{}, cache.BlockUntilSynced(false))
 	if err != nil {
