@@ -88,18 +88,3 @@ func parseCgroupLimit(s string) int64 {
 	}
 	return n
 }
-
-// StartupGCPercent is the GC target while the informers' initial lists are
-// decoded, given the process's target (gcPercent; negative: GC off) and
-// whether $GOGC is set (then the process's own setting stands: ok false).
-// A fresh controller decodes every pod, sandbox and claim in a few
-// seconds, most of each pod garbage once trimmed (cachetrim.go), while what
-// is live grows from nothing: at the usual target the heap's peak there set
-// the process's peak RSS. Half the target (at least 10) bounds it, for a
-// few more collections during the start only; a target under 10 stands.
-func StartupGCPercent(gcPercent int, envSet bool) (percent int, ok bool) {
-	if envSet || gcPercent <= 0 {
-		return 0, false
-	}
-	return min(gcPercent, max(gcPercent/2, 10)), true
-}

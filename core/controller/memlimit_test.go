@@ -41,27 +41,3 @@ func TestParseCgroupLimit(t *testing.T) {
 		}
 	}
 }
-
-func TestStartupGCPercent(t *testing.T) {
-	cases := map[string]struct {
-		gcPercent int
-		envSet    bool
-		want      int
-		ok        bool
-	}{
-		"default 50: half":             {50, false, 25, true},
-		"Go's default 100: half":       {100, false, 50, true},
-		"small targets: at least 10":   {12, false, 10, true},
-		"under 10: as it is":           {5, false, 5, true},
-		"GC off stays off":             {-1, false, 0, false},
-		"$GOGC set: the process's own": {50, true, 0, false},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, ok := StartupGCPercent(tc.gcPercent, tc.envSet)
-			if got != tc.want || ok != tc.ok {
-				t.Errorf("got %d %v, want %d %v", got, ok, tc.want, tc.ok)
-			}
-		})
-	}
-}

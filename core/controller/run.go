@@ -75,12 +75,6 @@ func Run(ctx context.Context, args []string) error {
 	} else if limit > 0 {
 		klog.InfoS("soft memory limit", "bytes", limit)
 	}
-	// A tighter GC target until the caches have synced (StartupGCPercent).
-	_, gogcSet := os.LookupEnv("GOGC")
-	startupPercent, lowered := StartupGCPercent(*gcPercent, gogcSet)
-	if lowered {
-		debug.SetGCPercent(startupPercent)
-	}
 
 	cfg, err := LoadConfig(*kubeconfig)
 	if err != nil {
@@ -148,9 +142,6 @@ func Run(ctx context.Context, args []string) error {
 			// passes since they read no Secret): return the lists' pages
 			// first, so the passes' garbage does not pile on top of them.
 			debug.FreeOSMemory()
-			if lowered {
-				debug.SetGCPercent(*gcPercent)
-			}
 			pageOut("caches synced")
 		}
 	}()
