@@ -171,6 +171,8 @@ type kwokSuite struct {
 	RSS                                      []rssPoint
 	Restart                                  *rssPoint
 	StartRSS                                 *rssPoint
+	ScalePeakReset                           bool // VmHWM reset after RSS[0]: later peaks are the scale-up's
+	ClaimsAtScale                            int  // SandboxClaims in the namespace when the scale-up started
 	Timings                                  []timing
 	Objects                                  map[string]objSize
 	Caches                                   []cacheSize

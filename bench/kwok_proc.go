@@ -354,6 +354,13 @@ func memStatus(pid int) (rss, hwm int64) {
 	return rss, hwm
 }
 
+// resetPeakRSS sets pid's VmHWM back to its RSS now (writing 5 to
+// /proc/<pid>/clear_refs, Linux 4.0+), so a later VmHWM is the peak of
+// what came after.
+func resetPeakRSS(pid int) error {
+	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0)
+}
+
 // rssParts reads RssAnon (the process's own memory: Go heap, stacks) and
 // RssFile (pages of its binary and other files) of pid, in bytes: what a
 // peak RSS is made of.

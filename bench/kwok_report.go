@@ -9,22 +9,27 @@ import (
 
 // kwokDetails is the kwok suite's part of the JSON beyond its rows.
 type kwokDetails struct {
-	Params      kwokParams                      `json:"params"`
-	Timings     []timing                        `json:"timings"`
-	CPU         []phaseCPU                      `json:"cpu"`
-	RSS         []rssPoint                      `json:"rss"`
-	Restart     *rssPoint                       `json:"rss_after_restart,omitempty"`
-	StartRSS    *rssPoint                       `json:"rss_at_start,omitempty"`
-	Writes      map[string][]map[string]float64 `json:"api_writes_per_claim_by_run"`
-	CtrlWrites  map[string][]float64            `json:"controller_writes_per_claim_by_run"`
-	ObjectSizes map[string]objSize              `json:"object_sizes,omitempty"`
-	CacheSizes  []cacheSize                     `json:"cache_sizes,omitempty"`
-	Profiles    []*perfCapture                  `json:"profiles,omitempty"`
-	Skipped     string                          `json:"skipped,omitempty"`
+	Params   kwokParams `json:"params"`
+	Timings  []timing   `json:"timings"`
+	CPU      []phaseCPU `json:"cpu"`
+	RSS      []rssPoint `json:"rss"`
+	Restart  *rssPoint  `json:"rss_after_restart,omitempty"`
+	StartRSS *rssPoint  `json:"rss_at_start,omitempty"`
+	// ScalePeakReset: the controller's VmHWM was reset after rss[0], so
+	// the later points' peaks are the scale-up's own.
+	ScalePeakReset bool                            `json:"rss_peak_reset_at_scale_up,omitempty"`
+	ClaimsAtScale  int                             `json:"claims_at_scale_up,omitempty"`
+	Writes         map[string][]map[string]float64 `json:"api_writes_per_claim_by_run"`
+	CtrlWrites     map[string][]float64            `json:"controller_writes_per_claim_by_run"`
+	ObjectSizes    map[string]objSize              `json:"object_sizes,omitempty"`
+	CacheSizes     []cacheSize                     `json:"cache_sizes,omitempty"`
+	Profiles       []*perfCapture                  `json:"profiles,omitempty"`
+	Skipped        string                          `json:"skipped,omitempty"`
 }
 
 func (k *kwokSuite) details() *kwokDetails {
 	return &kwokDetails{Params: k.p, Timings: k.Timings, CPU: k.CPU, RSS: k.RSS, Restart: k.Restart, StartRSS: k.StartRSS,
+		ScalePeakReset: k.ScalePeakReset, ClaimsAtScale: k.ClaimsAtScale,
 		Writes: k.writes, CtrlWrites: k.ctrlWrites, ObjectSizes: k.Objects, CacheSizes: k.Caches, Profiles: k.Profiles}
 }
 
@@ -155,7 +160,8 @@ func (k *kwokSuite) rows() []Row {
 	rows = append(rows, k.bridgeRows()...)
 	if len(k.RSS) > 0 {
 		last := k.RSS[len(k.RSS)-1]
-		note := "VmHWM of the `sandpod controller` process from /proc; the same process served every figure above, so the peak covers them too; "
+		suite, scale, hasScale := controllerPeaks(k.RSS, k.ScalePeakReset)
+		note := "VmHWM of the `sandpod controller` process from /proc; "
 		if st := k.StartRSS; st != nil {
 			note += fmt.Sprintf("RSS %.1f MiB just after start with no sandboxes; ", st.RSSMiB)
 		}
@@ -168,9 +174,22 @@ func (k *kwokSuite) rows() []Row {
 		if slope, icept, ok := fitLine(k.RSS); ok {
 			note += fmt.Sprintf("; RSS ≈ %.1f MiB + %.1f MiB per 1,000 sandboxes (least squares), so ≈ %.0f MiB at 5,000", icept, slope*1000, icept+slope*5000)
 		}
-		rows = append(rows, Row{Section: sec, Figure: fmt.Sprintf("controller peak RSS, %d sandboxes", last.Sandboxes),
-			Kind: "memory", Unit: "MiB", P50: last.HWMMiB, Samples: 1, Runs: 1,
-			Target: "≤ 100 MB (95.4 MiB)", Met: boolp(last.HWMMiB*(1<<20) <= 100e6), Note: note})
+		if hasScale {
+			rows = append(rows, Row{Section: sec, Figure: fmt.Sprintf("controller peak RSS, %d sandboxes", last.Sandboxes),
+				Kind: "memory", Unit: "MiB", P50: scale, Samples: 1, Runs: 1,
+				Target: "≤ 100 MB (95.4 MiB)", Met: boolp(scale*(1<<20) <= 100e6),
+				Note: fmt.Sprintf("the target's figure: the peak while the cluster grew from %d to %d sandboxes (each with its pod; %d SandboxClaims of the runs above in place), VmHWM reset as the scale-up began; ",
+					k.RSS[0].Sandboxes, last.Sandboxes, k.ClaimsAtScale) + note})
+		}
+		fig := fmt.Sprintf("controller peak RSS, whole suite up to %d sandboxes", last.Sandboxes)
+		what := "the same process served every figure above, so this peak covers them: the bursts of claims set it, with fewer sandboxes than the scale-up reaches (the first step's peak); "
+		if !hasScale {
+			fig = fmt.Sprintf("controller peak RSS, %d sandboxes", last.Sandboxes)
+			what = "the same process served every figure above, so the peak covers them too; "
+		}
+		rows = append(rows, Row{Section: sec, Figure: fig,
+			Kind: "memory", Unit: "MiB", P50: suite, Samples: 1, Runs: 1,
+			Target: "≤ 100 MB (95.4 MiB)", Met: boolp(suite*(1<<20) <= 100e6), Note: what + note})
 	}
 	if r := k.Restart; r != nil {
 		rows = append(rows, Row{Section: sec, Figure: fmt.Sprintf("controller peak RSS, fresh start with %d sandboxes", r.Sandboxes),
@@ -179,6 +198,20 @@ func (k *kwokSuite) rows() []Row {
 			Note: fmt.Sprintf("a new controller process: initial lists and one reconcile of every object (%s); RSS after %.1f MiB, Go heap %.1f MiB", r.At, r.RSSMiB, r.HeapMiB)})
 	}
 	return rows
+}
+
+// controllerPeaks reads the controller's peaks from the RSS points: the
+// whole suite's (every phase) and, when VmHWM was reset just after the
+// first point (reset), the scale-up's own (the last point's peak).
+func controllerPeaks(points []rssPoint, reset bool) (suite, scale float64, hasScale bool) {
+	if len(points) == 0 {
+		return 0, 0, false
+	}
+	last := points[len(points)-1].HWMMiB
+	if !reset {
+		return last, 0, false
+	}
+	return max(points[0].HWMMiB, last), last, len(points) > 1
 }
 
 // fitLine fits RSS = a + b·N by least squares over the points.

@@ -353,6 +353,18 @@ func (k *kwokSuite) scale(ctx context.Context) error {
 		return err
 	}
 	k.rssPoint(ctx, "before scale-up")
+	// The peak so far is the earlier phases' (the bursts set it); from here
+	// VmHWM is the scale-up's own, the figure the target names (the
+	// controller with N sandboxes, the earlier runs' claims in place).
+	if err := resetPeakRSS(k.ctrl.pid); err != nil {
+		k.note("memory: the controller's peak RSS could not be reset before the scale-up (%v): its peak covers every phase", err)
+	} else {
+		k.ScalePeakReset = true
+	}
+	var claims v1alpha1.SandboxClaimList
+	if err := k.cl.List(ctx, &claims, client.InNamespace(k.ns)); err == nil {
+		k.ClaimsAtScale = len(claims.Items)
+	}
 	total, running0 := k.tr.counts()
 	target := k.p.Sandboxes
 	var steps []int

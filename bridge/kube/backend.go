@@ -150,8 +150,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 		return nil, err
 	}
 	recent := newRecentWrites()
+	taken := adopt.NewTaken(recent.store)
+	taken.Keep = slimCopy
 	b := &Backend{
-		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: adopt.NewTaken(recent.store), members: adopt.NewIndex(), recent: recent,
+		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: taken, members: adopt.NewIndex(), recent: recent,
 		agentCA: newAgentCA(agenttls.OwnNamespace(o.AgentCANamespace), time.Now, ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
 		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}

@@ -31,10 +31,16 @@ func (r *recentWrites) put(sb *v1alpha1.Sandbox) {
 		r.store.PutDeleted(sb)
 		return
 	}
-	// Slim as the cache keeps it (slim.go): the pod template is not copied.
+	r.store.Put(slimCopy(sb).DeepCopy())
+}
+
+// slimCopy is sb as the cache keeps it (slim.go), sharing the rest with
+// sb: the pod template is not copied. adopt.Taken keeps its takes so
+// (Taken.Keep), and the caller only reads the answer after.
+func slimCopy(sb *v1alpha1.Sandbox) *v1alpha1.Sandbox {
 	c := *sb
 	c.Spec.PodTemplate, c.ManagedFields = corev1.PodTemplateSpec{}, nil
-	r.store.Put(c.DeepCopy())
+	return &c
 }
 
 // fresher returns what this process wrote to ns/name when the cache has not

@@ -29,6 +29,11 @@ type Taken struct {
 	set     map[types.NamespacedName]time.Time // when reserved
 	now     func() time.Time
 	written *readyourwrites.Store[*v1alpha1.Sandbox]
+	// Keep, if set, is what the store keeps of a take's answer (Took): a
+	// process whose cache keeps sandboxes slim keeps its takes slim too
+	// (the bridge: without the pod template), or they would hold the
+	// whole answer until the cache shows the take.
+	Keep func(*v1alpha1.Sandbox) *v1alpha1.Sandbox
 }
 
 // NewTaken returns an empty set whose takes are recorded in written (shared
@@ -94,6 +99,10 @@ func (t *Taken) Written() *readyourwrites.Store[*v1alpha1.Sandbox] { return t.wr
 // only reads it after) and ends its reservation: the member stays held until
 // the cache shows it taken.
 func (t *Taken) Took(sb *v1alpha1.Sandbox) {
-	t.written.Put(sb)
+	if t.Keep != nil {
+		t.written.Put(t.Keep(sb))
+	} else {
+		t.written.Put(sb)
+	}
 	t.Release(sb.Namespace, sb.Name)
 }

@@ -153,7 +153,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Pod: sandbox.PodConfig{AgentImage: o.AgentImage, AgentDelivery: o.AgentDelivery, RuntimeClass: o.RuntimeClass, BridgeCAPin: caPin, BridgeCAKey: caKey}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandbox").
 		For(&v1alpha1.Sandbox{}, sandboxChanged).
-		Owns(&corev1.Pod{}).Owns(&corev1.Service{}).Owns(&corev1.PersistentVolumeClaim{}).
+		// Its pod, Service and PVCs (as Owns would, without the REST
+		// mapper's garbage per event: controlledBy).
+		Watches(&corev1.Pod{}, controlledBy("Sandbox")).
+		Watches(&corev1.Service{}, controlledBy("Sandbox")).
+		Watches(&corev1.PersistentVolumeClaim{}, controlledBy("Sandbox")).
 		// Sandboxes made from a snapshot wait for it to be taken.
 		Watches(&v1alpha1.SandboxSnapshot{}, handler.EnqueueRequestsFromMapFunc(sandboxesOfSnapshot(c))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
@@ -181,13 +185,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	tr := &template.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, ExtraDNS: o.ExtraDNS}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandboxtemplate").
 		For(&v1alpha1.SandboxTemplate{}).
-		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&networkingv1.NetworkPolicy{}, controlledBy("SandboxTemplate")).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(counted("sandboxtemplate", tr)); err != nil {
 		return err
 	}
 
-	pr := &warmpool.Reconciler{Client: c, Clock: o.Clock, Expectations: warmpool.NewExpectations(time.Minute), Pacer: pacer, MaxBatch: o.PoolBatch}
+	pr := &warmpool.Reconciler{Client: c, Clock: o.Clock, Expectations: warmpool.NewExpectations(time.Minute), Pacer: pacer, MaxBatch: o.PoolBatch, Cache: mgr.GetCache()}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sandboxwarmpool").
 		For(&v1alpha1.SandboxWarmPool{}).
 		// Members: by owner while in the pool, and by pool label so the pool
@@ -201,8 +205,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 
 	written := readyourwrites.NewObserved[*v1alpha1.Sandbox](0)
 	cr := &claim.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: o.Clock, Recorder: mgr.GetEventRecorder("sandpod-claim"),
-		Taken: adopt.NewTaken(written), Members: adopt.NewIndex()}
+		Taken: claim.NewTaken(written), Members: adopt.NewIndex()}
 	if err := watchMembers(ctx, mgr.GetCache(), cr.Members, written); err != nil {
+		return err
+	}
+	if err := observeWrites(ctx, mgr.GetCache(), sbr, cr); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("sandboxclaim").

@@ -311,7 +311,7 @@ func (r *Reconciler) createCold(ctx context.Context, c *v1alpha1.SandboxClaim, t
 	sb := ColdSandbox(c, tmpl, now)
 	err := r.Client.Create(ctx, sb)
 	if err == nil {
-		r.written().Put(sb.DeepCopy())
+		r.written().Put(cachedForm(sb))
 		return sb, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -330,7 +330,7 @@ func (r *Reconciler) createCold(ctx context.Context, c *v1alpha1.SandboxClaim, t
 	if err := r.Client.Create(ctx, sb); err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
-	r.written().Put(sb.DeepCopy())
+	r.written().Put(cachedForm(sb))
 	return sb, nil
 }
 
@@ -379,8 +379,36 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.SandboxClaim, 
 	if err := r.Client.Status().Patch(ctx, c, p); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.claimWrites().Put(c.DeepCopy())
+	w := c.DeepCopy()
+	w.ManagedFields = nil
+	r.claimWrites().Put(w)
 	return nil
+}
+
+// cachedForm is a copy of sb without managedFields, as the cache keeps it:
+// what the store of this reconciler's writes holds (adopt.Taken.Keep too).
+func cachedForm(sb *v1alpha1.Sandbox) *v1alpha1.Sandbox {
+	c := *sb
+	c.ManagedFields = nil
+	return c.DeepCopy()
+}
+
+// ObserveClaim is told of every event of the claim informer (Setup; the
+// sandbox informer's events reach Taken's store through watchMembers): a
+// claim status write the cache now shows leaves its store at once, instead
+// of when a pass reads that claim again (a claim once Ready is not
+// reconciled again, so its status answer stayed a minute or more).
+func (r *Reconciler) ObserveClaim(c *v1alpha1.SandboxClaim, deleted bool) {
+	r.claimWrites().Observe(c, deleted)
+}
+
+// NewTaken is the claim reconciler's adopt.Taken over written (nil: a
+// store of its own): takes kept without managedFields, as the cache keeps
+// sandboxes.
+func NewTaken(written *readyourwrites.Store[*v1alpha1.Sandbox]) *adopt.Taken {
+	t := adopt.NewTaken(written)
+	t.Keep = cachedForm
+	return t
 }
 
 // written is the store of sandboxes this process adopted or created.
@@ -388,7 +416,7 @@ func (r *Reconciler) written() *readyourwrites.Store[*v1alpha1.Sandbox] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Taken == nil {
-		r.Taken = adopt.NewTaken(nil)
+		r.Taken = NewTaken(nil)
 	}
 	return r.Taken.Written()
 }

@@ -54,6 +54,13 @@ type Reconciler struct {
 	written readyourwrites.Store[*v1alpha1.Sandbox]
 }
 
+// Observe is told of every event of the sandbox informer (Setup): a status
+// write the cache now shows leaves the store at once. Without it an entry
+// (the write's whole answer) stayed until a pass read that sandbox again
+// or, for a sandbox not reconciled again, until a later write swept it a
+// minute or more after: thousands of answers while sandboxes are made.
+func (r *Reconciler) Observe(sb *v1alpha1.Sandbox, deleted bool) { r.written.Observe(sb, deleted) }
+
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes/status,verbs=get;patch
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxes/finalizers,verbs=update
@@ -423,7 +430,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, sb *v1alpha1.Sandbox, st v
 		return fmt.Errorf("status: %w", err)
 	}
 	// The patch left the API server's answer in sb, which the pass only
-	// reads from now on: the store keeps it.
+	// reads from now on: the store keeps it, without managedFields, as the
+	// cache keeps sandboxes (nothing reads them).
+	sb.ManagedFields = nil
 	r.written.Put(sb)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -32,6 +33,9 @@ type Reconciler struct {
 	Pacer *Pacer
 	// MaxBatch caps the members created per pass (0: no cap).
 	MaxBatch int
+	// Cache, when set, is the manager's cache: members are read from its
+	// index without a List's copy of each (index.Sandboxes).
+	Cache cache.Informers
 }
 
 // +kubebuilder:rbac:groups=sandpod.dev,resources=sandboxwarmpools,verbs=get;list;watch
@@ -125,15 +129,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) members(ctx context.Context, pool *v1alpha1.SandboxWarmPool) ([]*v1alpha1.Sandbox, error) {
-	var list v1alpha1.SandboxList
-	// Read-only views of the cache's members, no deep copy of the whole pool
+	// Read-only views of the cache's members, no copy of the whole pool
 	// per pass: a pass only reads them (and deletes by UID and version).
-	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), client.MatchingFields{index.SandboxPool: pool.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	list, err := index.Sandboxes(ctx, r.Cache, r.Client, pool.Namespace, index.SandboxPool, pool.Name)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]*v1alpha1.Sandbox, 0, len(list.Items))
-	for i := range list.Items {
-		if sb := &list.Items[i]; adopt.IsMember(sb, pool.Name) && metav1.IsControlledBy(sb, pool) {
+	out := make([]*v1alpha1.Sandbox, 0, len(list))
+	for _, sb := range list {
+		if adopt.IsMember(sb, pool.Name) && metav1.IsControlledBy(sb, pool) {
 			out = append(out, sb)
 		}
 	}
