@@ -60,20 +60,10 @@ func (t *claimTrace) writer(w adopt.Writer) adopt.Writer {
 	if t == nil {
 		return w
 	}
-	return timedWriter{w: w, t: t}
-}
-
-type timedWriter struct {
-	w adopt.Writer
-	t *claimTrace
-}
-
-func (tw timedWriter) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-	t0 := time.Now()
-	err := tw.w.Patch(ctx, obj, p, opts...)
-	tw.t.add("patch", time.Since(t0))
-	if data, derr := p.Data(obj); derr == nil {
-		tw.t.add("patch_bytes", len(data))
-	}
-	return err
+	return adopt.Timed(w, func(took time.Duration, obj client.Object, p client.Patch) {
+		t.add("patch", took)
+		if data, err := p.Data(obj); err == nil {
+			t.add("patch_bytes", len(data))
+		}
+	})
 }

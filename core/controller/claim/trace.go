@@ -62,17 +62,7 @@ func (t *passTrace) writer(w adopt.Writer) adopt.Writer {
 	if t == nil {
 		return w
 	}
-	return timedWriter{w: w, t: t}
-}
-
-type timedWriter struct {
-	w adopt.Writer
-	t *passTrace
-}
-
-func (tw timedWriter) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-	t0 := time.Now()
-	err := tw.w.Patch(ctx, obj, p, opts...)
-	tw.t.add("take_patch", time.Since(t0).String())
-	return err
+	return adopt.Timed(w, func(took time.Duration, _ client.Object, _ client.Patch) {
+		t.add("take_patch", took.String())
+	})
 }
