@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/sandpod/sandpod/core/adopt"
@@ -21,25 +20,14 @@ func watchMembers(ctx context.Context, c cache.Cache, members *adopt.Index, writ
 	if err != nil {
 		return fmt.Errorf("sandbox informer: %w", err)
 	}
-	on := onMemberEvent(members, written)
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { on(o, false) },
-		UpdateFunc: func(_, o any) { on(o, false) },
-		DeleteFunc: func(o any) { on(o, true) },
-	})
+	_, err = inf.AddEventHandler(observer(memberSeen(members, written)))
 	return err
 }
 
-// onMemberEvent is what watchMembers does with one informer event (a
-// tombstone of a delete the informer missed included).
-func onMemberEvent(members *adopt.Index, written *readyourwrites.Store[*v1alpha1.Sandbox]) func(o any, deleted bool) {
-	return func(o any, deleted bool) {
-		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-			o = d.Obj
-		}
-		if sb, ok := o.(*v1alpha1.Sandbox); ok {
-			members.Update(sb, deleted)
-			written.Observe(sb, deleted)
-		}
+// memberSeen is what watchMembers does with each sandbox an event shows.
+func memberSeen(members *adopt.Index, written *readyourwrites.Store[*v1alpha1.Sandbox]) func(*v1alpha1.Sandbox, bool) {
+	return func(sb *v1alpha1.Sandbox, deleted bool) {
+		members.Update(sb, deleted)
+		written.Observe(sb, deleted)
 	}
 }

@@ -29,7 +29,7 @@ func eventMember(name, rv string, phase v1alpha1.SandboxPhase) *v1alpha1.Sandbox
 // not.
 func TestMemberEvents(t *testing.T) {
 	members, written := adopt.NewIndex(), readyourwrites.NewObserved[*v1alpha1.Sandbox](0)
-	on := onMemberEvent(members, written)
+	on := eachObject(memberSeen(members, written)) // as watchMembers' handler
 	pick := func() string {
 		sb, ok := members.Pick("ns", "py", "", "h", nil)
 		if !ok {

@@ -38,17 +38,23 @@ func observeWrites(ctx context.Context, informers cache.Informers, sbr *sandbox.
 // observer calls seen with each event's object of type T (deleted for a
 // delete event, a tombstone's last state included).
 func observer[T any](seen func(T, bool)) toolscache.ResourceEventHandlerFuncs {
-	call := func(o any, deleted bool) {
+	call := eachObject(seen)
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { call(o, false) },
+		UpdateFunc: func(_, o any) { call(o, false) },
+		DeleteFunc: func(o any) { call(o, true) },
+	}
+}
+
+// eachObject is seen for an informer event's object: a tombstone of a
+// delete the informer missed is unwrapped, objects of other types skipped.
+func eachObject[T any](seen func(T, bool)) func(o any, deleted bool) {
+	return func(o any, deleted bool) {
 		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 			o = d.Obj
 		}
 		if obj, ok := o.(T); ok {
 			seen(obj, deleted)
 		}
-	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { call(o, false) },
-		UpdateFunc: func(_, o any) { call(o, false) },
-		DeleteFunc: func(o any) { call(o, true) },
 	}
 }
