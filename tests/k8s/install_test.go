@@ -24,6 +24,14 @@ func installManifest(t *testing.T) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return decodeManifest(t, b)
+}
+
+// decodeManifest decodes a multi-document YAML manifest (a file, kubectl
+// kustomize's or helm template's output) into its objects, in order,
+// empty documents left out.
+func decodeManifest(t *testing.T, b []byte) []*unstructured.Unstructured {
+	t.Helper()
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 	var objs []*unstructured.Unstructured
 	for {
@@ -119,15 +127,8 @@ func TestKustomizeOverlayMovesEveryServiceAccountReference(t *testing.T) {
 		i := bytes.Index(out, []byte("sandpod-system"))
 		t.Errorf("the overlay's objects still name sandpod-system, e.g. …%s…", out[max(0, i-300):min(len(out), i+40)])
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	subjects := 0
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, u := range decodeManifest(t, out) {
 		if u.GetKind() != "FlowSchema" {
 			continue
 		}

@@ -1,17 +1,14 @@
 package k8s_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -129,16 +126,9 @@ func renderHookRBAC(t *testing.T, ns, mode string) []*unstructured.Unstructured 
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if len(u.Object) > 0 && u.GetKind() != "Job" {
+	for _, u := range decodeManifest(t, out) {
+		if u.GetKind() != "Job" {
 			objs = append(objs, u)
 		}
 	}
