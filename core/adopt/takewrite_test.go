@@ -15,7 +15,8 @@ import (
 )
 
 // TestTakeWrite checks that the hand-built patch does to a member what
-// client.MergeFrom's whole-object diff does, and leaves orig untouched.
+// client.MergeFrom's whole-object diff does (managedFields reset to the
+// API's one empty entry included), and leaves orig untouched.
 func TestTakeWrite(t *testing.T) {
 	pool := &v1alpha1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "pu"}}
 	tmpl := &v1alpha1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}}
@@ -25,6 +26,7 @@ func TestTakeWrite(t *testing.T) {
 		sb.Annotations = map[string]string{"keep": "me"}
 		sb.Spec.Env = []corev1.EnvVar{{Name: "OLD", Value: "1"}}
 		sb.Status.Phase = v1alpha1.SandboxRunning
+		sb.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "sandpod", Operation: metav1.ManagedFieldsOperationUpdate}}
 		return sb
 	}
 	shutdown := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -52,6 +54,7 @@ func TestTakeWrite(t *testing.T) {
 			}
 			want := orig.DeepCopy()
 			take(want)
+			want.ManagedFields = []metav1.ManagedFieldsEntry{{}}
 			wantBody, _ := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}).Data(want)
 			gotBody, _ := p.Data(target)
 			origJSON, _ := json.Marshal(orig)

@@ -35,13 +35,16 @@ import (
 // bridge sends it) against
 //
 //   - member: pool members as the controller makes them (its manager is
-//     stopped before the patches, so nothing else writes meanwhile): now
-//     without managedFields (adopt.Untrack);
+//     stopped before the patches, so nothing else writes meanwhile): by
+//     default without managedFields (adopt.Untrack);
 //   - copy-tracked / copy-untracked: the same content (metadata, spec,
 //     status) made by a create and a status write, with its two
-//     managedFields entries (as pool members had them before
-//     adopt.Untrack) or none (an object without managedFields is not
-//     tracked on update);
+//     managedFields entries or none (an object without managedFields is
+//     not tracked on update); the tracked copies are taken by a take that
+//     keeps them (the patch less its managedFields reset), what every
+//     take cost before takes cleared them;
+//   - copy-tracked-reset: a tracked copy taken by the take as sent, which
+//     clears them (what a member of --untrack-pool-members=false costs);
 //   - copy-*-nocel / -notemplateschema / -noschema: the copy in a CRD of
 //     another group with the same schema less its CEL rules (all the copies
 //     but "copy-" are), with spec.podTemplate unchecked
@@ -131,7 +134,8 @@ func BenchmarkClaimPatchCost(b *testing.B) {
 			})
 		}
 	}
-	copyOfRun := func(proto *v1alpha1.Sandbox, group string, watches int, tracked bool) func(b *testing.B) {
+	// reset false sends the take without its managedFields reset.
+	copyOfRun := func(proto *v1alpha1.Sandbox, group string, watches int, tracked, reset bool) func(b *testing.B) {
 		return func(b *testing.B) {
 			gvr := schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "sandboxes"}
 			objs := makeCopies(b, dyn, gvr, ns, proto, b.N, tracked)
@@ -152,23 +156,27 @@ func BenchmarkClaimPatchCost(b *testing.B) {
 					return err
 				}
 				data, _ := p.Data(nil)
+				if !reset {
+					data = withoutManagedFieldsReset(b, data)
+				}
 				_, err = dyn.Resource(gvr).Namespace(ns).Patch(ctx, objs[i].Name, types.MergePatchType, data, metav1.PatchOptions{})
 				return err
 			})
 		}
 	}
 	copyRun := func(group string, watches int, tracked bool) func(b *testing.B) {
-		return copyOfRun(proto, group, watches, tracked)
+		return copyOfRun(proto, group, watches, tracked, !tracked)
 	}
 	oneCondition := proto.DeepCopy()
 	oneCondition.Status.Conditions = oneCondition.Status.Conditions[:1]
 	sandpod := v1alpha1.GroupVersion.Group
 	b.Run("copy-tracked", copyRun(sandpod, 0, true))
 	b.Run("member", memberRun(members))
+	b.Run("copy-tracked-reset", copyOfRun(proto, sandpod, 0, true, true))
 	b.Run("copy-untracked", copyRun(sandpod, 0, false))
 	b.Run("copy-untracked-4watches", copyRun(sandpod, 4, false))
 	b.Run("copy-untracked-nocel", copyRun(groups["nocel"], 0, false))
-	b.Run("copy-untracked-nocel-1condition", copyOfRun(oneCondition, groups["nocel"], 0, false))
+	b.Run("copy-untracked-nocel-1condition", copyOfRun(oneCondition, groups["nocel"], 0, false, true))
 	b.Run("copy-tracked-notemplateschema", copyRun(groups["notemplateschema"], 0, true))
 	b.Run("copy-untracked-notemplateschema", copyRun(groups["notemplateschema"], 0, false))
 	b.Run("copy-tracked-noschema", copyRun(groups["noschema"], 0, true))
@@ -208,6 +216,22 @@ func BenchmarkClaimPatchCost(b *testing.B) {
 			return env.Client.Patch(ctx, cms[i], client.RawPatch(types.MergePatchType, data))
 		})
 	})
+}
+
+// withoutManagedFieldsReset is a take's merge patch less its
+// metadata.managedFields, so the taken object stays tracked.
+func withoutManagedFieldsReset(b *testing.B, data []byte) []byte {
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		b.Fatal(err)
+	}
+	md, _ := m["metadata"].(map[string]any)
+	if _, ok := md["managedFields"]; !ok {
+		b.Fatalf("the take's patch has no managedFields reset: %s", data)
+	}
+	delete(md, "managedFields")
+	out, _ := json.Marshal(m)
+	return out
 }
 
 // benchTake is what the bridge's ClaimSandbox writes (adopt.Take with a

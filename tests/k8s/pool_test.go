@@ -304,7 +304,9 @@ func TestPoolMembersAreUntracked(t *testing.T) {
 }
 
 // With --untrack-pool-members=false a member keeps the managedFields its
-// create made (one write fewer per member).
+// create made (one write fewer per member), and the take clears them in its
+// own write (adopt.TakeWrite), so the claimed sandbox is untracked all the
+// same.
 func TestPoolMembersKeepManagedFieldsWhenAsked(t *testing.T) {
 	ns := setup(t, harness.ManagerOptions{Options: controller.Options{KeepManagedFields: true}})
 	create(t, makeTemplate(ns, "py"), makePool(ns, "pool", "py", 1))
@@ -312,5 +314,19 @@ func TestPoolMembersKeepManagedFieldsWhenAsked(t *testing.T) {
 		if len(m.ManagedFields) == 0 {
 			t.Errorf("member %s has no managedFields", m.Name)
 		}
+	}
+	create(t, makeClaim(ns, "c", "py"))
+	var name string
+	harness.Eventually(t, harness.Timeout, "claim bound", func() (bool, string) {
+		c := &v1alpha1.SandboxClaim{}
+		if err := env.Get(c, ns, "c"); err != nil {
+			return false, err.Error()
+		}
+		name = c.Status.SandboxName
+		return name != "", fmt.Sprintf("%+v", c.Status)
+	})
+	sb := waitSandbox(t, ns, name, "taken", func(sb *v1alpha1.Sandbox) bool { return sb.Labels[v1alpha1.LabelPool] == "" })
+	if len(sb.ManagedFields) != 0 {
+		t.Errorf("claimed sandbox %s has managedFields %+v", sb.Name, sb.ManagedFields)
 	}
 }
