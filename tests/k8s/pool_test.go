@@ -280,17 +280,7 @@ func TestPoolMembersAreUntracked(t *testing.T) {
 			t.Errorf("member %s has managedFields %+v", m.Name, m.ManagedFields)
 		}
 	}
-	create(t, makeClaim(ns, "c", "py"))
-	var name string
-	harness.Eventually(t, harness.Timeout, "claim bound", func() (bool, string) {
-		c := &v1alpha1.SandboxClaim{}
-		if err := env.Get(c, ns, "c"); err != nil {
-			return false, err.Error()
-		}
-		name = c.Status.SandboxName
-		return name != "", fmt.Sprintf("%+v", c.Status)
-	})
-	sb := waitSandbox(t, ns, name, "taken", func(sb *v1alpha1.Sandbox) bool { return sb.Labels[v1alpha1.LabelPool] == "" })
+	sb := claimWarm(t, ns, "c", "py")
 	if len(sb.ManagedFields) != 0 {
 		t.Errorf("claimed sandbox %s has managedFields %+v", sb.Name, sb.ManagedFields)
 	}
@@ -301,6 +291,23 @@ func TestPoolMembersAreUntracked(t *testing.T) {
 	if len(sb.ManagedFields) != 0 {
 		t.Errorf("after a patch, sandbox %s has managedFields %+v", sb.Name, sb.ManagedFields)
 	}
+}
+
+// claimWarm creates SandboxClaim name of template and returns the pool
+// member it took, as the API server has it once the take is in.
+func claimWarm(t *testing.T, ns, name, template string) *v1alpha1.Sandbox {
+	t.Helper()
+	create(t, makeClaim(ns, name, template))
+	var sandbox string
+	harness.Eventually(t, harness.Timeout, "claim bound", func() (bool, string) {
+		c := &v1alpha1.SandboxClaim{}
+		if err := env.Get(c, ns, name); err != nil {
+			return false, err.Error()
+		}
+		sandbox = c.Status.SandboxName
+		return sandbox != "", fmt.Sprintf("%+v", c.Status)
+	})
+	return waitSandbox(t, ns, sandbox, "taken", func(sb *v1alpha1.Sandbox) bool { return sb.Labels[v1alpha1.LabelPool] == "" })
 }
 
 // With --untrack-pool-members=false a member keeps the managedFields its
@@ -315,17 +322,7 @@ func TestPoolMembersKeepManagedFieldsWhenAsked(t *testing.T) {
 			t.Errorf("member %s has no managedFields", m.Name)
 		}
 	}
-	create(t, makeClaim(ns, "c", "py"))
-	var name string
-	harness.Eventually(t, harness.Timeout, "claim bound", func() (bool, string) {
-		c := &v1alpha1.SandboxClaim{}
-		if err := env.Get(c, ns, "c"); err != nil {
-			return false, err.Error()
-		}
-		name = c.Status.SandboxName
-		return name != "", fmt.Sprintf("%+v", c.Status)
-	})
-	sb := waitSandbox(t, ns, name, "taken", func(sb *v1alpha1.Sandbox) bool { return sb.Labels[v1alpha1.LabelPool] == "" })
+	sb := claimWarm(t, ns, "c", "py")
 	if len(sb.ManagedFields) != 0 {
 		t.Errorf("claimed sandbox %s has managedFields %+v", sb.Name, sb.ManagedFields)
 	}
