@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
 // The informer cache holds every sandbox, pod, secret and claim sandpod owns,
@@ -127,8 +129,8 @@ func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 }
 
 // CachedForm is obj as the controller's cache holds it: pods trimmed,
-// everything without managedFields; nil for Secrets, which it does not
-// cache at all. The kwok
+// sandboxes' pod templates shared (sharedtemplate.go), everything without
+// managedFields; nil for Secrets, which it does not cache at all. The kwok
 // benchmark sizes the cache with it.
 func CachedForm(obj client.Object) client.Object {
 	switch o := obj.(type) {
@@ -139,5 +141,8 @@ func CachedForm(obj client.Object) client.Object {
 	}
 	out := obj.DeepCopyObject().(client.Object)
 	out.SetManagedFields(nil)
+	if sb, ok := out.(*v1alpha1.Sandbox); ok {
+		sharedTemplates.share(&sb.Spec.PodTemplate)
+	}
 	return out
 }
