@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
@@ -29,13 +30,21 @@ import (
 // any reader sees is what the API server sent.
 
 // sandboxTransform is the cache's default transform: managedFields dropped
-// from every object and, for a Sandbox, its pod template shared.
+// from every object, its shared strings interned (intern.go) and, for a
+// Sandbox, its pod template shared.
 func sandboxTransform(in any) (any, error) {
 	out, err := stripManagedFields(in)
-	if sb, ok := out.(*v1alpha1.Sandbox); ok && err == nil {
-		sharedTemplates.share(&sb.Spec.PodTemplate)
+	if err != nil {
+		return out, err
 	}
-	return out, err
+	switch o := out.(type) {
+	case *v1alpha1.Sandbox:
+		sharedTemplates.share(&o.Spec.PodTemplate)
+		internSandbox(o)
+	case metav1.Object:
+		internMeta(o)
+	}
+	return out, nil
 }
 
 // sharedTemplates are the controller's shared pod templates.

@@ -69,7 +69,9 @@ func TestTemplateSharer(t *testing.T) {
 	}
 }
 
-func equalTemplateValue(a, b corev1.PodTemplateSpec) bool { return equalTemplate(&a, []*corev1.PodTemplateSpec{&b}) != nil }
+func equalTemplateValue(a, b corev1.PodTemplateSpec) bool {
+	return equalTemplate(&a, []*corev1.PodTemplateSpec{&b}) != nil
+}
 
 func TestTemplateSharerBounds(t *testing.T) {
 	s := newTemplateSharer(3, 2)
@@ -166,5 +168,22 @@ func BenchmarkShareEqual(b *testing.B) {
 	b.ResetTimer()
 	for i := range ts {
 		s.share(&ts[i])
+	}
+}
+
+// BenchmarkSandboxTransform is the cache's cost per sandbox event: strip,
+// share the template, intern.
+func BenchmarkSandboxTransform(b *testing.B) {
+	sbs := make([]*v1alpha1.Sandbox, b.N)
+	for i := range sbs {
+		sbs[i] = &v1alpha1.Sandbox{
+			ObjectMeta: metav1.ObjectMeta{Name: "sb", Namespace: "ns", Labels: map[string]string{v1alpha1.LabelPool: "warm", v1alpha1.LabelTemplate: "warm"}},
+			Spec:       v1alpha1.SandboxSpec{TemplateRef: &v1alpha1.TemplateRef{Name: "warm"}, PodTemplate: podTemplate()},
+			Status:     v1alpha1.SandboxStatus{Phase: v1alpha1.SandboxRunning, Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "PodReady"}}},
+		}
+	}
+	b.ResetTimer()
+	for i := range sbs {
+		_, _ = sandboxTransform(sbs[i])
 	}
 }
