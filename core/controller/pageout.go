@@ -20,8 +20,11 @@ import (
 // brings no readahead, so fault-around maps only pages the process has
 // itself faulted in again, not the 64-128 KiB around each one. The
 // reconcilers' code, the type data and pclntab the GC and the decoders
-// read are scattered across the binary: with readahead, 28-32 MiB of it
-// was resident again at 5,000 sandboxes (RssFile, the kwok bench).
+// read are scattered across the binary: with readahead, 30 MiB of it was
+// resident again at 5,000 sandboxes, 21-22 MiB without (RssFile, the kwok
+// bench). Pages the page-out cannot drop (dirty ones of a binary just
+// written, pages another process maps) stay cached and are mapped around
+// as before.
 
 // mapping is one range of the process's address space.
 type mapping struct{ start, end uintptr }

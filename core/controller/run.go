@@ -168,8 +168,8 @@ func Run(ctx context.Context, args []string) error {
 // reconciles every sandbox at once: the heap grows from nothing to what is
 // live while most of what it allocates is garbage, and with 5,000
 // sandboxes that, not the steady state, set the controller's peak RSS
-// (the kwok bench: 89 MiB anonymous at the start against 72 at 5,000 once
-// running). The GC target is halved for that spell: more collections for a
+// (the kwok bench: 84-89 MiB anonymous at the start against 75-77 at
+// 5,000 once running). The GC target is halved for that spell: more collections for a
 // few seconds, a lower peak. It ends startupWindow after the caches have
 // synced (the first pass over every sandbox took 2-6 s with 5,000).
 const startupWindow = 30 * time.Second
