@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
 // The informer cache holds every sandbox, pod, secret and claim sandpod owns,
@@ -23,9 +25,11 @@ var stripManagedFields = cache.TransformStripManagedFields()
 // trimPodTransform is the cache transform of pods (see TrimPod).
 func trimPodTransform(in any) (any, error) {
 	if pod, ok := in.(*corev1.Pod); ok {
-		return TrimPod(pod), nil
+		out := TrimPod(pod)
+		internPod(out) // writes what it shares with pod, the transform's own
+		return out, nil
 	}
-	return stripManagedFields(in)
+	return sandboxTransform(in)
 }
 
 // TrimPod is what the controller keeps of a sandbox pod: the identity the
@@ -127,17 +131,25 @@ func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 }
 
 // CachedForm is obj as the controller's cache holds it: pods trimmed,
-// everything without managedFields; nil for Secrets, which it does not
-// cache at all. The kwok
+// sandboxes' pod templates shared (sharedtemplate.go), shared strings
+// interned (intern.go), everything without managedFields; nil for Secrets, which it does not cache at all. The kwok
 // benchmark sizes the cache with it.
 func CachedForm(obj client.Object) client.Object {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		return TrimPod(o)
+		out := TrimPod(o.DeepCopy()) // internPod writes what TrimPod shares
+		internPod(out)
+		return out
 	case *corev1.Secret:
 		return nil // never cached: read by name (ClientOptions)
 	}
 	out := obj.DeepCopyObject().(client.Object)
 	out.SetManagedFields(nil)
+	if sb, ok := out.(*v1alpha1.Sandbox); ok {
+		sharedTemplates.share(&sb.Spec.PodTemplate)
+		internSandbox(sb)
+	} else {
+		internMeta(out)
+	}
 	return out
 }

@@ -88,14 +88,15 @@ func NewScheme() (*runtime.Scheme, error) { return scheme.New() }
 
 // CacheOptions narrow the informers of children to sandpod's own objects, so
 // the controller never caches every pod of the cluster, and trim what is
-// cached to what the reconcilers read (cachetrim.go). Secrets are never
-// cached (ClientOptions).
+// cached to what the reconcilers read (cachetrim.go), the sandboxes' pod
+// templates shared (sharedtemplate.go). Secrets are never cached
+// (ClientOptions).
 func CacheOptions() cache.Options {
 	own, _ := labels.NewRequirement(v1alpha1.LabelSandbox, selection.Exists, nil)
 	children := cache.ByObject{Label: labels.NewSelector().Add(*own)}
 	pods := children
 	pods.Transform = trimPodTransform
-	return cache.Options{DefaultTransform: stripManagedFields, ByObject: map[client.Object]cache.ByObject{
+	return cache.Options{DefaultTransform: sandboxTransform, ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   pods,
 		&corev1.Service{}:               children,
 		&corev1.PersistentVolumeClaim{}: children,

@@ -41,3 +41,18 @@ func TestParseCgroupLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestStartupGCPercent(t *testing.T) {
+	cases := []struct{ steady, want int }{
+		{50, 25},  // the default
+		{100, 50}, // Go's
+		{16, 10},  // not under 10
+		{5, 5},    // a lower steady target stays
+		{-1, -1},  // GC off stays off
+	}
+	for _, c := range cases {
+		if got := startupGCPercent(c.steady); got != c.want {
+			t.Errorf("startupGCPercent(%d) = %d, want %d", c.steady, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,10 @@ import (
 // madvPageout is MADV_PAGEOUT (Linux 5.4+): reclaim the range's pages now.
 const madvPageout = 21
 
+// madvRandom is MADV_RANDOM: no readahead when a page of the range faults
+// back in (see pageout.go).
+const madvRandom = 1
+
 // PageOutBinary pages out the read-only pages of the running binary (see
 // pageout.go) and says how many bytes of mappings it advised. Best effort:
 // an older kernel refuses the advice, and nothing else changes.
@@ -22,6 +26,9 @@ func PageOutBinary() (int64, error) {
 	}
 	var n int64
 	for _, m := range readOnlyMappingsOf(string(maps), exe) {
+		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, m.start, m.end-m.start, madvRandom); errno != 0 {
+			return n, errno
+		}
 		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, m.start, m.end-m.start, madvPageout); errno != 0 {
 			return n, errno
 		}
