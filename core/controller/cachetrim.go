@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
 // The informer cache holds every sandbox, pod, secret and claim sandpod owns,
@@ -29,7 +27,7 @@ func trimPodTransform(in any) (any, error) {
 		internPod(out) // writes what it shares with pod, the transform's own
 		return out, nil
 	}
-	return sandboxTransform(in)
+	return defaultTransform(in)
 }
 
 // TrimPod is what the controller keeps of a sandbox pod: the identity the
@@ -130,26 +128,21 @@ func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 	return out
 }
 
-// CachedForm is obj as the controller's cache holds it: pods trimmed,
-// sandboxes' pod templates shared (sharedtemplate.go), shared strings
-// interned (intern.go), everything without managedFields; nil for Secrets, which it does not cache at all. The kwok
-// benchmark sizes the cache with it.
+// CachedForm is obj as the controller's cache holds it, made by the cache's
+// own transforms on a copy: pods trimmed, sandboxes' pod templates shared
+// (sharedtemplate.go), shared strings interned (intern.go), everything
+// without managedFields; nil for Secrets, which it does not cache at all.
+// The kwok benchmark sizes the cache with it.
 func CachedForm(obj client.Object) client.Object {
+	var out any
 	switch o := obj.(type) {
-	case *corev1.Pod:
-		out := TrimPod(o.DeepCopy()) // internPod writes what TrimPod shares
-		internPod(out)
-		return out
 	case *corev1.Secret:
 		return nil // never cached: read by name (ClientOptions)
+	case *corev1.Pod:
+		// A copy: internPod writes what TrimPod shares with its input.
+		out, _ = trimPodTransform(o.DeepCopy())
+	default:
+		out, _ = defaultTransform(obj.DeepCopyObject())
 	}
-	out := obj.DeepCopyObject().(client.Object)
-	out.SetManagedFields(nil)
-	if sb, ok := out.(*v1alpha1.Sandbox); ok {
-		sharedTemplates.share(&sb.Spec.PodTemplate)
-		internSandbox(sb)
-	} else {
-		internMeta(out)
-	}
-	return out
+	return out.(client.Object)
 }

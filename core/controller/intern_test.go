@@ -95,7 +95,7 @@ func TestTransformsKeepTheValues(t *testing.T) {
 			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "PodReady", Message: "m"}}},
 	}
 	wantSB := sb.DeepCopy()
-	gotSB, err := sandboxTransform(sb)
+	gotSB, err := defaultTransform(sb)
 	if err != nil || !equality.Semantic.DeepEqual(gotSB, wantSB) {
 		t.Errorf("sandbox transform changed it (%v):\n got %+v\nwant %+v", err, gotSB, wantSB)
 	}

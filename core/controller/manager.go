@@ -96,7 +96,7 @@ func CacheOptions() cache.Options {
 	children := cache.ByObject{Label: labels.NewSelector().Add(*own)}
 	pods := children
 	pods.Transform = trimPodTransform
-	return cache.Options{DefaultTransform: sandboxTransform, ByObject: map[client.Object]cache.ByObject{
+	return cache.Options{DefaultTransform: defaultTransform, ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   pods,
 		&corev1.Service{}:               children,
 		&corev1.PersistentVolumeClaim{}: children,

@@ -133,11 +133,11 @@ func TestSandboxTransformSharesTheTemplate(t *testing.T) {
 			Spec:       v1alpha1.SandboxSpec{PodTemplate: podTemplate()},
 		}
 	}
-	a, err := sandboxTransform(sandboxOf())
+	a, err := defaultTransform(sandboxOf())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := sandboxTransform(sandboxOf())
+	b, _ := defaultTransform(sandboxOf())
 	sa, sb := a.(*v1alpha1.Sandbox), b.(*v1alpha1.Sandbox)
 	if &sa.Spec.PodTemplate.Spec.Containers[0] != &sb.Spec.PodTemplate.Spec.Containers[0] {
 		t.Errorf("two sandboxes of one template keep a copy each")
@@ -150,7 +150,7 @@ func TestSandboxTransformSharesTheTemplate(t *testing.T) {
 		t.Errorf("CachedForm does not share the template")
 	}
 	// Other kinds only lose managedFields.
-	svc, _ := sandboxTransform(&corev1.Service{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}})
+	svc, _ := defaultTransform(&corev1.Service{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}})
 	if svc.(*corev1.Service).ManagedFields != nil {
 		t.Errorf("managedFields kept on a Service")
 	}
@@ -184,6 +184,6 @@ func BenchmarkSandboxTransform(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := range sbs {
-		_, _ = sandboxTransform(sbs[i])
+		_, _ = defaultTransform(sbs[i])
 	}
 }
