@@ -33,8 +33,7 @@ import (
 // sample counts are small and say so.
 type testbedParams struct {
 	WarmClaims int `json:"warm_claims"` // per runtime, Go client
-	ColdClaims int `json:"cold_claims"` // per runtime
-	BarePods   int `json:"bare_pods"`   // per runtime
+	ColdStarts int `json:"cold_starts"` // per runtime: a cold claim and a bare pod each
 	APIClaims  int `json:"api_claims"`  // SandboxClaim → Ready, runc
 	PyClaims   int `json:"python_claims"`
 	Execs      int `json:"execs"` // exec round trips per runtime
@@ -42,9 +41,9 @@ type testbedParams struct {
 
 func testbedDefaults(quick bool) testbedParams {
 	if quick {
-		return testbedParams{WarmClaims: 5, ColdClaims: 2, BarePods: 2, APIClaims: 3, PyClaims: 5, Execs: 30}
+		return testbedParams{WarmClaims: 5, ColdStarts: 3, APIClaims: 3, PyClaims: 5, Execs: 30}
 	}
-	return testbedParams{WarmClaims: 12, ColdClaims: 5, BarePods: 5, APIClaims: 8, PyClaims: 12, Execs: 200}
+	return testbedParams{WarmClaims: 12, ColdStarts: 8, APIClaims: 8, PyClaims: 12, Execs: 200}
 }
 
 const (
@@ -54,7 +53,7 @@ const (
 
 type testbedSuite struct {
 	p        testbedParams
-	kc       client.Client
+	kc       client.WithWatch
 	ns       string
 	addr     string
 	preview  string // the bridge Service's preview port
@@ -69,7 +68,10 @@ type tbFigures struct {
 	code, codeFirst                 series
 	preview                         series
 	get, patch                      series // the warm claim's floors (testbed_floors.go)
-	coldOut                         int
+	// coldStages and bareStages: one series per interval of coldIntervals
+	// and bareIntervals (testbed_timeline.go).
+	coldStages, bareStages []series
+	coldOut                int
 }
 
 // runTestbedSuite measures the real-pod path when the node bed is up with
@@ -126,7 +128,7 @@ func newTestbedSuite(ctx context.Context, kubeconfig, python string, p testbedPa
 	if err != nil {
 		return nil, err
 	}
-	kc, err := client.New(cfg, client.Options{Scheme: scheme})
+	kc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +308,7 @@ func (s *testbedSuite) runtime(ctx context.Context, rt string) error {
 	}
 	_ = keep.Delete(ctx)
 
-	// Cold: no pool; each claim starts a pod.
+	// Cold: no pool; each claim starts a pod, timed against a bare pod.
 	if err := s.scalePool(ctx, tmpl, tmpl, 0); err != nil {
 		return err
 	}
@@ -316,52 +318,7 @@ func (s *testbedSuite) runtime(ctx context.Context, rt string) error {
 	}); err != nil {
 		return err
 	}
-	var cold []time.Duration
-	for i := 0; i < s.p.ColdClaims; i++ {
-		t0 := time.Now()
-		sb, err := c.Claim(ctx, tmpl)
-		d := time.Since(t0)
-		if err != nil {
-			return err
-		}
-		if sb.Warm() {
-			f.coldOut++
-		} else {
-			cold = append(cold, d)
-		}
-		_ = sb.Delete(ctx)
-	}
-	f.cold.addRun(ms(cold))
-
-	// A bare pod of the same image and runtime: created → Ready.
-	var bare []time.Duration
-	for i := 0; i < s.p.BarePods; i++ {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: fmt.Sprintf("bare-%s-%d", rt, i)}, Spec: tbPodSpec(rt)}
-		pod.Spec.Containers[0].Command = []string{"sleep", "3600"}
-		pod.Spec.TerminationGracePeriodSeconds = new(int64)
-		t0 := time.Now()
-		if err := s.kc.Create(ctx, pod); err != nil {
-			return err
-		}
-		if err := waitFor(ctx, 2*time.Minute, "bare pod ready", func() bool {
-			got := &corev1.Pod{}
-			if s.kc.Get(ctx, client.ObjectKeyFromObject(pod), got) != nil {
-				return false
-			}
-			for _, c := range got.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					return true
-				}
-			}
-			return false
-		}); err != nil {
-			return err
-		}
-		bare = append(bare, time.Since(t0))
-		_ = s.kc.Delete(ctx, pod)
-	}
-	f.bare.addRun(ms(bare))
-	return nil
+	return s.coldStarts(ctx, c, tmpl, rt, f)
 }
 
 // apiClaims: the kubectl path, a SandboxClaim created → its Ready condition
@@ -504,7 +461,17 @@ func (s *testbedSuite) rows() []Row {
 		bareP50, _, _ := f.bare.latencyStats()
 		lat(sec, "cold claim via the bridge (Go client)", &f.cold, fmt.Sprintf("≤ bare pod + 20 ms (%.0f ms)", bareP50+20),
 			func(p50, _ float64) bool { return p50 <= bareP50+20 }, "no pool: ClaimSandbox → pod Ready and agent serving")
-		lat(sec, "bare pod start (same image, no sandpod)", &f.bare, "", nil, "Pod created → Ready (polled every 100 ms)")
+		lat(sec, "bare pod start (same image, no sandpod)", &f.bare, "", nil, "Pod create call → Ready seen by a watch")
+		for i, iv := range coldIntervals {
+			if i < len(f.coldStages) {
+				lat(sec, "cold claim, stage: "+iv.what, &f.coldStages[i], "", nil, "first seen by the benchmark's watches (testbed_timeline.go)")
+			}
+		}
+		for i, iv := range bareIntervals {
+			if i < len(f.bareStages) {
+				lat(sec, "bare pod, stage: "+iv.what, &f.bareStages[i], "", nil, "first seen by the benchmark's watches")
+			}
+		}
 		lat(sec, "exec round trip `true` via the bridge", &f.exec, "", nil, "Exec stream through the bridge to the agent in the pod")
 		lat(sec, "run_code round trip `1+1`, warm context", &f.code, "p50 ≤ 10 ms", func(p50, _ float64) bool { return p50 <= 10 },
 			"RunCode through the bridge to the agent and the context's python3 in the pod (Go client)")
