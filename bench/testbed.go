@@ -90,6 +90,15 @@ func runTestbedSuite(ctx context.Context, rep *Report, kubeconfig, python string
 			s.notes = append(s.notes, fmt.Sprintf("real pods, %s: stopped early: %v", rt, err))
 		}
 	}
+	if n := *testbedPodVariants; n > 0 {
+		for _, rt := range []string{"runc", tbGVisor} {
+			rows, err := s.podVariantRows(ctx, rt, n)
+			if err != nil {
+				s.notes = append(s.notes, fmt.Sprintf("real pods, %s: pod spec variants: %v", rt, err))
+			}
+			rep.Rows = append(rep.Rows, rows...)
+		}
+	}
 	if err := s.apiClaims(ctx); err != nil {
 		s.notes = append(s.notes, fmt.Sprintf("real pods, SandboxClaim path: %v", err))
 	}
