@@ -63,18 +63,23 @@ type timeline struct {
 func (s *testbedSuite) watchTimeline(ctx context.Context) (*timeline, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &timeline{seen: map[string]map[string]time.Time{}, stop: cancel}
-	pods, err := s.kc.Watch(ctx, &corev1.PodList{}, client.InNamespace(s.ns))
+	wc, err := s.watchClient()
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	sbs, err := s.kc.Watch(ctx, &v1alpha1.SandboxList{}, client.InNamespace(s.ns))
+	pods, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(s.ns))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	sbs, err := wc.Watch(ctx, &v1alpha1.SandboxList{}, client.InNamespace(s.ns))
 	if err != nil {
 		pods.Stop()
 		cancel()
 		return nil, err
 	}
-	go t.follow(ctx, pods, func(now time.Time, obj any) {
+	go followEvents(ctx, pods, func(now time.Time, obj any) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
 			return
@@ -89,7 +94,7 @@ func (s *testbedSuite) watchTimeline(ctx context.Context) (*timeline, error) {
 			}
 		}
 	})
-	go t.follow(ctx, sbs, func(now time.Time, obj any) {
+	go followEvents(ctx, sbs, func(now time.Time, obj any) {
 		sb, ok := obj.(*v1alpha1.Sandbox)
 		if !ok {
 			return
@@ -102,7 +107,9 @@ func (s *testbedSuite) watchTimeline(ctx context.Context) (*timeline, error) {
 	return t, nil
 }
 
-func (t *timeline) follow(ctx context.Context, w watch.Interface, on func(time.Time, any)) {
+// followEvents calls on with each added or changed object of w and the
+// time it arrived, until ctx ends or w closes.
+func followEvents(ctx context.Context, w watch.Interface, on func(time.Time, any)) {
 	defer w.Stop()
 	for {
 		select {
