@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,8 +98,20 @@ func (s *testbedSuite) barePod(ctx context.Context, tl *timeline, name, rt strin
 // torn down (the last claim's, a drained pool's) competes for the node's
 // two cores with the start being timed.
 func (s *testbedSuite) noPods(ctx context.Context) error {
-	return waitFor(ctx, 2*time.Minute, "pods gone", func() bool {
+	var left []string
+	err := waitFor(ctx, 2*time.Minute, "pods gone", func() bool {
 		var pods corev1.PodList
-		return s.kc.List(ctx, &pods, client.InNamespace(s.ns)) == nil && len(pods.Items) == 0
+		if s.kc.List(ctx, &pods, client.InNamespace(s.ns)) != nil {
+			return false
+		}
+		left = left[:0]
+		for _, p := range pods.Items {
+			left = append(left, fmt.Sprintf("%s (%s, deleting: %t)", p.Name, p.Status.Phase, p.DeletionTimestamp != nil))
+		}
+		return len(left) == 0
 	})
+	if err != nil {
+		return fmt.Errorf("%w: %s still there", err, strings.Join(left, ", "))
+	}
+	return nil
 }

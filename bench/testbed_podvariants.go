@@ -59,6 +59,11 @@ var podVariants = []podVariant{
 		})
 		return sb
 	}},
+	{"… and no volumes at all (the kubelet skips its 300 ms volume check)", func(sb, _ corev1.PodSpec) corev1.PodSpec {
+		sleepInstead(&sb)
+		sb.Volumes, sb.Containers[0].VolumeMounts = nil, nil
+		return sb
+	}},
 }
 
 // podVariantRows starts n pods of each variant for runtime rt.
