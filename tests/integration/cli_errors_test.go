@@ -65,7 +65,9 @@ func TestCLIBadInput(t *testing.T) {
 		{[]string{"logs", "nope"}, 67, []string{"SANDBOX_NOT_FOUND"}},
 		{[]string{"claim", "no-such-template"}, 67, []string{"no-such-template"}},
 		{[]string{"exec", manual, "--", "true"}, 68, []string{"failed precondition", "suspended"}},
-		{[]string{"claim", "python", "--wait", "1ms"}, 124, []string{"no ready sandbox of python within 1ms"}},
+		// manual has no pool: a cold start cannot be ready within 1 ms (a
+		// warm claim of python sometimes was).
+		{[]string{"claim", "manual", "--wait", "1ms"}, 124, []string{"no ready sandbox of manual within 1ms"}},
 		{[]string{"extend", name, "soon"}, 2, []string{`"soon" is not a duration`}},
 		{[]string{"extend", name, "0s"}, 2, []string{"must be positive"}},
 		{[]string{"claim", "python", "--ttl", "forever"}, 2, []string{"--ttl"}},

@@ -180,7 +180,14 @@ func (e *Env) start(ctx context.Context, bin string) error {
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agenttls.DefaultNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("namespace %s: %w", agenttls.DefaultNamespace, err)
 	}
-	if err := e.startKwok(ctx, bin); err != nil {
+	err = e.startKwok(ctx, bin)
+	if errors.Is(err, errKwokExited) && strings.Contains(e.Logs("kwok", 1000), "concurrent map") {
+		// kwok v0.8.0 sometimes dies as it starts: its CEL setup reads and
+		// writes an unsynchronized map (easycel v0.6.0's typeValueMap) from
+		// two goroutines. Not sandpod's to fix; a second start is enough.
+		err = e.startKwok(ctx, bin)
+	}
+	if err != nil {
 		return fmt.Errorf("kwok: %w", err)
 	}
 	e.wg.Add(1)
@@ -364,6 +371,9 @@ func (e *Env) installCRDs(ctx context.Context) error {
 	return nil
 }
 
+// errKwokExited: kwok ended before its node was Ready.
+var errKwokExited = errors.New("kwok exited")
+
 // startKwok runs kwok managing one fake node with the "fast" stages (pods
 // become Running and Ready at once; deleted pods go away).
 func (e *Env) startKwok(ctx context.Context, bin string) error {
@@ -414,7 +424,7 @@ func (e *Env) startKwok(ctx context.Context, bin string) error {
 		}
 		select {
 		case <-e.procs[len(e.procs)-1].done:
-			return fmt.Errorf("kwok exited:\n%s", e.Logs("kwok", 30))
+			return fmt.Errorf("%w:\n%s", errKwokExited, e.Logs("kwok", 30))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
