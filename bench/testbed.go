@@ -55,7 +55,7 @@ const (
 
 type testbedSuite struct {
 	p        testbedParams
-	kc       client.WithWatch
+	kc       client.Client
 	ns       string
 	addr     string
 	preview  string // the bridge Service's preview port
@@ -146,7 +146,7 @@ func newTestbedSuite(ctx context.Context, kubeconfig, python string, p testbedPa
 	if err != nil {
 		return nil, err
 	}
-	kc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	kc, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}

@@ -88,10 +88,8 @@ func (s *testbedSuite) watchTimeline(ctx context.Context) (*timeline, error) {
 		if pod.Spec.NodeName != "" {
 			t.mark(pod.Name, stScheduled, now)
 		}
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				t.mark(pod.Name, stReady, now)
-			}
+		if podReady(pod) {
+			t.mark(pod.Name, stReady, now)
 		}
 	})
 	go followEvents(ctx, sbs, func(now time.Time, obj any) {
