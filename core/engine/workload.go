@@ -287,13 +287,16 @@ func (e *Engine) logPath(r *record) string {
 func (e *Engine) awaitAgent(ctx context.Context, sb *sandbox, p *process) error {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.StartTimeout)
 	defer cancel()
-	go func() {
+	// The watcher gets its own copy of the context: ctx is reassigned below,
+	// and a goroutine reading a variable another goroutine writes is a data
+	// race (a torn interface value crashed the server under load).
+	go func(ctx context.Context) {
 		select {
 		case <-p.done:
 			cancel()
 		case <-ctx.Done():
 		}
-	}()
+	}(ctx)
 	e.mu.Lock()
 	target, secret := "unix://"+e.socketPath(&sb.rec), sb.rec.Secret
 	e.mu.Unlock()
@@ -302,8 +305,8 @@ func (e *Engine) awaitAgent(ctx context.Context, sb *sandbox, p *process) error 
 		return err
 	}
 	defer conn.Close()
-	ctx = metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, secret)
-	_, err = sandpodv1.NewAgentServiceClient(conn).GetAgentInfo(ctx, &sandpodv1.GetAgentInfoRequest{}, grpc.WaitForReady(true))
+	callCtx := metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, secret)
+	_, err = sandpodv1.NewAgentServiceClient(conn).GetAgentInfo(callCtx, &sandpodv1.GetAgentInfoRequest{}, grpc.WaitForReady(true))
 	if err != nil {
 		select {
 		case <-p.done:
