@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -51,18 +50,21 @@ func detectCgroups(root string) (cgroupLayout, error) {
 }
 
 // cgroupMounts lists the cgroup file systems (v1 hierarchies, and the v2
-// one of a hybrid layout) mounted below root, as runc finds them.
+// one of a hybrid layout) mounted right below root, as runc finds them.
 func cgroupMounts(root string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
+	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	return cgroupMountsIn(string(b), root)
+}
+
+// cgroupMountsIn is cgroupMounts on the text of a mountinfo file.
+func cgroupMountsIn(mountinfo, root string) []string {
 	var out []string
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		// id parent major:minor root mountpoint opts... - fstype source superopts
-		pre, post, ok := strings.Cut(s.Text(), " - ")
+	for _, line := range strings.Split(mountinfo, "\n") {
+		// id parent major:minor root mountpoint opts [optional...] - fstype source superopts
+		pre, post, ok := strings.Cut(line, " - ")
 		fields, tail := strings.Fields(pre), strings.Fields(post)
 		if !ok || len(fields) < 5 || len(tail) < 1 || (tail[0] != "cgroup" && tail[0] != "cgroup2") {
 			continue

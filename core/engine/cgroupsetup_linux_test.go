@@ -120,6 +120,55 @@ func TestCgroupV1WritesOnACgroupfsLayout(t *testing.T) {
 	}
 }
 
+func TestCgroupMountsAsRuncFindsThem(t *testing.T) {
+	const mountinfo = `249 145 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+1004 249 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime shared:7 - cgroup cgroup rw,cpu,cpuacct
+1010 249 0:31 / /sys/fs/cgroup/memory rw,relatime master:3 - cgroup cgroup rw,memory
+1020 249 0:40 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+1030 145 0:41 / /mnt/my\040cgroups rw - cgroup cgroup rw,pids
+1040 1030 0:41 / /sys/fs/cgroup/odd\040name rw - cgroup cgroup rw,pids
+1050 145 0:42 / /sys/fs/cgroup/memory/nested rw - cgroup cgroup rw,memory
+`
+	for name, tc := range map[string]struct {
+		root string
+		want []string
+	}{
+		"v1 and hybrid under /sys/fs/cgroup": {"/sys/fs/cgroup", []string{"/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/odd name"}},
+		"another root":                       {"/mnt", []string{"/mnt/my cgroups"}},
+		"none":                               {"/srv", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := cgroupMountsIn(mountinfo, tc.root); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A v1 host without one of the hierarchies the engine writes is refused,
+// with the hierarchy named; the others are probed with a cgroup made and
+// removed.
+func TestProbeV1NamesAMissingHierarchy(t *testing.T) {
+	root := t.TempDir()
+	var mounts []string
+	for _, c := range []string{"memory", "pids", "cpu", "cpuset"} {
+		mounts = append(mounts, filepath.Join(root, c))
+		if err := os.Mkdir(filepath.Join(root, c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	problems := probeV1(root, mounts)
+	if len(problems) != 1 || problems[0].What != filepath.Join(root, "freezer") || !strings.Contains(problems[0].Err, "no cgroup v1 freezer hierarchy") {
+		t.Fatalf("problems %+v, want the freezer named", problems)
+	}
+	for _, m := range mounts {
+		entries, err := os.ReadDir(filepath.Join(m, "sandpod"))
+		if err != nil || len(entries) != 0 {
+			t.Errorf("%s/sandpod after the probe: %v %v, want it there and empty", m, entries, err)
+		}
+	}
+}
+
 // A controller whose file is missing is an error, not a file to create;
 // and what the start made of the container's cgroups goes again.
 func TestCgroupWritesNeedTheKernelsFiles(t *testing.T) {
