@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,9 +32,16 @@ exec "$@"`, "sh"}
 func TestServeRefusesWithoutWritableCgroups(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
+	// A state directory serve would take otherwise (its parents passable
+	// by the sandboxes' ids): only the cgroups keep it from starting.
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cmd := exec.Command(readOnlyCgroups[0], append(readOnlyCgroups[1:len(readOnlyCgroups):len(readOnlyCgroups)],
 		testserver.Binary(t), "serve", "--listen", "127.0.0.1:0", "--state-dir", state)...)
-	var out bytes.Buffer
+	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -41,19 +49,29 @@ func TestServeRefusesWithoutWritableCgroups(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var err error
-	select {
-	case err = <-done:
-	case <-time.After(5 * time.Minute):
-		_ = cmd.Process.Kill()
-		t.Fatalf("serve with read-only cgroups is still running (it should refuse):\n%s", out.String())
+	for waiting := true; waiting; {
+		select {
+		case err = <-done:
+			waiting = false
+		case <-time.After(100 * time.Millisecond):
+			if strings.Contains(out.String(), "sandpod serving") {
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("serve started with read-only cgroups (it should refuse):\n%s", out.String())
+			}
+		}
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 1 {
 		t.Fatalf("exit %d (%v), want 1 (97: the test's read-only remount failed):\n%s", code, err, out.String())
 	}
 	msg := out.String()
+	named := "/sys/fs/cgroup" // cgroup v2: the one hierarchy
+	if fi, err := os.Stat("/sys/fs/cgroup/memory"); err == nil && fi.IsDir() {
+		named = "/sys/fs/cgroup/memory" // v1: each hierarchy, memory among them
+	}
 	for _, want := range []string{
 		"sandpod serve: cannot apply sandbox limits",
-		"/sys/fs/cgroup/memory", "read-only file system", // what is missing, as the kernel said it
+		named, "read-only file system", // what is missing, as the kernel said it
 		"mounted read-write", "--no-limits", // the ways out
 	} {
 		if !strings.Contains(msg, want) {
@@ -112,6 +130,24 @@ func TestNoLimitsRunsSandboxesWithoutCgroups(t *testing.T) {
 	if r := sh(t, c, sb.GetName(), "echo still"); r.stdout != "still\n" {
 		t.Fatalf("the sandbox after serve's restart: %+v", r)
 	}
+}
+
+// syncBuffer is a bytes.Buffer that a process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // limitsLayout is the cgroup layout serve reported applying limits with:
