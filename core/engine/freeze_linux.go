@@ -12,9 +12,9 @@ import (
 // where it is, memory and open files kept, and uses no CPU until thawed.
 // The engine writes the container's freezer file itself (a few hundred
 // microseconds) where it made the container's cgroup (the one it gives
-// runc, see launch; the files are cgroupLayout.freezer's); elsewhere it asks runc (`runc pause`/`runc resume`,
-// an exec of runc each). Both work on cgroup v1 (the freezer hierarchy) and
-// v2 (cgroup.freeze).
+// runc, see launch; the files are cgroupLayout.freezer's); elsewhere it
+// asks runc (`runc pause`/`runc resume`, an exec of runc each). Both work
+// on cgroup v1 (the freezer hierarchy) and v2 (cgroup.freeze).
 //
 // A process frozen by the v1 freezer cannot even die: a SIGKILL waits for
 // the thaw. So kill thaws after it signals (see process.kill).
