@@ -1,0 +1,100 @@
+package mcp
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/sandpod/sandpod/bridge"
+	sandpod "github.com/sandpod/sandpod/clients/go"
+)
+
+func TestVerifier(t *testing.T) {
+	tokens := bridge.StaticTokens{{Secret: "s3cret"}, {Secret: "team", Namespaces: []string{"team-a"}}}
+	cases := map[string]struct {
+		token, namespace string
+		wantErr          string // "" for let in
+	}{
+		"a token of the file":               {token: "s3cret", namespace: "default"},
+		"a namespaced token in its own":     {token: "team", namespace: "team-a"},
+		"an unknown token":                  {token: "guess", namespace: "default", wantErr: "missing or unknown bearer token"},
+		"a namespaced token in another one": {token: "team", namespace: "default", wantErr: `namespace "default": this token may use only team-a`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			info, err := verifier([]bridge.Authenticator{tokens}, tc.namespace)(t.Context(), tc.token, nil)
+			if tc.wantErr == "" {
+				if err != nil || info == nil || info.UserID == "" {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, auth.ErrInvalidToken) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %v, want ErrInvalidToken saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// Over HTTP a request without the token, or with another one, is refused
+// before it reaches the MCP server.
+func TestHTTPNeedsTheToken(t *testing.T) {
+	c, err := sandpod.Dial(t.Context(), "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := New(c, Options{})
+	defer s.Close()
+	srv := httptest.NewServer(s.httpHandler(HTTPOptions{Authenticators: []bridge.Authenticator{bridge.StaticTokens{{Secret: "s3cret"}}}, Namespace: "default"}))
+	defer srv.Close()
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
+	for name, tc := range map[string]struct {
+		header string
+		want   int
+	}{
+		"no token":    {"", http.StatusUnauthorized},
+		"wrong token": {"Bearer guess", http.StatusUnauthorized},
+		"not bearer":  {"Basic czNjcmV0", http.StatusUnauthorized},
+		"the token":   {"Bearer s3cret", http.StatusOK},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+Path, strings.NewReader(initialize))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+}
+
+// Without tokens the HTTP transport listens on loopback only.
+func TestHTTPWithoutTokensOnLoopbackOnly(t *testing.T) {
+	c, err := sandpod.Dial(t.Context(), "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lis, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = New(c, Options{}).ServeHTTP(t.Context(), lis, HTTPOptions{})
+	if err == nil || !strings.Contains(err.Error(), "--token-file") {
+		t.Errorf("err = %v, want a refusal naming --token-file", err)
+	}
+}
