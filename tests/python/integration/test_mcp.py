@@ -495,3 +495,59 @@ def test_the_lease_outlives_a_killed_server(
         asyncio.run(open_until_killed())
     assert names
     assert gone(native, names[0]), "the lease did not reclaim the sandbox of a killed server"
+
+
+def test_snapshot_restore_fork_delete_and_keep(
+    api: Server, sandpod_bin: Path, native: sandpod.Client
+) -> None:
+    async def main() -> tuple[str, list[str], str]:
+        async with Client(stdio_params(api, sandpod_bin)) as c:
+            wrote = structured(
+                await c.call_tool("write_file", {"path": "state.txt", "content": "v1"})
+            )
+            name = wrote["sandbox"]
+            snap = structured(await c.call_tool("snapshot_sandbox", {}))
+            assert snap["sandbox"] == name and snap["snapshot"]
+            await c.call_tool("write_file", {"path": "state.txt", "content": "v2"})
+            restored = structured(
+                await c.call_tool("restore_sandbox", {"snapshot": snap["snapshot"]})
+            )
+            assert (restored["sandbox"], restored["phase"]) == (name, "Running")
+            read = structured(await c.call_tool("read_file", {"path": "state.txt"}))
+            assert (read["sandbox"], read["content"]) == (name, "v1")
+
+            forked = structured(await c.call_tool("fork_sandbox", {"count": 2}))
+            assert forked["sandbox"] == name and len(forked["forks"]) == 2
+            for f in forked["forks"]:
+                got = structured(
+                    await c.call_tool("read_file", {"path": "state.txt", "sandbox": f})
+                )
+                assert (got["sandbox"], got["content"]) == (f, "v1")
+            deleted = structured(
+                await c.call_tool("delete_sandbox", {"sandbox": forked["forks"][0]})
+            )
+            assert deleted == {"sandbox": forked["forks"][0], "deleted": True}
+            assert gone(native, forked["forks"][0], timeout=5)
+
+            # A PNG file comes back as an image too.
+            plot = "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig('p.png')"
+            assert "error" not in structured(await c.call_tool("run_code", {"code": plot}))
+            png = await c.call_tool("read_file", {"path": "p.png"})
+            assert structured(png)["encoding"] == "base64" and structured(png)["image"]
+            assert [b.mime_type for b in png.content if b.type == "image"] == ["image/png"]
+
+            kept = structured(
+                await c.call_tool("claim_sandbox", {"keep": True, "ttl_seconds": 600})
+            )
+            assert "outlives" in kept["ends_with"]
+            # The kept sandbox is the session's default from now on.
+            now = structured(await c.call_tool("run_command", {"command": "true"}))
+            assert now["sandbox"] == kept["sandbox"]
+            return name, forked["forks"], kept["sandbox"]
+
+    name, forks, kept = asyncio.run(main())
+    assert gone(native, name) and gone(native, forks[1])
+    try:
+        assert native.get(kept).info.phase == "Running", "a kept sandbox went with the session"
+    finally:
+        native.get(kept).delete()
