@@ -469,8 +469,8 @@ def test_http_session_expiry_and_shutdown_delete_sandboxes(
             await task
         return names[0]
 
-    # Deleted before the server exits: at once.
-    assert gone(native, asyncio.run(open_until_shutdown()), timeout=5), "shutdown left the sandbox"
+    # Deleted before the server exits (the lease is longer than the wait).
+    assert gone(native, asyncio.run(open_until_shutdown())), "shutdown left the sandbox"
 
 
 def test_the_lease_outlives_a_killed_server(
@@ -478,7 +478,7 @@ def test_the_lease_outlives_a_killed_server(
 ) -> None:
     """A server killed before it could delete its sessions' sandboxes leaves them only
     until their lease, which it no longer renews, runs out."""
-    m = mcp_http("--lease", "4s")  # type: ignore[operator]
+    m = mcp_http("--lease", "10s")  # type: ignore[operator]
     names: list[str] = []
 
     async def open_until_killed() -> None:
@@ -527,7 +527,7 @@ def test_snapshot_restore_fork_delete_and_keep(
                 await c.call_tool("delete_sandbox", {"sandbox": forked["forks"][0]})
             )
             assert deleted == {"sandbox": forked["forks"][0], "deleted": True}
-            assert gone(native, forked["forks"][0], timeout=5)
+            assert gone(native, forked["forks"][0])
 
             # A PNG file comes back as an image too.
             plot = "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig('p.png')"
