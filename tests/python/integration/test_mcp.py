@@ -371,6 +371,18 @@ def test_the_first_call_claims_and_long_output_is_cut(
             assert again["stdout_truncated"] and len(again["stdout"]) < 33 * 1024
             assert "bytes left out" in again["stdout"]
             assert again["stderr"] == "END\n" and not again["stderr_truncated"]
+            await c.call_tool("write_file", {"path": "digits.txt", "content": "0123456789"})
+            head = structured(
+                await c.call_tool("read_file", {"path": "digits.txt", "max_bytes": 4})
+            )
+            assert (head["content"], head["length"], head["size"], head["truncated"]) == (
+                "0123",
+                4,
+                10,
+                True,
+            )
+            rest = structured(await c.call_tool("read_file", {"path": "digits.txt", "offset": 8}))
+            assert (rest["content"], rest["offset"], rest["truncated"]) == ("89", 8, False)
             bad = await c.call_tool("run_command", {"command": "true", "argv": ["true"]})
             assert bad.is_error and "not both" in bad.content[0].text
             missing = await c.call_tool("read_file", {"path": "no/such/file"})
