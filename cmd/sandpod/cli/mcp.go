@@ -75,20 +75,25 @@ func (a *app) runMCP(ctx context.Context, f mcpFlags) error {
 	}
 	log := slog.New(slog.NewTextHandler(a.err, nil))
 	s := mcpserver.New(c, mcpserver.Options{Template: f.template, Lease: f.lease, Version: agent.Version, Log: log})
-	a.checkTemplate(ctx, log, f.template)
 	if f.listen == "" {
+		a.checkTemplate(ctx, log, f.template)
 		if err := s.RunStdio(ctx, readCloser(a.in), nopWriteCloser{a.out}); err != nil && ctx.Err() == nil {
 			return a.commandError(err)
 		}
 		return nil
 	}
+	o := mcpserver.HTTPOptions{Authenticators: authns, Namespace: c.Namespace(), SessionTimeout: f.sessionTimeout}
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return usageErrorf("--listen %s: %v", f.listen, err)
 	}
-	err = s.ServeHTTP(ctx, lis, mcpserver.HTTPOptions{Authenticators: authns, Namespace: c.Namespace(), SessionTimeout: f.sessionTimeout})
-	if err != nil {
+	if err := mcpserver.CheckListener(lis, o); err != nil {
+		lis.Close()
 		return usageErrorf("%v", err)
+	}
+	a.checkTemplate(ctx, log, f.template)
+	if err := s.ServeHTTP(ctx, lis, o); err != nil {
+		return a.commandError(err)
 	}
 	return nil
 }

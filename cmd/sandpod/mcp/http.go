@@ -37,12 +37,20 @@ type HTTPOptions struct {
 // DefaultSessionTimeout is how long an idle HTTP session lives.
 const DefaultSessionTimeout = 30 * time.Minute
 
+// CheckListener refuses a listener off loopback when no token is needed.
+func CheckListener(lis net.Listener, o HTTPOptions) error {
+	if len(o.Authenticators) == 0 && !isLoopback(lis.Addr()) {
+		return fmt.Errorf("--listen %s is not a loopback address: give --token-file so that callers must present a token", lis.Addr())
+	}
+	return nil
+}
+
 // ServeHTTP serves the streamable HTTP transport at Path on lis until ctx
 // ends, then ends every session, deleting their sandboxes.
 func (s *Server) ServeHTTP(ctx context.Context, lis net.Listener, o HTTPOptions) error {
-	if len(o.Authenticators) == 0 && !isLoopback(lis.Addr()) {
+	if err := CheckListener(lis, o); err != nil {
 		lis.Close()
-		return fmt.Errorf("--listen %s is not a loopback address: give --token-file so that callers must present a token", lis.Addr())
+		return err
 	}
 	srv := &http.Server{Handler: s.httpHandler(o), ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
