@@ -53,7 +53,6 @@ func TestHTTPNeedsTheToken(t *testing.T) {
 	defer s.Close()
 	srv := httptest.NewServer(s.httpHandler(HTTPOptions{Authenticators: []bridge.Authenticator{bridge.StaticTokens{{Secret: "s3cret"}}}, Namespace: "default"}))
 	defer srv.Close()
-	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
 	for name, tc := range map[string]struct {
 		header string
 		want   int
@@ -64,11 +63,70 @@ func TestHTTPNeedsTheToken(t *testing.T) {
 		"the token":   {"Bearer s3cret", http.StatusOK},
 	} {
 		t.Run(name, func(t *testing.T) {
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+Path, strings.NewReader(initialize))
+			resp := post(t, srv.URL, tc.header, initialize)
+			if resp.StatusCode != tc.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+}
+
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
+
+// post sends one JSON-RPC message to the MCP endpoint.
+func post(t *testing.T, url, authorization, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+Path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// A session answers only the token that opened it, and a loopback
+// listener only requests that name a loopback host (DNS rebinding).
+func TestHTTPSessionsAndHosts(t *testing.T) {
+	c, err := sandpod.Dial(t.Context(), "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := New(c, Options{})
+	defer s.Close()
+	tokens := bridge.StaticTokens{{Secret: "alice"}, {Secret: "bob"}}
+	srv := httptest.NewServer(s.httpHandler(HTTPOptions{Authenticators: []bridge.Authenticator{tokens}, Namespace: "default"}))
+	defer srv.Close()
+
+	opened := post(t, srv.URL, "Bearer alice", initialize)
+	id := opened.Header.Get("Mcp-Session-Id")
+	if opened.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d, session %q", opened.StatusCode, id)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	for name, tc := range map[string]struct {
+		token, host string
+		want        int
+	}{
+		"the session's token":     {"alice", "", http.StatusOK},
+		"another token":           {"bob", "", http.StatusForbidden},
+		"a host that is not ours": {"alice", "evil.example:80", http.StatusForbidden},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+Path, strings.NewReader(list))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
-			if tc.header != "" {
-				req.Header.Set("Authorization", tc.header)
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+			req.Header.Set("Mcp-Session-Id", id)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			if tc.host != "" {
+				req.Host = tc.host
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
