@@ -76,7 +76,7 @@ func (a *app) runMCP(ctx context.Context, f mcpFlags) error {
 	log := slog.New(slog.NewTextHandler(a.err, nil))
 	s := mcpserver.New(c, mcpserver.Options{Template: f.template, Lease: f.lease, Version: agent.Version, Log: log})
 	if f.listen == "" {
-		a.checkTemplate(ctx, log, f.template)
+		checkTemplate(ctx, log, c, f.template)
 		if err := s.RunStdio(ctx, readCloser(a.in), nopWriteCloser{a.out}); err != nil && ctx.Err() == nil {
 			return a.commandError(err)
 		}
@@ -91,7 +91,7 @@ func (a *app) runMCP(ctx context.Context, f mcpFlags) error {
 		lis.Close()
 		return usageErrorf("%v", err)
 	}
-	a.checkTemplate(ctx, log, f.template)
+	checkTemplate(ctx, log, c, f.template)
 	if err := s.ServeHTTP(ctx, lis, o); err != nil {
 		return a.commandError(err)
 	}
@@ -101,16 +101,12 @@ func (a *app) runMCP(ctx context.Context, f mcpFlags) error {
 // checkTemplate warns, without failing, when the server is not reachable
 // yet or has no such template: an MCP host shows the server's stderr, and
 // the tools would fail on the first call.
-func (a *app) checkTemplate(ctx context.Context, log *slog.Logger, template string) {
-	c, err := a.dial(ctx)
-	if err != nil {
-		return
-	}
+func checkTemplate(ctx context.Context, log *slog.Logger, c *sandpod.Client, template string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ts, err := c.Templates(ctx)
 	if err != nil {
-		log.Warn("the sandpod server did not answer; tool calls will fail until it does", "err", err)
+		log.Warn("the sandpod server could not list its templates; tool calls will fail until it can", "err", err)
 		return
 	}
 	if !slices.ContainsFunc(ts, func(t sandpod.Template) bool { return t.Name == template }) {
