@@ -63,7 +63,7 @@ func TestHTTPNeedsTheToken(t *testing.T) {
 		"the token":   {"Bearer s3cret", http.StatusOK},
 	} {
 		t.Run(name, func(t *testing.T) {
-			resp := post(t, srv.URL, tc.header, initialize)
+			resp := post(t, srv.URL, initialize, map[string]string{"Authorization": tc.header})
 			if resp.StatusCode != tc.want {
 				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
 			}
@@ -73,14 +73,21 @@ func TestHTTPNeedsTheToken(t *testing.T) {
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
 
-// post sends one JSON-RPC message to the MCP endpoint.
-func post(t *testing.T, url, authorization, body string) *http.Response {
+// post sends one JSON-RPC message to the MCP endpoint with headers (an
+// empty value is left out; "Host" sets the request's host).
+func post(t *testing.T, url, body string, headers map[string]string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+Path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if authorization != "" {
-		req.Header.Set("Authorization", authorization)
+	for k, v := range headers {
+		switch {
+		case v == "":
+		case k == "Host":
+			req.Host = v
+		default:
+			req.Header.Set(k, v)
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -104,7 +111,7 @@ func TestHTTPSessionsAndHosts(t *testing.T) {
 	srv := httptest.NewServer(s.httpHandler(HTTPOptions{Authenticators: []bridge.Authenticator{tokens}, Namespace: "default"}))
 	defer srv.Close()
 
-	opened := post(t, srv.URL, "Bearer alice", initialize)
+	opened := post(t, srv.URL, initialize, map[string]string{"Authorization": "Bearer alice"})
 	id := opened.Header.Get("Mcp-Session-Id")
 	if opened.StatusCode != http.StatusOK || id == "" {
 		t.Fatalf("initialize: %d, session %q", opened.StatusCode, id)
@@ -119,20 +126,8 @@ func TestHTTPSessionsAndHosts(t *testing.T) {
 		"a host that is not ours": {"alice", "evil.example:80", http.StatusForbidden},
 	} {
 		t.Run(name, func(t *testing.T) {
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+Path, strings.NewReader(list))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Authorization", "Bearer "+tc.token)
-			req.Header.Set("Mcp-Session-Id", id)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-			if tc.host != "" {
-				req.Host = tc.host
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
+			resp := post(t, srv.URL, list, map[string]string{"Authorization": "Bearer " + tc.token, "Host": tc.host,
+				"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"})
 			if resp.StatusCode != tc.want {
 				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
 			}

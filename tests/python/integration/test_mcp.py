@@ -30,7 +30,7 @@ from PIL import Image
 
 import sandpod
 
-from .conftest import PYTHON_TEMPLATE, Server, free_port, make_client
+from .conftest import Server, free_port, make_client, python_pool
 
 pytestmark = pytest.mark.integration
 
@@ -41,22 +41,10 @@ START_TIMEOUT = 120.0
 # that only the end of the session can explain one (but the test of the lease itself).
 LEASE = "10m"
 
-# The shared python template, without egress: sandboxes reach nothing but their loopback.
-ISOLATED = PYTHON_TEMPLATE.replace(
+# The shared python template with its pool of 2, without egress: sandboxes reach nothing
+# but their loopback.
+CONFIG = python_pool(2).replace(
     "spec:\n  podTemplate:", "spec:\n  networkPolicy:\n    egress: None\n  podTemplate:", 1
-)
-CONFIG = (
-    ISOLATED
-    + """---
-apiVersion: sandpod.dev/v1alpha1
-kind: SandboxWarmPool
-metadata:
-  name: python
-spec:
-  templateRef:
-    name: python
-  replicas: 2
-"""
 )
 
 TOOLS = {
@@ -89,7 +77,7 @@ len(rows)
 @pytest.fixture(scope="module")
 def api(sandpod_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A `sandpod serve` with a token, previews on, and the isolated python template."""
-    assert "egress: None" in ISOLATED
+    assert "egress: None" in CONFIG
     srv = Server(sandpod_bin, tmp_path_factory.mktemp("mcp-api"), token=TOKEN, config=CONFIG)
     srv.start()
     yield srv
