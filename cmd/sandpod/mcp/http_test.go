@@ -44,15 +44,7 @@ func TestVerifier(t *testing.T) {
 // Over HTTP a request without the token, or with another one, is refused
 // before it reaches the MCP server.
 func TestHTTPNeedsTheToken(t *testing.T) {
-	c, err := sandpod.Dial(t.Context(), "127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s := New(c, Options{})
-	defer s.Close()
-	srv := httptest.NewServer(s.httpHandler(HTTPOptions{Authenticators: []bridge.Authenticator{bridge.StaticTokens{{Secret: "s3cret"}}}, Namespace: "default"}))
-	defer srv.Close()
+	srv := httpServer(t, bridge.StaticTokens{{Secret: "s3cret"}})
 	for name, tc := range map[string]struct {
 		header string
 		want   int
@@ -69,6 +61,21 @@ func TestHTTPNeedsTheToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// httpServer serves the MCP endpoint behind tokens, over a sandpod client
+// with no server (these tests call no tool).
+func httpServer(t *testing.T, tokens bridge.StaticTokens) *httptest.Server {
+	c, err := sandpod.Dial(t.Context(), "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	s := New(c, Options{})
+	t.Cleanup(s.Close)
+	srv := httptest.NewServer(s.httpHandler(HTTPOptions{Authenticators: []bridge.Authenticator{tokens}, Namespace: "default"}))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
@@ -100,16 +107,7 @@ func post(t *testing.T, url, body string, headers map[string]string) *http.Respo
 // A session answers only the token that opened it, and a loopback
 // listener only requests that name a loopback host (DNS rebinding).
 func TestHTTPSessionsAndHosts(t *testing.T) {
-	c, err := sandpod.Dial(t.Context(), "127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s := New(c, Options{})
-	defer s.Close()
-	tokens := bridge.StaticTokens{{Secret: "alice"}, {Secret: "bob"}}
-	srv := httptest.NewServer(s.httpHandler(HTTPOptions{Authenticators: []bridge.Authenticator{tokens}, Namespace: "default"}))
-	defer srv.Close()
+	srv := httpServer(t, bridge.StaticTokens{{Secret: "alice"}, {Secret: "bob"}})
 
 	opened := post(t, srv.URL, initialize, map[string]string{"Authorization": "Bearer alice"})
 	id := opened.Header.Get("Mcp-Session-Id")
