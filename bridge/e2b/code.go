@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -127,22 +128,65 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	flush := http.NewResponseController(w)
+	var lines lineBuffer
+	emit := func(line map[string]any) bool {
+		if enc.Encode(line) != nil {
+			return false
+		}
+		_ = flush.Flush()
+		return true
+	}
 	for res := first; ; {
-		if line := execLine(res, s.now()); line != nil {
-			if enc.Encode(line) != nil {
+		for _, line := range lines.add(res, s.now()) {
+			if !emit(line) {
 				return
 			}
-			_ = flush.Flush()
 		}
 		if res.GetDone() != nil {
 			return
 		}
 		if res, err = stream.Recv(); err != nil {
 			msg := "the execution's stream ended: " + err.Error()
-			_ = enc.Encode(map[string]any{"type": "error", "name": "SandpodError", "value": msg, "traceback": msg})
+			emit(map[string]any{"type": "error", "name": "SandpodError", "value": msg, "traceback": msg})
 			return
 		}
 	}
+}
+
+// lineBuffer joins a cell's stdout and stderr pieces into whole lines, as
+// Jupyter's kernel sends its stream output (print("a") is one "a\n", not
+// "a" and "\n"): a partial line waits for its end, or for any other
+// message, which sends it first.
+type lineBuffer struct {
+	kind string // "stdout" or "stderr": what buf holds
+	buf  []byte
+}
+
+func (l *lineBuffer) add(res *sandpodv1.RunCodeResponse, now time.Time) []map[string]any {
+	var out []map[string]any
+	kind, data := "", []byte(nil)
+	switch m := res.GetMsg().(type) {
+	case *sandpodv1.RunCodeResponse_Stdout:
+		kind, data = "stdout", m.Stdout
+	case *sandpodv1.RunCodeResponse_Stderr:
+		kind, data = "stderr", m.Stderr
+	}
+	if len(l.buf) > 0 && kind != l.kind {
+		out = append(out, map[string]any{"type": l.kind, "text": string(l.buf), "timestamp": now.UnixNano()})
+		l.buf = nil
+	}
+	if kind == "" {
+		if line := execLine(res, now); line != nil {
+			out = append(out, line)
+		}
+		return out
+	}
+	l.kind, l.buf = kind, append(l.buf, data...)
+	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
+		out = append(out, map[string]any{"type": kind, "text": string(l.buf[:i+1]), "timestamp": now.UnixNano()})
+		l.buf = append([]byte(nil), l.buf[i+1:]...)
+	}
+	return out
 }
 
 // contextJSON is E2B's Context.

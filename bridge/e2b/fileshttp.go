@@ -117,7 +117,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		if part.FormName() != "file" {
 			continue
 		}
-		p := part.FileName()
+		// The whole path: Part.FileName keeps only its last element.
+		_, disp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+		p := disp["filename"]
 		if q != "" {
 			p = q
 		}

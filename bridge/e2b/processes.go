@@ -198,17 +198,17 @@ func (p *proc) end(last *process.ProcessEvent, ps *processes) {
 // eventOf is an Exec answer as envd's process event; nil for what envd
 // has no event for (stdin acknowledgements).
 func eventOf(res *sandpodv1.ExecResponse, pty bool) *process.ProcessEvent {
-	data := func(out process.ProcessEvent_DataEvent) *process.ProcessEvent {
-		return &process.ProcessEvent{Event: &process.ProcessEvent_Data{Data: &out}}
+	data := func(out *process.ProcessEvent_DataEvent) *process.ProcessEvent {
+		return &process.ProcessEvent{Event: &process.ProcessEvent_Data{Data: out}}
 	}
 	switch m := res.GetMsg().(type) {
 	case *sandpodv1.ExecResponse_Stdout:
 		if pty {
-			return data(process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Pty{Pty: m.Stdout}})
+			return data(&process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Pty{Pty: m.Stdout}})
 		}
-		return data(process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Stdout{Stdout: m.Stdout}})
+		return data(&process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Stdout{Stdout: m.Stdout}})
 	case *sandpodv1.ExecResponse_Stderr:
-		return data(process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Stderr{Stderr: m.Stderr}})
+		return data(&process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Stderr{Stderr: m.Stderr}})
 	case *sandpodv1.ExecResponse_Exit:
 		return &process.ProcessEvent{Event: &process.ProcessEvent_End{End: endOf(m.Exit)}}
 	}

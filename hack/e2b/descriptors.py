@@ -22,7 +22,7 @@ MODULES = ("e2b.envd.process.process_pb", "e2b.envd.filesystem.filesystem_pb")
 def serialized_descriptor(module: str) -> bytes:
     spec = importlib.util.find_spec(module.rsplit(".", 1)[0])
     if spec is None or spec.submodule_search_locations is None:
-        sys.exit(f"{module}: not installed (pip install -r hack/e2b/requirements.txt)")
+        sys.exit(f"{module}: not installed (make venv installs it)")
     path = pathlib.Path(next(iter(spec.submodule_search_locations))) / (
         module.rsplit(".", 1)[1] + ".py"
     )

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Generates the Go types and Connect stubs of envd's process and filesystem
 # services (bridge/e2b/envd) from the descriptors in the pinned e2b package
-# (hack/e2b/requirements.txt): the .proto files are not published as a module,
+# (pyproject.toml's dev extras): the .proto files are not published as a module,
 # and e2b's generated Python carries them as serialized FileDescriptorProtos
 # (hack/e2b/descriptors.py). protoc comes from the pinned grpcio-tools wheel,
 # the plugins from the versions pinned as tools in go.mod.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
-"$PY" -m pip install --quiet -r hack/e2b/requirements.txt
+pin=$(grep -o '"e2b==[0-9.]*' pyproject.toml | tr -d '"')
+"$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('e2b') != '${pin#e2b==}')" 2>/dev/null ||
+  "$PY" -m pip install --quiet "$pin"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go
