@@ -34,17 +34,19 @@ func entryOf(f *sandpodv1.FileInfo) *filesystem.EntryInfo {
 		Type:         filesystem.FileType_FILE_TYPE_FILE,
 		Path:         toE2BPath(f.GetPath()),
 		Size:         f.GetSize(),
-		Mode:         f.GetMode(),
+		Mode:         f.GetMode() & uint32(fs.ModePerm),
 		ModifiedTime: f.GetModifyTime(),
 		IsSymlink:    f.GetIsSymlink(),
 		Metadata:     map[string]string{},
+		// A sandbox runs as one user, which E2B's SDK knows as "user".
+		Owner: "user",
+		Group: "user",
 	}
 	mode := fs.FileMode(f.GetMode()) & fs.ModePerm
 	switch {
 	case f.GetIsDir():
 		e.Type = filesystem.FileType_FILE_TYPE_DIRECTORY
 		mode |= fs.ModeDir
-		e.Mode = uint32(mode)
 	case f.GetIsSymlink():
 		e.Type = filesystem.FileType_FILE_TYPE_SYMLINK
 		mode |= fs.ModeSymlink
@@ -149,43 +151,49 @@ func (f filesystemService) ListDir(ctx context.Context, req *connect.Request[fil
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path %s is not a directory", req.Msg.GetPath()))
 	}
 	res := &filesystem.ListDirResponse{}
-	dirs := []string{root}
-	for level := 1; level <= depth && len(dirs) > 0; level++ {
-		var next []string
-		for _, dir := range dirs {
-			token := ""
-			for {
-				page, err := f.s.api.ListFiles(ctx, &sandpodv1.ListFilesRequest{Sandbox: name, Namespace: ns, Path: dir, PageToken: token})
-				if err != nil {
-					return nil, connectError(err)
-				}
-				for _, fi := range page.GetFiles() {
-					e := entryOf(fi)
-					// The listed directory's own path, not the agent's
-					// spelling of it, so that entries read as E2B's.
-					e.Path = toE2BPath(path.Join(dir, fi.GetName()))
-					res.Entries = append(res.Entries, e)
-					if fi.GetIsDir() && !fi.GetIsSymlink() {
-						next = append(next, path.Join(dir, fi.GetName()))
-					}
-				}
-				if len(res.Entries) > maxListEntries {
-					return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("listing %s: more than %d entries; list with a smaller depth", req.Msg.GetPath(), maxListEntries))
-				}
-				if token = page.GetNextPageToken(); token == "" {
-					break
-				}
-			}
-		}
-		dirs = next
+	if err := f.walk(ctx, ns, name, root, depth, res); err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(res), nil
 }
 
+// walk lists dir and, depth-1 levels down, its subdirectories, each
+// directory's entries followed by its own subdirectory's, in name order
+// (as envd walks).
+func (f filesystemService) walk(ctx context.Context, ns, name, dir string, depth int, res *filesystem.ListDirResponse) error {
+	token := ""
+	for {
+		page, err := f.s.api.ListFiles(ctx, &sandpodv1.ListFilesRequest{Sandbox: name, Namespace: ns, Path: dir, PageToken: token})
+		if err != nil {
+			return connectError(err)
+		}
+		for _, fi := range page.GetFiles() {
+			e := entryOf(fi)
+			// The listed directory's own spelling, so that entries read as E2B's.
+			p := path.Join(dir, fi.GetName())
+			e.Path = toE2BPath(p)
+			res.Entries = append(res.Entries, e)
+			if len(res.Entries) > maxListEntries {
+				return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("listing %s: more than %d entries; list with a smaller depth", toE2BPath(dir), maxListEntries))
+			}
+			if depth > 1 && fi.GetIsDir() && !fi.GetIsSymlink() {
+				if err := f.walk(ctx, ns, name, p, depth-1, res); err != nil {
+					return err
+				}
+			}
+		}
+		if token = page.GetNextPageToken(); token == "" {
+			return nil
+		}
+	}
+}
+
+// Remove removes a file or a tree; a path that is not there is no error,
+// as for envd.
 func (f filesystemService) Remove(ctx context.Context, req *connect.Request[filesystem.RemoveRequest]) (*connect.Response[filesystem.RemoveResponse], error) {
 	ctx, ns, name := f.call(ctx, req.Header())
 	_, err := f.s.api.RemoveFile(ctx, &sandpodv1.RemoveFileRequest{Sandbox: name, Namespace: ns, Path: toSandpodPath(req.Msg.GetPath()), Recursive: true})
-	if err != nil {
+	if err != nil && status.Code(err) != codes.NotFound {
 		return nil, connectError(err)
 	}
 	return connect.NewResponse(&filesystem.RemoveResponse{}), nil

@@ -160,6 +160,7 @@ type watchers struct {
 type watcher struct {
 	sbx     string
 	cancel  context.CancelFunc
+	more    chan struct{} // signalled when events arrive
 	mu      sync.Mutex
 	events  []*filesystem.FilesystemEvent
 	err     error
@@ -190,7 +191,7 @@ func (f filesystemService) CreateWatcher(ctx context.Context, req *connect.Reque
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
-	w := &watcher{sbx: key, cancel: cancel}
+	w := &watcher{sbx: key, cancel: cancel, more: make(chan struct{}, 1)}
 	f.s.watch.mu.Lock()
 	f.s.watch.byID[id] = w
 	f.s.watch.mu.Unlock()
@@ -210,6 +211,10 @@ func (f filesystemService) CreateWatcher(ctx context.Context, req *connect.Reque
 				w.err = connectError(err)
 			}
 			w.mu.Unlock()
+			select {
+			case w.more <- struct{}{}:
+			default:
+			}
 			if err != nil {
 				return
 			}
@@ -224,6 +229,7 @@ func (f filesystemService) GetWatcherEvents(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
+	w.wait(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.events) == 0 && w.err != nil {
@@ -232,6 +238,41 @@ func (f filesystemService) GetWatcherEvents(ctx context.Context, req *connect.Re
 	evs := w.events
 	w.events = nil
 	return connect.NewResponse(&filesystem.GetWatcherEventsResponse{Events: evs}), nil
+}
+
+// Polling waits: envd's events reach its watcher as soon as the change is
+// made, sandpod's travel from the sandbox's agent first, so a poll right
+// after a change waits for them a little: up to pollWait for a first
+// event, then pollSettle for those that follow it.
+const (
+	pollWait   = 250 * time.Millisecond
+	pollSettle = 50 * time.Millisecond
+)
+
+func (w *watcher) wait(ctx context.Context) {
+	w.mu.Lock()
+	have := len(w.events) > 0 || w.err != nil
+	w.mu.Unlock()
+	if !have {
+		select {
+		case <-w.more:
+		case <-time.After(pollWait):
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+	settle := time.NewTimer(pollSettle)
+	defer settle.Stop()
+	for {
+		select {
+		case <-w.more:
+		case <-settle.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (f filesystemService) RemoveWatcher(ctx context.Context, req *connect.Request[filesystem.RemoveWatcherRequest]) (*connect.Response[filesystem.RemoveWatcherResponse], error) {
