@@ -13,14 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from integration.conftest import Server, free_port, sandpod_bin  # noqa: F401 (a fixture)
+from integration.conftest import Server, free_port, sandpod_bin  # noqa: F401 - a fixture
 
 API_KEY = "e2b-test-key-0123456789"
 
 
 @pytest.fixture(scope="session")
-def e2b_server(sandpod_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def e2b_server(
+    sandpod_bin: Path,  # noqa: F811 - the fixture imported above
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Server]:
     port = free_port()
     srv = Server(
         sandpod_bin,

@@ -58,7 +58,7 @@ def test_contexts(ci) -> None:
 
 
 def test_other_languages_name_the_limit(ci) -> None:
-    with pytest.raises(Exception, match="(?i)language"):
+    with pytest.raises(Exception, match=r"(?i)language"):
         ci.run_code("console.log(1)", language="javascript")
 
 

@@ -8,7 +8,7 @@ import io
 import time
 
 import pytest
-from e2b import AsyncSandbox, FileType, FilesystemEventType, NotFoundException
+from e2b import AsyncSandbox, FilesystemEventType, FileType, NotFoundException
 from e2b.sandbox.filesystem.filesystem import WriteEntry
 
 

@@ -69,7 +69,7 @@ def test_pause_and_resume_keep_files(sbx) -> None:
 
 
 def test_metrics_are_answered_not_supported(sbx) -> None:
-    with pytest.raises(SandboxException, match="metrics.*not supported by sandpod"):
+    with pytest.raises(SandboxException, match=r"metrics.*not supported by sandpod"):
         sbx.get_metrics()
 
 
