@@ -243,13 +243,21 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// kill deletes the sandbox. Its commands' followers are told first (once
+// the caller is known to see the sandbox), so that they report a deleted
+// sandbox rather than the SIGKILL exit statuses its end brings.
 func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 	ctx := withToken(r.Context(), r.Header)
-	if _, err := s.api.DeleteSandbox(ctx, &sandpodv1.DeleteSandboxRequest{Name: r.PathValue("id"), Namespace: s.opts.Namespace}); err != nil {
+	name := r.PathValue("id")
+	if _, err := s.api.GetSandbox(ctx, &sandpodv1.GetSandboxRequest{Name: name, Namespace: s.opts.Namespace}); err != nil {
 		writeStatus(w, err)
 		return
 	}
-	s.procs.forget(s.opts.Namespace, r.PathValue("id"))
+	s.procs.forget(s.opts.Namespace, name)
+	if _, err := s.api.DeleteSandbox(ctx, &sandpodv1.DeleteSandboxRequest{Name: name, Namespace: s.opts.Namespace}); err != nil {
+		writeStatus(w, err)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -125,6 +125,9 @@ func (s *Server) followProcess(ctx context.Context, h http.Header, pr *proc, f *
 		select {
 		case ev, ok := <-f.ch:
 			if !ok {
+				if pr.gone.Load() {
+					return connect.NewError(connect.CodeUnavailable, errors.New("the sandbox was deleted while the command ran"))
+				}
 				return nil
 			}
 			if err := send(ev); err != nil {

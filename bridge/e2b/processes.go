@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/status"
 
@@ -38,6 +39,10 @@ type proc struct {
 	cancel context.CancelFunc
 
 	sendMu sync.Mutex // one Send at a time on stream
+
+	// gone: the sandbox was deleted through the front door; followers get
+	// an error rather than an exit status, as from envd in a killed sandbox.
+	gone atomic.Bool
 
 	mu    sync.Mutex
 	subs  map[*follower]struct{}
@@ -80,6 +85,7 @@ func (ps *processes) forget(ns, name string) {
 	m := ps.bySbx[sbxKey(ns, name)]
 	ps.mu.Unlock()
 	for _, p := range m {
+		p.gone.Store(true)
 		p.cancel()
 	}
 }
@@ -168,7 +174,11 @@ func (p *proc) pump(ps *processes) {
 	for {
 		res, err := p.stream.Recv()
 		if err != nil {
-			p.end(endOnError(err), ps)
+			var last *process.ProcessEvent
+			if !p.gone.Load() {
+				last = endOnError(err)
+			}
+			p.end(last, ps)
 			return
 		}
 		if ev := eventOf(res, p.pty); ev != nil {

@@ -71,3 +71,13 @@ def test_async_commands(e2b_server) -> None:
             await sb.kill()
 
     asyncio.run(main())
+
+
+def test_kill_sandbox_during_a_command(e2b_server) -> None:
+    from e2b import Sandbox, SandboxException
+
+    sb = Sandbox.create()
+    h = sb.commands.run("sleep 600", background=True)
+    sb.kill()
+    with pytest.raises(SandboxException, match="killed or reached its end of life"):
+        h.wait()
