@@ -82,6 +82,7 @@ type newSandbox struct {
 	Network      json.RawMessage   `json:"network"`
 	VolumeMounts json.RawMessage   `json:"volumeMounts"`
 	IAM          json.RawMessage   `json:"iam"`
+	AutoPause    *bool             `json:"autoPause"`
 }
 
 // unsupportedCreate names the first field of a create sandpod cannot
@@ -97,6 +98,8 @@ func unsupportedCreate(b newSandbox) string {
 		return "E2B volumes (volumeMounts)"
 	case set(b.IAM):
 		return "workload identity tokens (iam)"
+	case b.AutoPause != nil && *b.AutoPause:
+		return "pausing at the timeout (lifecycle on_timeout: pause; sandpod's templates pause or suspend when idle)"
 	}
 	return ""
 }
@@ -286,6 +289,11 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 	}
 	if b.Timeout == nil {
 		writeError(w, http.StatusBadRequest, "timeout is required (seconds)")
+		return
+	}
+	if *b.Timeout == 0 {
+		// The end of the sandbox's life is now.
+		s.kill(w, r)
 		return
 	}
 	if s.extend(w, r, *b.Timeout) {

@@ -16,6 +16,8 @@ func TestUnsupportedCreate(t *testing.T) {
 		`{"mcp": {"x": 1}}`:                              "the MCP gateway (mcp)",
 		`{"network": {"denyOut": ["0.0.0.0/0"]}}`:        "per-sandbox network rules (network)",
 		`{"volumeMounts": [{"name": "v", "path": "/"}]}`: "E2B volumes (volumeMounts)",
+		`{"autoPause": false}`:                           "",
+		`{"autoPause": true}`:                            "pausing at the timeout (lifecycle on_timeout: pause; sandpod's templates pause or suspend when idle)",
 	} {
 		var b newSandbox
 		if err := json.Unmarshal([]byte(body), &b); err != nil {

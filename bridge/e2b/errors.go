@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -67,6 +68,12 @@ func connectError(err error) error {
 	var ce *connect.Error
 	if errors.As(err, &ce) {
 		return ce
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	case errors.Is(err, context.Canceled):
+		return connect.NewError(connect.CodeCanceled, err)
 	}
 	st := status.Convert(err)
 	return connect.NewError(connect.Code(st.Code()), errors.New(st.Message()))
