@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -252,7 +253,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 	ctx := withToken(r.Context(), r.Header)
 	name := r.PathValue("id")
-	if _, err := s.api.GetSandbox(ctx, &sandpodv1.GetSandboxRequest{Name: name, Namespace: s.opts.Namespace}); err != nil {
+	if _, err := s.lookup(ctx, name); err != nil {
 		writeStatus(w, err)
 		return
 	}
@@ -262,6 +263,13 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// lookup is a sandbox of the front door's namespace; that the caller may
+// see it is checked on the way.
+func (s *Server) lookup(ctx context.Context, name string) (*sandpodv1.Sandbox, error) {
+	res, err := s.api.GetSandbox(ctx, &sandpodv1.GetSandboxRequest{Name: name, Namespace: s.opts.Namespace})
+	return res.GetSandbox(), err
 }
 
 // extend sets the sandbox's shutdown time to seconds from now.
@@ -329,12 +337,12 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := withToken(r.Context(), r.Header)
 	name := r.PathValue("id")
-	got, err := s.api.GetSandbox(ctx, &sandpodv1.GetSandboxRequest{Name: name, Namespace: s.opts.Namespace})
+	sb, err := s.lookup(ctx, name)
 	if err != nil {
 		writeStatus(w, err)
 		return
 	}
-	if state(got.GetSandbox()) == "paused" {
+	if state(sb) == "paused" {
 		writeError(w, http.StatusConflict, "sandbox "+name+" is already paused")
 		return
 	}
@@ -361,12 +369,12 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := withToken(r.Context(), r.Header)
 	name := r.PathValue("id")
-	got, err := s.api.GetSandbox(ctx, &sandpodv1.GetSandboxRequest{Name: name, Namespace: s.opts.Namespace})
+	sb, err := s.lookup(ctx, name)
 	if err != nil {
 		writeStatus(w, err)
 		return
 	}
-	code, sb := http.StatusOK, got.GetSandbox()
+	code := http.StatusOK
 	if state(sb) == "paused" {
 		res, err := s.api.ResumeSandbox(ctx, &sandpodv1.ResumeSandboxRequest{Name: name, Namespace: s.opts.Namespace})
 		if err != nil {

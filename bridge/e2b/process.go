@@ -155,9 +155,9 @@ func processNotFound(sel *process.ProcessSelector) error {
 }
 
 func (p processService) List(ctx context.Context, req *connect.Request[process.ListRequest]) (*connect.Response[process.ListResponse], error) {
-	ns, name, key := p.s.sandbox(req.Header())
+	_, name, key := p.s.sandbox(req.Header())
 	// The caller must be allowed to see the sandbox.
-	if _, err := p.s.api.GetSandbox(withToken(ctx, req.Header()), &sandpodv1.GetSandboxRequest{Name: name, Namespace: ns}); err != nil {
+	if _, err := p.s.lookup(withToken(ctx, req.Header()), name); err != nil {
 		return nil, connectError(err)
 	}
 	res := &process.ListResponse{}
@@ -174,8 +174,8 @@ func (p processService) List(ctx context.Context, req *connect.Request[process.L
 // target is the running command a call names, after checking that the
 // caller may use the sandbox.
 func (p processService) target(ctx context.Context, h http.Header, sel *process.ProcessSelector) (*proc, error) {
-	ns, name, key := p.s.sandbox(h)
-	if _, err := p.s.api.GetSandbox(withToken(ctx, h), &sandpodv1.GetSandboxRequest{Name: name, Namespace: ns}); err != nil {
+	_, name, key := p.s.sandbox(h)
+	if _, err := p.s.lookup(withToken(ctx, h), name); err != nil {
 		return nil, connectError(err)
 	}
 	pr := p.s.procs.find(key, sel)
