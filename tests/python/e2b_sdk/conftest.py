@@ -13,9 +13,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from integration.conftest import Server, free_port, sandpod_bin  # noqa: F401 - a fixture
+from integration.conftest import (  # noqa: F401 - sandpod_bin is a fixture
+    Server,
+    free_port,
+    python_pool,
+    sandpod_bin,
+)
 
 API_KEY = "e2b-test-key-0123456789"
+
+# The shared python template with a pool, without egress: nothing a test runs
+# in a sandbox reaches beyond it.
+CONFIG = python_pool(3).replace(
+    "  autoResume: true\n", "  autoResume: true\n  networkPolicy: {egress: None}\n", 1
+)
 
 
 @pytest.fixture(scope="session")
@@ -28,6 +39,7 @@ def e2b_server(
         sandpod_bin,
         tmp_path_factory.mktemp("e2b"),
         token=API_KEY,
+        config=CONFIG,
         extra_args=["--e2b-listen", f"127.0.0.1:{port}"],
     )
     srv.e2b_url = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]

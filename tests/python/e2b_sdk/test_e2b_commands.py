@@ -81,3 +81,13 @@ def test_kill_sandbox_during_a_command(e2b_server) -> None:
     sb.kill()
     with pytest.raises(SandboxException, match="killed or reached its end of life"):
         h.wait()
+
+
+def test_sandbox_has_no_egress(sbx) -> None:
+    # The test template's networkPolicy: a connection out is refused at once.
+    with pytest.raises(CommandExitException) as e:
+        sbx.commands.run(
+            "python3 -c \"import socket; socket.create_connection(('192.0.2.1', 80), timeout=5)\"",
+            timeout=60,
+        )
+    assert "Network is unreachable" in e.value.stderr
