@@ -17,6 +17,7 @@ PY := $(VENV)/bin/python
 LISTEN ?= 127.0.0.1:50051
 PREVIEW_LISTEN ?= 127.0.0.1:50053
 HTTP_LISTEN ?= 127.0.0.1:50052
+E2B_LISTEN ?= 127.0.0.1:50054
 # Fuzz targets run briefly in `make test`; FUZZTIME=5000000x make test-go for
 # longer. A count, not a duration: a duration-bounded run on a loaded machine
 # can fail with a bare "context deadline exceeded" when a worker misses the
@@ -44,7 +45,7 @@ build:
 	@hack/local/deps.sh bin
 
 run: build
-	bin/sandpod serve --listen $(LISTEN) --http-listen $(HTTP_LISTEN) --preview-listen $(PREVIEW_LISTEN)
+	bin/sandpod serve --listen $(LISTEN) --http-listen $(HTTP_LISTEN) --preview-listen $(PREVIEW_LISTEN) --e2b-listen $(E2B_LISTEN)
 
 # The Python environment: the client (editable) with its dev tools.
 $(VENV)/.installed: pyproject.toml

@@ -65,6 +65,7 @@ type localSuite struct {
 	w1, r1, w100, r100                                  series
 	previewGet                                          series
 	httpWarm, httpGet                                   series   // bench/local_http.go
+	e2b                                                 e2bStats // bench/local_e2b.go
 	skipped                                             []string // figures left out, and why
 	coldClaims                                          int
 	profile                                             *profileCapture
@@ -106,6 +107,9 @@ func (l *localSuite) run(ctx context.Context) error {
 			return fmt.Errorf("run %d: %w", r+1, err)
 		}
 		if err := l.mcpPhase(ctx); err != nil {
+			return fmt.Errorf("run %d: %w", r+1, err)
+		}
+		if err := l.e2bSDK(ctx); err != nil {
 			return fmt.Errorf("run %d: %w", r+1, err)
 		}
 	}
@@ -590,7 +594,7 @@ func (l *localSuite) rows() []Row {
 		lat("small GET through a preview URL", &l.previewGet, "", nil,
 			"12-byte answer of a python http.server handler (HTTP/1.1, one write) in the sandbox, via the preview listener and the agent's Dial tunnel; keep-alive on both hops"),
 		lat("delete", &l.del, "", nil, "DeleteSandbox of a running, claimed sandbox"),
-	}, append(append(append(l.termWatchRows(lat), l.codeRows(lat)...), l.snapshotRows()...), l.mcpRows(lat)...)...)
+	}, append(append(append(append(l.termWatchRows(lat), l.codeRows(lat)...), l.e2bRows(lat)...), l.snapshotRows()...), l.mcpRows(lat)...)...)
 }
 
 // pauseCycles pauses and resumes one running sandbox, cycle after cycle,

@@ -28,6 +28,7 @@ type server struct {
 	addr     string
 	pprof    string
 	httpAddr string // the HTTP/JSON API (--http-listen)
+	e2bAddr  string // the E2B API (--e2b-listen)
 	preview  string // the preview listener's address
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -99,6 +100,10 @@ func startServer(ctx context.Context, bin string, poolSize int, withPprof bool) 
 		return nil, err
 	}
 	args = append(args, "--http-listen", s.httpAddr)
+	if s.e2bAddr, err = freePort(); err != nil {
+		return nil, err
+	}
+	args = append(args, "--e2b-listen", s.e2bAddr)
 	if withPprof {
 		if s.pprof, err = freePort(); err != nil {
 			return nil, err

@@ -9,7 +9,7 @@
 # and buf breaking on the contract (hack/proto/lint.sh: what it compares with).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-paths=(proto clients/python/sandpod/v1)
+paths=(proto clients/python/sandpod/v1 bridge/e2b/envd)
 snap=$(mktemp -d)
 trap 'rm -rf "$snap"' EXIT
 for p in "${paths[@]}"; do

@@ -54,3 +54,7 @@ mkdir -p "$out"
 "$PY" -m grpc_tools.protoc "${inc[@]}" --python_out=clients/python --pyi_out=clients/python \
   --grpc_python_out=clients/python "${protos[@]}"
 [ -f "$out/__init__.py" ] || printf '"""Generated protobuf and gRPC stubs for sandpod.v1 (do not edit)."""\n' > "$out/__init__.py"
+
+# envd's services for the E2B front door (bridge/e2b/envd), from the pinned
+# e2b package's descriptors.
+PYTHON="$PY" hack/e2b/generate.sh

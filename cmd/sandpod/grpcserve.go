@@ -26,6 +26,7 @@ type serverFlags struct {
 	metrics                     string
 	preview                     previewFlags
 	http                        httpFlags
+	e2b                         e2bFlags
 	tlsConfig                   *tls.Config // from --tls-cert, for the HTTP API too
 }
 
@@ -39,6 +40,7 @@ func (f *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&f.metrics, "metrics-listen", "", "serve Prometheus metrics at /metrics on this address (e.g. 127.0.0.1:9090; docs/install.md#metrics); off when empty")
 	f.preview.register(fs)
 	f.http.register(fs)
+	f.e2b.register(fs)
 }
 
 func (f *serverFlags) check() error {
@@ -103,6 +105,12 @@ func serveGRPC(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 		return err
 	}
 	defer stopHTTP()
+	stopE2B, err := serveE2B(ctx, log, b, bo, f)
+	if err != nil {
+		_ = lis.Close()
+		return err
+	}
+	defer stopE2B()
 	if f.pprof != "" {
 		go func() { log.Info("pprof", "err", http.ListenAndServe(f.pprof, nil)) }()
 	}

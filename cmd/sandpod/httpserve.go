@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"log/slog"
@@ -46,26 +47,37 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 		stopConn()
 		return nil, err
 	}
-	lis, err := net.Listen("tcp", f.http.listen)
+	stopSrv, err := serveHandler(ctx, log, f.http.listen, api, f.tlsConfig, "sandpod HTTP API listening", "openapi", "/openapi.json")
 	if err != nil {
 		stopConn()
 		return nil, err
 	}
+	return func() { stopSrv(); stopConn() }, nil
+}
+
+// serveHandler serves h on addr (TLS with tlsConfig, when set) until ctx
+// ends or stop is called; it is listening when serveHandler returns, and
+// logs msg with the address and attrs.
+func serveHandler(ctx context.Context, log *slog.Logger, addr string, h http.Handler, tlsConfig *tls.Config, msg string, attrs ...any) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
 	// No read or write timeout: execs, watches and uploads last as long
 	// as they need. Headers must come promptly, idle connections go.
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: f.tlsConfig}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: tlsConfig}
 	go func() {
 		var err error
-		if f.tlsConfig != nil {
+		if tlsConfig != nil {
 			err = srv.ServeTLS(lis, "", "")
 		} else {
 			err = srv.Serve(lis)
 		}
 		if !errors.Is(err, http.ErrServerClosed) {
-			log.Error("HTTP API", "err", err)
+			log.Error(msg, "err", err)
 		}
 	}()
-	log.Info("sandpod HTTP API listening", "address", lis.Addr().String(), "tls", f.tlsConfig != nil, "openapi", "/openapi.json")
+	log.Info(msg, append([]any{"address", lis.Addr().String(), "tls", tlsConfig != nil}, attrs...)...)
 	// Shut down when ctx ends, alongside the gRPC server's graceful stop
 	// (not after it: both get the same 5 s for their streams), or when
 	// stop is called.
@@ -77,7 +89,6 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 			if srv.Shutdown(sctx) != nil {
 				_ = srv.Close() // cuts the streams still open (watches, long execs)
 			}
-			stopConn()
 		})
 	}
 	go func() { <-ctx.Done(); shutdown() }()
