@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"sort"
 	"syscall"
 
 	"google.golang.org/grpc/codes"
@@ -88,4 +91,37 @@ func refusal(op, p string, m fs.FileMode, dir bool) error {
 	}
 	return errinfo.New(codes.FailedPrecondition, errinfo.ReasonNotARegularFile, map[string]string{"path": p},
 		fmt.Sprintf("%s: %q is %s, not a regular file or directory; the files API opens nothing else", op, p, fileKind(m)))
+}
+
+// walkDirs calls fn for each entry below dir, depth first and in name
+// order, as filepath.WalkDir does (fn's fs.SkipDir skips a directory; a
+// directory gone or unreadable is skipped). It opens each directory with
+// O_DIRECTORY|O_NONBLOCK: a fifo the sandbox swaps in for one fails at
+// once rather than block the walk until a writer comes.
+func walkDirs(dir string, fn func(p string, d fs.DirEntry) error) error {
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil // gone meanwhile, or not a directory any more
+	}
+	ents, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return nil
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	for _, d := range ents {
+		p := filepath.Join(dir, d.Name())
+		switch err := fn(p, d); {
+		case errors.Is(err, fs.SkipDir):
+			continue
+		case err != nil:
+			return err
+		}
+		if d.IsDir() {
+			if err := walkDirs(p, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
