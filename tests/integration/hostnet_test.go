@@ -229,7 +229,11 @@ func TestSandboxCannotReachHostAddresses(t *testing.T) {
 	}()
 	port := lis.Addr().(*net.TCPAddr).Port
 	addrs := hostAddrs(t)
-	// Precondition: the host itself reaches the listener on each address.
+	// Precondition: the host itself reaches the listener on each address
+	// the sandbox will try (one the host cannot use itself, as a tentative
+	// IPv6 address or one on an interface that is down, is left out), on
+	// loopback and on at least one other address.
+	var usable []hostAddr
 	for _, a := range addrs {
 		host := a.IP
 		if a.Zone != "" {
@@ -237,10 +241,16 @@ func TestSandboxCannotReachHostAddresses(t *testing.T) {
 		}
 		c, err := net.DialTimeout("tcp", net.JoinHostPort(host, fmt.Sprint(port)), 10*time.Second)
 		if err != nil {
-			t.Fatalf("precondition: the host cannot connect to its own %s: %v", host, err)
+			t.Logf("left out: the host cannot connect to its own %s: %v", host, err)
+			continue
 		}
 		c.Close()
+		usable = append(usable, a)
 	}
+	if len(usable) < 2 {
+		t.Fatalf("precondition: the host reaches its listener on %v of its addresses %v, want loopback and another", usable, addrs)
+	}
+	addrs = usable
 	eventually(t, "the host's own connections accepted", func() bool { return accepted.Load() == int64(len(addrs)) })
 	accepted.Store(0)
 	js, _ := json.Marshal(addrs)

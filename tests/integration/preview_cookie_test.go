@@ -1,10 +1,16 @@
 package integration
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -70,5 +76,59 @@ func TestPreviewCookieTossing(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "not valid here") {
 			t.Errorf("Cookie %q alone: %d %q, want 401 naming the cookie", header, resp.StatusCode, body)
 		}
+	}
+}
+
+// The same toss in a real browser: headless Chromium opens sandbox A's
+// preview, whose page sets cookies for the parent domain from JavaScript
+// and then goes to sandbox B's signed URL (for /headers); Chromium sends
+// the tossed sandpod_preview cookie first (it is older than B's own). B
+// must answer with its app's page, which sees the tossed app cookie (the
+// part no proxy can tell apart, docs/previews.md) but none of sandpod's.
+func TestPreviewCookieTossingInChromium(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("needs chromium (apt-get install chromium; .ci/run installs it)")
+	}
+	srv := startPreviewServer(t, "preview-secret")
+	c := srv.Client()
+	a, _ := claim(t, c, "python")
+	b, _ := claim(t, c, "python")
+	startPreviewApp(t, c, b.Name, "http", 8080, 0)
+	exB := expose(t, c, &sandpodv1.ExposePortRequest{Sandbox: b.Name, Port: 8080})
+	target := strings.Replace(exB.GetSignedUrl(), "/?", "/headers?", 1)
+	page := `<html><body><script>
+document.cookie = "sandpod_preview=forged; domain=preview.localhost; path=/";
+document.cookie = "tossed=1; domain=preview.localhost; path=/";
+location.href = ` + strconv.Quote(target) + `;
+</script></body></html>`
+	if err := writeFile(t, c, a.Name, "site/index.html", []byte(page)); err != nil {
+		t.Fatal(err)
+	}
+	if r := sh(t, c, a.Name, "cd site && setsid python3 -m http.server 8080 --bind 127.0.0.1 >../site.log 2>&1 </dev/null &"); r.exit.GetExitCode() != 0 {
+		t.Fatalf("start A's site: %s", r.stderr)
+	}
+	exA := expose(t, c, &sandpodv1.ExposePortRequest{Sandbox: a.Name, Port: 8080})
+
+	cctx, cancel := context.WithTimeout(ctx(t), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-proxy-server", "--no-first-run",
+		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"), "--virtual-time-budget=15000", "--dump-dom", exA.GetSignedUrl())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	dom := string(out)
+	hostB := strings.TrimSuffix(strings.TrimPrefix(exB.GetUrl(), "http://"), "/")
+	if !strings.Contains(dom, `"Host": "`+hostB+`"`) {
+		t.Fatalf("the browser did not end on B's app (a tossed cookie locked it out?); DOM:\n%.2000s", dom)
+	}
+	if !strings.Contains(dom, "tossed=1") {
+		t.Fatalf("precondition: the toss did not happen (B's app saw no tossed cookie); DOM:\n%.2000s", dom)
+	}
+	if strings.Contains(dom, "sandpod_preview") {
+		t.Errorf("B's app saw sandpod's cookie; DOM:\n%.2000s", dom)
 	}
 }
