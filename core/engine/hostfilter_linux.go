@@ -17,7 +17,9 @@ import (
 // IPv6, refuses what a socket owned by any sandbox's id (every sandbox's
 // pasta runs as its sandbox's root, a host id in the engine's id ranges, from firstIDBase)
 // sends to an address of the host (addrtype LOCAL, which follows the
-// host's addresses as they change). Nothing else of the host is matched:
+// host's addresses as they change), or to a broadcast or multicast
+// address, which the host's own listeners (mDNS, SSDP, a DHCP server)
+// receive too. Nothing else of the host is matched:
 // no process of the host runs as those ids, and a sandbox's own sockets
 // live in its own network namespace.
 //
@@ -28,11 +30,16 @@ import (
 // hostRuleComment tells an operator reading `iptables -S` whose rule it is.
 const hostRuleComment = "sandpod: sandboxes (their pasta) may not reach the host's own addresses"
 
-// hostRule is the rule's specification for iptables and ip6tables.
-func hostRule() []string {
+// hostRule is the rule's specification for iptables or ip6tables (IPv6
+// has no broadcast).
+func hostRule(tool string) []string {
+	types := "LOCAL,BROADCAST,MULTICAST"
+	if tool == "ip6tables" {
+		types = "LOCAL,MULTICAST"
+	}
 	return []string{
 		"-m", "owner", "--uid-owner", strconv.Itoa(firstIDBase) + "-" + strconv.Itoa(firstIDBase+idRanges*idRangeSize-1),
-		"-m", "addrtype", "--dst-type", "LOCAL",
+		"-m", "addrtype", "--dst-type", types,
 		"-m", "comment", "--comment", hostRuleComment,
 		"-j", "REJECT",
 	}
@@ -41,8 +48,8 @@ func hostRule() []string {
 // ruleCommands are the commands that make sure the rule is in tool's
 // OUTPUT chain: a check (-C) and, if it fails, an insert at the top.
 func ruleCommands(tool string) (check, insert []string) {
-	check = append([]string{tool, "-w", "-C", "OUTPUT"}, hostRule()...)
-	insert = append([]string{tool, "-w", "-I", "OUTPUT", "1"}, hostRule()...)
+	check = append([]string{tool, "-w", "-C", "OUTPUT"}, hostRule(tool)...)
+	insert = append([]string{tool, "-w", "-I", "OUTPUT", "1"}, hostRule(tool)...)
 	return check, insert
 }
 

@@ -7,8 +7,8 @@ import (
 
 func TestHostRuleCommands(t *testing.T) {
 	for tool, want := range map[string][2]string{
-		"iptables":  {"iptables -w -C OUTPUT -m owner --uid-owner 1073741824-2147483647 -m addrtype --dst-type LOCAL", "iptables -w -I OUTPUT 1 -m owner"},
-		"ip6tables": {"ip6tables -w -C OUTPUT -m owner --uid-owner 1073741824-2147483647 -m addrtype --dst-type LOCAL", "ip6tables -w -I OUTPUT 1 -m owner"},
+		"iptables":  {"iptables -w -C OUTPUT -m owner --uid-owner 1073741824-2147483647 -m addrtype --dst-type LOCAL,BROADCAST,MULTICAST", "iptables -w -I OUTPUT 1 -m owner"},
+		"ip6tables": {"ip6tables -w -C OUTPUT -m owner --uid-owner 1073741824-2147483647 -m addrtype --dst-type LOCAL,MULTICAST", "ip6tables -w -I OUTPUT 1 -m owner"},
 	} {
 		check, insert := ruleCommands(tool)
 		c, i := strings.Join(check, " "), strings.Join(insert, " ")
