@@ -133,9 +133,11 @@ func (h *previewHandler) alive(w http.ResponseWriter, r *http.Request, e *exposu
 
 // authorize lets a request in by a signed URL (then a cookie for this one
 // preview host), a signed cookie, or the caller's bearer token; with no
-// authenticators configured (local, loopback) by nothing. A signature that
-// is presented is always checked. Credentials meant for sandpod are taken
-// off the request: the sandbox's code never sees them.
+// authenticators configured (local, loopback) by nothing. A signed URL
+// that is presented is always checked (403 if bad); a preview cookie that
+// does not verify is ignored (another preview may have set it).
+// Credentials meant for sandpod are taken off the request: the sandbox's
+// code never sees them.
 func (h *previewHandler) authorize(w http.ResponseWriter, r *http.Request, e *exposure) bool {
 	key := h.s.previews.key()
 	now := h.s.now()
@@ -146,13 +148,14 @@ func (h *previewHandler) authorize(w http.ResponseWriter, r *http.Request, e *ex
 			previewError(w, http.StatusForbidden, err.Error())
 			return false
 		}
+		secure := r.TLS != nil
 		http.SetCookie(w, &http.Cookie{
-			Name: previewCookie, Value: q.Get(SigParam), Path: "/", Expires: exp,
-			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil,
+			Name: previewCookieName(secure), Value: q.Get(SigParam), Path: "/", Expires: exp,
+			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secure,
 		})
 		q.Del(SigParam)
 		r.URL.RawQuery = q.Encode()
-		stripCookie(r, previewCookie)
+		stripPreviewCookies(r)
 		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("Upgrade") == "" {
 			// The page then loads without the signature in its address bar,
 			// history or Referer headers.
@@ -161,14 +164,22 @@ func (h *previewHandler) authorize(w http.ResponseWriter, r *http.Request, e *ex
 		}
 		return true
 	}
-	if c, err := r.Cookie(previewCookie); err == nil {
-		stripCookie(r, previewCookie)
-		if _, err := verifyPreview(key, e, c.Value, now); err != nil {
-			http.SetCookie(w, &http.Cookie{Name: previewCookie, Path: "/", MaxAge: -1})
-			previewError(w, http.StatusForbidden, err.Error())
-			return false
-		}
+	// Every preview cookie the browser sent is tried: a page of another
+	// preview can set one for the shared parent domain, which the browser
+	// then sends beside this host's own, first or last. One that does not
+	// verify for this exposure is ignored, never an answer: a tossed cookie
+	// must not lock the user out.
+	cookieOK, cookieErr := checkPreviewCookies(r, func(v string) error {
+		_, err := verifyPreview(key, e, v, now)
+		return err
+	})
+	stripPreviewCookies(r)
+	if cookieOK {
 		return true
+	}
+	if cookieErr != nil {
+		// This host's own cookie, if it was the bad one (expired), goes.
+		http.SetCookie(w, &http.Cookie{Name: previewCookieName(r.TLS != nil), Path: "/", MaxAge: -1, Secure: r.TLS != nil})
 	}
 	if len(h.authns) == 0 {
 		return true
@@ -197,7 +208,11 @@ func (h *previewHandler) authorize(w http.ResponseWriter, r *http.Request, e *ex
 			return true
 		}
 	}
-	previewError(w, http.StatusUnauthorized, "this preview needs the caller's bearer token (Authorization: Bearer ...) or its signed URL (ExposePort's signed_url)")
+	msg := "this preview needs the caller's bearer token (Authorization: Bearer ...) or its signed URL (ExposePort's signed_url)"
+	if cookieErr != nil {
+		msg += "; the preview cookie the browser sent is not valid here (" + cookieErr.Error() + ")"
+	}
+	previewError(w, http.StatusUnauthorized, msg)
 	return false
 }
 
@@ -223,12 +238,46 @@ func hostOnlyCookies(h http.Header) {
 	}
 }
 
-// stripCookie removes one cookie from the request's Cookie headers.
-func stripCookie(r *http.Request, name string) {
+// previewCookieName is the preview cookie's name: with TLS the __Host-
+// prefix, which browsers accept only from this very host (Secure, Path=/,
+// no Domain), so no other preview can set a cookie of that name for it.
+func previewCookieName(secure bool) string {
+	if secure {
+		return "__Host-" + previewCookie
+	}
+	return previewCookie
+}
+
+// isPreviewCookie says whether a cookie name is one of sandpod's.
+func isPreviewCookie(name string) bool {
+	return name == previewCookie || name == previewCookieName(true)
+}
+
+// checkPreviewCookies tries every preview cookie of r with verify: ok if
+// one passes, else the first failure (nil when there was none).
+func checkPreviewCookies(r *http.Request, verify func(string) error) (ok bool, firstErr error) {
+	for _, c := range r.Cookies() {
+		if !isPreviewCookie(c.Name) {
+			continue
+		}
+		err := verify(c.Value)
+		if err == nil {
+			return true, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return false, firstErr
+}
+
+// stripPreviewCookies takes sandpod's cookies off the request's Cookie
+// headers: the sandbox's app never sees them.
+func stripPreviewCookies(r *http.Request) {
 	cookies := r.Cookies()
 	r.Header.Del("Cookie")
 	for _, c := range cookies {
-		if c.Name != name {
+		if !isPreviewCookie(c.Name) {
 			r.AddCookie(c)
 		}
 	}

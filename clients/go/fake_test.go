@@ -240,6 +240,9 @@ func (f *fakeServer) ReadFile(req *pb.ReadFileRequest, stream pb.SandboxService_
 		return status.Error(codes.NotFound, "no such file")
 	}
 	data = data[req.GetOffset():]
+	if l := req.GetLength(); l > 0 && l < int64(len(data)) {
+		data = data[:l]
+	}
 	sent := 0
 	for len(data) > 0 {
 		if breakAt > 0 && sent >= breakAt {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"time"
@@ -66,6 +67,7 @@ type fileConfig struct {
 	recursive bool
 	offset    int64
 	length    int64
+	maxSize   int64
 }
 
 func newFileConfig(opts []FileOption) *fileConfig {
@@ -100,6 +102,17 @@ func WithRange(offset, length int64) FileOption {
 	return func(c *fileConfig) { c.offset, c.length = offset, length }
 }
 
+// DefaultReadMax bounds what ReadFile holds in memory unless WithMaxSize
+// says otherwise: the sandbox's code decides how large a file is.
+const DefaultReadMax = 256 << 20
+
+// WithMaxSize bounds ReadFile: a file (or range) of more than n bytes is
+// ErrResourceExhausted, having fetched at most one byte more. 0 keeps
+// DefaultReadMax; a negative n reads without a bound. Read streams any size.
+func WithMaxSize(n int64) FileOption {
+	return func(c *fileConfig) { c.maxSize = n }
+}
+
 // Read opens a file for streaming. The stream is read in chunks of at most
 // 1 MiB as the caller reads; a connection that breaks is reopened at the
 // offset reached (per the RetryPolicy). Close the reader to end the call
@@ -119,14 +132,32 @@ func (f *Files) Read(ctx context.Context, path string, opts ...FileOption) (io.R
 	return r, nil
 }
 
-// ReadFile reads a whole file.
+// ReadFile reads a whole file (or WithRange's range) into memory, at most
+// WithMaxSize bytes of it (DefaultReadMax).
 func (f *Files) ReadFile(ctx context.Context, path string, opts ...FileOption) ([]byte, error) {
+	cfg := newFileConfig(opts)
+	limit := cfg.maxSize
+	if limit == 0 {
+		limit = DefaultReadMax
+	}
+	if limit > 0 && (cfg.length == 0 || cfg.length > limit) {
+		// One byte more than the bound tells a file over it.
+		opts = append(opts[:len(opts):len(opts)], WithRange(cfg.offset, limit+1))
+	}
 	r, err := f.Read(ctx, path, opts...)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	return io.ReadAll(r)
+	var src io.Reader = r
+	if limit > 0 {
+		src = io.LimitReader(r, limit+1)
+	}
+	b, err := io.ReadAll(src)
+	if err == nil && limit > 0 && int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: %s has more than %d bytes (WithMaxSize); stream it with Read", ErrResourceExhausted, path, limit)
+	}
+	return b, err
 }
 
 type fileReader struct {

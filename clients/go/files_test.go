@@ -116,3 +116,27 @@ func TestListFollowsPages(t *testing.T) {
 		t.Errorf("pages fetched after stopping early = %d, want 1", n-3)
 	}
 }
+
+// ReadFile holds the file in memory: past WithMaxSize (DefaultReadMax)
+// it fails with ErrResourceExhausted instead of reading on.
+func TestReadFileIsBounded(t *testing.T) {
+	f := newFakeServer()
+	c := startFake(t, f)
+	files := c.Sandbox("python-1").Files()
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("x"), 5000)
+	if _, err := files.WriteFile(ctx, "big", data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := files.ReadFile(ctx, "big", WithMaxSize(4999)); !errors.Is(err, ErrResourceExhausted) {
+		t.Errorf("over the bound: %v, want ErrResourceExhausted", err)
+	}
+	for _, o := range []FileOption{WithMaxSize(5000), WithMaxSize(-1), WithMaxSize(0)} {
+		if got, err := files.ReadFile(ctx, "big", o); err != nil || len(got) != 5000 {
+			t.Errorf("within the bound: %d bytes, %v", len(got), err)
+		}
+	}
+	if got, err := files.ReadFile(ctx, "big", WithRange(0, 100), WithMaxSize(1000)); err != nil || len(got) != 100 {
+		t.Errorf("a range within the bound: %d bytes, %v", len(got), err)
+	}
+}

@@ -29,6 +29,7 @@ func runAgent(ctx context.Context, args []string) int {
 	fs.StringVar(&o.HealthListen, "health-listen", "", "also serve only gRPC health, without TLS, here (tcp://HOST:PORT): for a kubelet probe")
 	fs.IntVar(&o.GateFD, "gate-fd", 0, "pipe delivering the secret once the engine is ready (local engine)")
 	fs.IntVar(&o.RespawnFD, "respawn-fd", 0, "pipe on which the engine asks the init for a new agent (local engine: a restore in place)")
+	fs.IntVar(&o.LifelineFD, "lifeline-fd", 0, "pipe the init holds for its life: the engine's helpers outside the sandbox end when it closes (local engine)")
 	fs.StringVar(&o.RunAs, "run-as", "", "UID:GID that commands run as, when not the agent's own (local engine)")
 	if err := fs.Parse(args); err != nil {
 		return 2

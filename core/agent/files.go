@@ -34,28 +34,24 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Agent
 	if req.GetOffset() < 0 || req.GetLength() < 0 {
 		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidValue, "read_file: offset and length must not be negative")
 	}
-	f, err := s.root.Open(rel)
+	f, fi, err := s.openChecked("read_file", req.GetPath(), rel, false)
 	if err != nil {
-		return fileError("read_file", req.GetPath(), err)
+		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fileError("read_file", req.GetPath(), err)
-	}
 	if fi.IsDir() {
 		return errinfo.Newf(codes.InvalidArgument, errinfo.ReasonIsADirectory, "read_file: %q is a directory", req.GetPath())
 	}
-	if fi.Mode().IsRegular() && req.GetOffset() >= fi.Size() {
+	n := readSpan(fi.Size(), req.GetOffset(), req.GetLength())
+	if n == 0 {
 		return nil // past the end: nothing to read (a seek there may fail)
 	}
 	if _, err := f.Seek(req.GetOffset(), io.SeekStart); err != nil {
 		return fileError("read_file", req.GetPath(), err)
 	}
-	var r io.Reader = f
-	if req.GetLength() > 0 {
-		r = io.LimitReader(f, req.GetLength())
-	}
+	// Bounded by the size at open: a file that grows while it is read (a
+	// log, or code that appends as fast as it is read) still ends.
+	r := io.LimitReader(f, n)
 	buf := make([]byte, ReadChunk)
 	for {
 		n, err := io.ReadFull(r, buf)
@@ -71,6 +67,25 @@ func (s *Server) ReadFile(req *sandpodv1.ReadFileRequest, stream sandpodv1.Agent
 			return fileError("read_file", req.GetPath(), err)
 		}
 	}
+}
+
+// pseudoFileMax bounds the read of a regular file whose size is 0: the
+// kernel's files (/proc, /sys) say 0 and still have content.
+const pseudoFileMax = 16 << 20
+
+// readSpan is how many bytes a read from offset takes of a file of size
+// bytes at open: length of them (0: all), never past that size.
+func readSpan(size, offset, length int64) int64 {
+	if size == 0 {
+		size = pseudoFileMax
+	}
+	if offset >= size {
+		return 0
+	}
+	if n := size - offset; length == 0 || length > n {
+		return n
+	}
+	return length
 }
 
 // WriteFile writes a file atomically: into a temporary file beside it, then
@@ -178,14 +193,11 @@ func (s *Server) ListFiles(_ context.Context, req *sandpodv1.ListFilesRequest) (
 	if err != nil {
 		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonInvalidPage, "list_files: page_token: %v", err)
 	}
-	d, err := s.root.Open(dir)
+	d, _, err := s.openChecked("list_files", req.GetPath(), dir, true)
 	if err != nil {
-		return nil, fileError("list_files", req.GetPath(), err)
+		return nil, err
 	}
 	defer d.Close()
-	if fi, err := d.Stat(); err == nil && !fi.IsDir() {
-		return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonNotADirectory, "list_files: %q is not a directory", req.GetPath())
-	}
 	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return nil, fileError("list_files", req.GetPath(), err)

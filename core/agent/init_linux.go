@@ -246,12 +246,18 @@ func reapOrphans() {
 	}
 }
 
-// inheritedFiles passes fds 3.. (the listener) on to the agent child.
+// inheritedFiles passes fds 3.. (the listener) on to the agent child, but
+// those marked close-on-exec (the lifeline), which stay the init's alone.
 func inheritedFiles() []*os.File {
 	var files []*os.File
 	for fd := 3; fd < 16; fd++ {
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil {
 			break
+		}
+		if flags&unix.FD_CLOEXEC != 0 {
+			files = append(files, nil) // closed in the child; fd 3+i stays fd 3+i
+			continue
 		}
 		files = append(files, os.NewFile(uintptr(fd), fmt.Sprintf("fd%d", fd)))
 	}

@@ -61,6 +61,11 @@ type Options struct {
 	// starts a new agent when the engine asks (a restore in place; see
 	// RespawnArm) instead of ending with it.
 	RespawnFD int
+	// LifelineFD, when set, is the write end of a pipe the init holds for
+	// its life and hands to nothing it starts: the local engine's helpers
+	// outside the sandbox (pasta) end when it closes, that is when the
+	// sandbox's last process is gone.
+	LifelineFD int
 	// RunAs is "UID:GID": commands (and the template's command) run as this
 	// user and group, not as the agent (local engine: the agent is root
 	// inside its sandbox, user code is not).
@@ -81,6 +86,10 @@ func Main(ctx context.Context, o Options) int {
 		return 2
 	}
 	if IsInit() {
+		if o.LifelineFD >= 3 {
+			// Close-on-exec: inheritedFiles passes it to no agent.
+			unix.CloseOnExec(o.LifelineFD)
+		}
 		if o.GateFD > 0 {
 			secret, err := readSecret(o)
 			if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 	"unsafe"
@@ -150,10 +149,7 @@ func (w *watcher) add(dir string, isRoot bool) error {
 // walk watches the subdirectories of dir; report says to report what it
 // finds as created (a tree that appeared while watching).
 func (w *watcher) walk(dir string, report bool) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return nil // gone meanwhile, or unreadable: nothing to watch
-		}
+	return walkDirs(dir, func(p string, d fs.DirEntry) error {
 		if report {
 			if w.synth < maxSyntheticCreates {
 				w.tree.emit(sandpodv1.FileEvent_TYPE_CREATE, p, "", d.IsDir())

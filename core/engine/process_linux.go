@@ -140,6 +140,24 @@ func startProcess(l launch) (*process, error) {
 		extra = append(extra, respawnR)
 		args = append(args, "--respawn-fd", "5")
 	}
+	// The lifeline: the init holds its write end for its life, pasta's
+	// keeper waits on the read end (see attachNetwork).
+	var lifeR *os.File
+	if l.egress {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		defer w.Close()
+		lifeR = r
+		defer func() {
+			if lifeR != nil {
+				lifeR.Close()
+			}
+		}()
+		args = append(args, "--lifeline-fd", strconv.Itoa(3+len(extra)))
+		extra = append(extra, w)
+	}
 	c.AgentArgs = append(args, c.AgentArgs...)
 	if err := writeBundle(l.bundle, c); err != nil {
 		if respawnW != nil {
@@ -201,9 +219,12 @@ func startProcess(l launch) (*process, error) {
 		if err != nil {
 			return fail(err)
 		}
+		life := lifeR
+		lifeR = nil // attachNetwork's to close
 		go func() {
 			defer log.Close()
-			p.network <- attachNetwork(pid, l.container.IDBase, l.cgroups.accountingProcs(l.id), log)
+			defer life.Close()
+			p.network <- attachNetwork(pid, l.container.IDBase, l.cgroups.accountingProcs(l.id), life, log)
 		}()
 	}
 	return p, nil

@@ -22,6 +22,7 @@ command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v gcc >/dev/null || need+=(gcc libc6-dev)   # runc's seccomp support is cgo
 command -v pasta >/dev/null || need+=(passt)
 command -v nsenter >/dev/null || need+=(util-linux)
+command -v iptables >/dev/null || need+=(iptables)   # keeps egress sandboxes off the host's own addresses
 # run_code's figures: sandboxes see the host's /usr read-only, so Debian's
 # python3 with numpy and matplotlib is what `sb.run_code(...)` imports.
 if command -v /usr/bin/python3 >/dev/null; then

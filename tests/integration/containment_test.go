@@ -171,7 +171,8 @@ func TestHostileCodeIsContained(t *testing.T) {
 	t.Run("the agent's secret and socket are out of reach", func(t *testing.T) {
 		// /proc/1 is the sandbox's init, its child the agent: both hold the
 		// secret, and the agent's fds include the listening socket. pasta
-		// (egress) lives in the host's mount and network namespaces.
+		// (egress) is not in the sandbox's PID namespace: were it seen, it
+		// would be attacked too (and the count of refusals be off).
 		probe := `for p in $(ls /proc | grep -E '^[0-9]+$'); do
   case "$(tr '\0' '\n' < /proc/$p/cmdline 2>/dev/null | head -n1)" in /.sandpod/sandpod|/proc/self/exe|*/pasta) ;; *) continue;; esac
   ls /proc/$p/root/ >/dev/null 2>&1 && echo "root of $p readable"
@@ -185,7 +186,7 @@ r = libc.ptrace(16, $p, 0, 0)
 print('ptrace attach of $p:', 'allowed' if r == 0 else 'refused')"
 done; echo done`
 		b.both(t, probe, func(t *testing.T, who string, r execResult) {
-			if !strings.Contains(r.stdout, "done") || !strings.Contains(r.stdout, "ptrace attach of 1: refused") || strings.Count(r.stdout, ": refused") != 3 {
+			if !strings.Contains(r.stdout, "done") || !strings.Contains(r.stdout, "ptrace attach of 1: refused") || strings.Count(r.stdout, ": refused") != 2 {
 				t.Fatalf("%s: the attack did not run on the init: %+v", who, r)
 			}
 			for _, leak := range []string{"readable", "open", "allowed"} {
@@ -258,19 +259,18 @@ print('connect:', s.connect_ex(('127.0.0.1', ` + port + `)))"`
 		}
 	})
 
-	// pasta lives in the sandbox's PID namespace but outside its freezer
-	// cgroup (below: in its memory, pids and cpu ones): code that could trace it would run on
-	// through a pause. The kernel refuses: pasta keeps CAP_SYS_ADMIN in the
-	// sandbox's user namespace, outside the sandbox's bounding set, and
-	// the sandbox has no CAP_SYS_PTRACE. The init (non-dumpable) likewise.
-	t.Run("pasta and the init cannot be traced or read", func(t *testing.T) {
+	// The init is not dumpable: no process of the sandbox traces it or
+	// reads its memory, environment or fds. pasta is not in the sandbox's
+	// PID namespace at all (TestSandboxCannotReadHostNetwork; its cgroups:
+	// TestPastaEndsWithItsSandbox).
+	t.Run("the init cannot be traced or read, and pasta is not in sight", func(t *testing.T) {
 		probe := `python3 - <<'PY'
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 pids = [p for p in os.listdir("/proc") if p.isdigit()]
 pasta = [int(p) for p in pids if open("/proc/%s/comm" % p).read().strip().startswith(("pasta", "passt"))]
-assert pasta, "no pasta in the sandbox's PID namespace"
-for pid in pasta + [1]:
+print("pasta", pasta)
+for pid in [1]:
     r = libc.ptrace(16, pid, 0, 0)  # PTRACE_ATTACH
     print(pid, "attach", r, ctypes.get_errno())
     for f in ("mem", "environ", "fd/0"):
@@ -281,49 +281,10 @@ for pid in pasta + [1]:
             print(pid, f, e.errno)
 PY`
 		b.both(t, probe, func(t *testing.T, who string, r execResult) {
-			if r.exit.GetExitCode() != 0 || strings.Contains(r.stdout, "attach 0") || strings.Contains(r.stdout, "opened") {
+			if r.exit.GetExitCode() != 0 || !strings.Contains(r.stdout, "pasta []") || strings.Contains(r.stdout, "attach 0") || strings.Contains(r.stdout, "opened") {
 				t.Errorf("%s: %q %q", who, r.stdout, r.stderr)
 			}
 		})
-	})
-
-	// pasta works for the sandbox from outside it: it is charged to the
-	// sandbox's memory, pids and cpu cgroups (not its freezer, so a pause
-	// keeps the network), so flooding the network spends the sandbox's
-	// limits, not the host's.
-	t.Run("pasta is charged to the sandbox's cgroups", func(t *testing.T) {
-		probe := `python3 - <<'PY'
-import os
-def groups(pid):
-    out = {}
-    for line in open("/proc/%s/cgroup" % pid):
-        _, ctrls, path = line.rstrip("\n").split(":", 2)
-        for c in ctrls.split(","):
-            out[c] = path
-    return out
-pids = [p for p in os.listdir("/proc") if p.isdigit()]
-pasta = [p for p in pids if open("/proc/%s/comm" % p).read().strip().startswith(("pasta", "passt"))]
-assert pasta, "no pasta in the sandbox's PID namespace"
-init = groups(1)
-for p in pasta:
-    g = groups(p)
-    for c in ("memory", "pids", "cpu"):
-        print(c, "same" if g.get(c) == init.get(c) else "other: %r vs %r" % (g.get(c), init.get(c)))
-    print("freezer", "same" if g.get("freezer") == init.get("freezer") else "other")
-    print("unified", "same" if g.get("") == init.get("") else "other")
-PY`
-		r := sh(t, c, b.user, probe)
-		if limitsLayout(t, b.srv) == "v2" {
-			// One hierarchy: pasta stays out of it (it would bring the
-			// freezer along), so it is not charged (docs/security.md).
-			if r.exit.GetExitCode() != 0 || !strings.Contains(r.stdout, "unified other") {
-				t.Fatalf("want pasta outside the sandbox's cgroup on cgroup v2: %q %q", r.stdout, r.stderr)
-			}
-			return
-		}
-		if r.exit.GetExitCode() != 0 || !strings.Contains(r.stdout, "memory same\npids same\ncpu same\nfreezer other\n") {
-			t.Fatalf("want pasta in the sandbox's memory, pids and cpu cgroups and not its freezer: %q %q", r.stdout, r.stderr)
-		}
 	})
 
 	t.Run("egress None has loopback only; egress Internet its own network", func(t *testing.T) {

@@ -42,6 +42,8 @@ HEALTH_CHECK: Final = "/grpc.health.v1.Health/Check"
 EXEC_GRACE: Final = 15.0
 #: Chunk size for file uploads (the server streams downloads in chunks of <= 1 MiB).
 CHUNK_SIZE: Final = 1 << 20
+#: files.read() and read_text() hold the whole file in memory: beyond this they raise.
+READ_MAX_SIZE: Final = 256 << 20
 MAX_MESSAGE: Final = 16 << 20
 #: Stdin a client may send before the server has told its window: a server's window is
 #: never smaller (exec.proto), so a small stdin goes out with the start message.

@@ -30,6 +30,7 @@ from ._code_client import CodeContext
 from ._errors import (
     FileNotFound,
     NotFound,
+    ResourceExhausted,
     SandboxNotFound,
     SandboxTimeout,
     SandpodError,
@@ -1089,10 +1090,27 @@ class Files:
         *,
         offset: int = 0,
         length: int = 0,
+        max_size: int | None = _base.READ_MAX_SIZE,
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> bytes:
-        """The file's bytes (from ``offset``, at most ``length`` of them if not 0)."""
-        parts = [c for c in self.read_chunks(path, offset=offset, length=length, timeout=timeout)]
+        """The file's bytes (from ``offset``, at most ``length`` of them if not 0).
+
+        They are all held in memory, so a file (or ``length``) over ``max_size`` bytes
+        (256 MiB by default; ``None``: no bound) raises :class:`ResourceExhausted`
+        without more than that having been read: the sandbox's code decides what is in
+        the file. :meth:`read_chunks` and :meth:`download` stream files of any size."""
+        want = length
+        if max_size is not None and (length == 0 or length > max_size):
+            want = max_size + 1  # one byte more tells a file over the bound
+        parts, n = [], 0
+        for c in self.read_chunks(path, offset=offset, length=want, timeout=timeout):
+            n += len(c)
+            if max_size is not None and n > max_size:
+                raise ResourceExhausted(
+                    f"files.read({path!r}): the file has more than max_size={max_size} bytes;"
+                    " stream it with read_chunks() or download(), or pass a larger max_size"
+                )
+            parts.append(c)
         return b"".join(parts)
 
     def read_text(
@@ -1101,10 +1119,11 @@ class Files:
         *,
         encoding: str = "utf-8",
         errors: str = "strict",
+        max_size: int | None = _base.READ_MAX_SIZE,
         timeout: Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
     ) -> str:
-        """The file decoded as text."""
-        return (self.read(path, timeout=timeout)).decode(encoding, errors)
+        """The file decoded as text (at most ``max_size`` bytes, as :meth:`read`)."""
+        return (self.read(path, max_size=max_size, timeout=timeout)).decode(encoding, errors)
 
     def read_chunks(
         self,

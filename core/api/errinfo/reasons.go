@@ -130,6 +130,10 @@ const (
 	// ReasonDirectoryNotEmpty: remove of a non-empty directory without
 	// recursive (FAILED_PRECONDITION).
 	ReasonDirectoryNotEmpty Why = "DIRECTORY_NOT_EMPTY"
+	// ReasonNotARegularFile: a file call names a fifo, a socket or a device
+	// (or a link to one), which the files API never opens
+	// (FAILED_PRECONDITION).
+	ReasonNotARegularFile Why = "NOT_A_REGULAR_FILE"
 	// ReasonExecStartFailed: the program could not be started for another
 	// reason than not being found (FAILED_PRECONDITION).
 	ReasonExecStartFailed Why = "EXEC_START_FAILED"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import os
@@ -96,3 +97,33 @@ def test_file_errors_are_typed(sandbox):
         sandbox.files.mkdir("exists", parents=False)
     with pytest.raises(sandpod.FileNotFound):
         sandbox.files.write("no/parents/here.txt", "x", make_parents=False)
+
+
+def test_special_files_are_refused_and_reads_are_bounded(sandbox, server):
+    # Planted by the sandbox's code: a fifo (whose open would block until a writer
+    # came), links to it and to /dev/zero (endless), and a sparse file of 2 GiB.
+    r = sandbox.run(
+        "mkfifo fifo && ln -s fifo fifolink && ln -s /dev/zero zero && truncate -s 2G sparse"
+    )
+    assert r.exit_code == 0, r.stderr
+    for path in ("fifo", "fifolink", "zero", "/dev/null"):
+        with pytest.raises(sandpod.FailedPrecondition) as e:
+            sandbox.files.read(path)
+        assert e.value.reason == "NOT_A_REGULAR_FILE" and path in e.value.message
+    with pytest.raises(sandpod.FailedPrecondition, match="fifo"):
+        sandbox.files.list("fifo")
+    # read() holds the file in memory: over max_size it raises, having read at most
+    # one byte more; the async twin does the same.
+    with pytest.raises(sandpod.ResourceExhausted, match="max_size"):
+        sandbox.files.read("sparse", max_size=1 << 20)
+    assert len(sandbox.files.read("sparse", length=4096, max_size=1 << 20)) == 4096
+
+    async def main() -> None:
+        async with sandpod.AsyncClient(server.address, timeout=120, progress=False) as client:
+            sb = await client.get(sandbox.name)
+            with pytest.raises(sandpod.ResourceExhausted):
+                await sb.files.read("sparse", max_size=1 << 20)
+            with pytest.raises(sandpod.FailedPrecondition):
+                await sb.files.read("zero")
+
+    asyncio.run(main())
