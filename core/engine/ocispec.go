@@ -153,7 +153,8 @@ var errnoPerm = func() *uint { e := uint(1); return &e }()
 
 // seccompProfile allows every system call except those that change mounts
 // or namespaces, reach the kernel's keyring, BPF, modules, clocks or
-// swap, or make new namespaces through clone's flags. clone3 answers
+// swap, make new namespaces through clone's flags, or open a socket of a
+// family the network namespace does not contain (seccompnet.go). clone3 answers
 // ENOSYS so that libc falls back to clone, whose flags the filter can see.
 func seccompProfile() *specs.LinuxSeccomp {
 	denied := []string{
@@ -171,6 +172,7 @@ func seccompProfile() *specs.LinuxSeccomp {
 		{Names: denied, Action: specs.ActErrno, ErrnoRet: errnoPerm},
 		{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys},
 	}
+	syscalls = append(syscalls, socketRules()...)
 	for _, flag := range []uint64{0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000} {
 		// CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
 		syscalls = append(syscalls, specs.LinuxSyscall{
