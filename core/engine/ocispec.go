@@ -36,6 +36,9 @@ type containerSpec struct {
 	Executable string
 	// IDBase is the first host id of the sandbox's user namespace.
 	IDBase uint32
+	// UserNS, when set, is the sandbox's user namespace for runc to join
+	// (made and mapped by the engine, owned by IDBase: userns_linux.go).
+	UserNS string
 	// RunAs is the uid:gid commands run as, inside.
 	RunAsUID, RunAsGID uint32
 	// HostTrees are host paths mounted read-only (the defaults, at the same
@@ -93,6 +96,12 @@ func ociSpec(c containerSpec) *specs.Spec {
 		mounts = append(mounts, specs.Mount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: ro})
 	}
 	caps := append([]string(nil), agentCapabilities...)
+	userns := specs.LinuxNamespace{Type: specs.UserNamespace, Path: c.UserNS}
+	idMap := []specs.LinuxIDMapping{{ContainerID: 0, HostID: c.IDBase, Size: idRangeSize}}
+	uidMap, gidMap := idMap, idMap
+	if c.UserNS != "" {
+		uidMap, gidMap = nil, nil // runc reads them from the namespace it joins
+	}
 	return &specs.Spec{
 		Version:  specs.Version,
 		Hostname: c.Hostname,
@@ -109,10 +118,10 @@ func ociSpec(c containerSpec) *specs.Spec {
 		},
 		Mounts: mounts,
 		Linux: &specs.Linux{
-			UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: c.IDBase, Size: idRangeSize}},
-			GIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: c.IDBase, Size: idRangeSize}},
+			UIDMappings: uidMap,
+			GIDMappings: gidMap,
 			Namespaces: []specs.LinuxNamespace{
-				{Type: specs.UserNamespace}, {Type: specs.PIDNamespace}, {Type: specs.MountNamespace},
+				userns, {Type: specs.PIDNamespace}, {Type: specs.MountNamespace},
 				{Type: specs.NetworkNamespace}, {Type: specs.UTSNamespace}, {Type: specs.IPCNamespace},
 				{Type: specs.CgroupNamespace},
 			},

@@ -138,6 +138,15 @@ func startProcess(l launch) (*process, error) {
 		args = append(args, "--respawn-fd", "5")
 	}
 	c.AgentArgs = append(args, c.AgentArgs...)
+	userns, err := newUserNS(c.IDBase, idRangeSize)
+	if err != nil {
+		if respawnW != nil {
+			respawnW.Close()
+		}
+		return nil, err
+	}
+	defer userns.release() // runc has joined it by then
+	c.UserNS = userns.path()
 	if err := writeBundle(l.bundle, c); err != nil {
 		if respawnW != nil {
 			respawnW.Close()
