@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,9 +44,10 @@ type userNS struct {
 // it, and a multithreaded process (Go) cannot unshare one: so the holder
 // is cloned with CLONE_NEWUSER from a thread of the engine that has taken
 // base as its real and effective ids for the clone. Credentials are per
-// thread in the kernel (raw system calls, not Go's all-thread ones), and
-// the thread is never handed back to Go's scheduler: its goroutine ends
-// locked, so the runtime ends the thread.
+// thread in the kernel (raw system calls, not Go's all-thread ones); the
+// thread takes root's back after the clone and is never handed back to
+// Go's scheduler: its goroutine ends locked, so the runtime ends the
+// thread (or parks it for good, if it is the main one).
 func newUserNS(base, size uint32) (*userNS, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -76,20 +78,26 @@ func newUserNS(base, size uint32) (*userNS, error) {
 }
 
 // asIDs runs start on the calling (locked) thread with base as its real
-// and effective uid and gid and no supplementary groups. The saved ids
-// stay root's, so the thread keeps its permitted capabilities, and it
-// raises them as effective again: a kernel that lets only privileged
-// processes make user namespaces (Ubuntu's AppArmor restriction, Debian's
+// and effective uid and gid and no supplementary groups, then gives the
+// thread root's ids and groups back. The saved ids stay root's meanwhile,
+// so the thread keeps its permitted capabilities, and it raises them as
+// effective again: a kernel that lets only privileged processes make user
+// namespaces (Ubuntu's AppArmor restriction, Debian's
 // unprivileged_userns_clone) still lets this one.
 func asIDs(base uint32, start func() error) error {
-	id := uintptr(base)
+	groups, err := unix.Getgroups()
+	if err != nil {
+		return fmt.Errorf("getgroups: %w", err)
+	}
+	id, none := uintptr(base), ^uintptr(0)
 	if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, 0, 0, 0); e != 0 {
 		return fmt.Errorf("setgroups: %w", e)
 	}
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, id, id, ^uintptr(0)); e != 0 {
+	defer restoreIDs(groups)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, id, id, none); e != 0 {
 		return fmt.Errorf("setresgid %d: %w", base, e)
 	}
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, id, id, ^uintptr(0)); e != 0 {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, id, id, none); e != 0 {
 		return fmt.Errorf("setresuid %d: %w", base, e)
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
@@ -102,6 +110,22 @@ func asIDs(base uint32, start func() error) error {
 		return fmt.Errorf("capset: %w", err)
 	}
 	return start()
+}
+
+// restoreIDs gives the calling thread root's ids and the groups it had
+// (the saved uid is root's, so it may; euid 0 restores its capabilities).
+func restoreIDs(groups []int) {
+	_, _, _ = syscall.RawSyscall(syscall.SYS_SETRESUID, 0, 0, 0)
+	_, _, _ = syscall.RawSyscall(syscall.SYS_SETRESGID, 0, 0, 0)
+	gs := make([]uint32, len(groups))
+	for i, g := range groups {
+		gs[i] = uint32(g)
+	}
+	var p unsafe.Pointer
+	if len(gs) > 0 {
+		p = unsafe.Pointer(&gs[0])
+	}
+	_, _, _ = syscall.RawSyscall(syscall.SYS_SETGROUPS, uintptr(len(gs)), uintptr(p), 0)
 }
 
 // catPath is the holder's program: any that blocks reading its input.

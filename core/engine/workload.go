@@ -244,13 +244,15 @@ func (e *Engine) idBase(rec *record) (uint32, error) {
 		return 0, err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.sandboxes[rec.key()] != sb || sb.rec.UID != rec.UID {
-		return 0, errGone // deleted meanwhile: finishDelete releases the range
+		e.mu.Unlock()
+		e.releaseIDRange(rec) // deleted meanwhile, perhaps before this range was taken
+		return 0, errGone
 	}
 	sb.rec.IDBase = base
 	rec.IDBase = base
 	delete(e.moveRange, rec.UID)
+	e.mu.Unlock()
 	return base, nil
 }
 
