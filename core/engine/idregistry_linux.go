@@ -79,22 +79,10 @@ func (r *idRegistry) update(fn func(rangeTable) (rangeTable, error)) error {
 	if string(nb) == string(b) {
 		return nil
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("id range registry: %w", err)
-	}
-	_, err = f.Write(nb)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
+	if err := replaceFile(path, 0o600, func(f *os.File) error {
+		_, err := f.Write(nb)
+		return err
+	}); err != nil {
 		return fmt.Errorf("id range registry: %w", err)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,6 +30,11 @@ func markedProcess(t *testing.T, c sandpodv1.SandboxServiceClient, sandbox, mark
 
 // hostPIDOf finds the host PID of the process whose argv[0] is marker.
 func hostPIDOf(marker string) int {
+	return hostProcess(func(args []string) bool { return args[0] == marker })
+}
+
+// hostProcess finds a host process whose arguments match (0: none).
+func hostProcess(match func(args []string) bool) int {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -38,7 +42,7 @@ func hostPIDOf(marker string) int {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && string(bytes.SplitN(b, []byte{0}, 2)[0]) == marker {
+		if err == nil && len(b) > 0 && match(strings.Split(string(b), "\x00")) {
 			return pid
 		}
 	}

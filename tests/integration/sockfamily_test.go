@@ -44,10 +44,11 @@ if held is not None:
 
 // AF_VSOCK is not namespaced: a sandbox that could open one would bind the
 // VM's ports (squatting host services, taking their connections) and talk
-// to the hypervisor, egress None included. The seccomp filter refuses it,
-// and every family the sandbox's network namespace does not contain.
+// to the hypervisor, egress None included (template offline, rootConfig).
+// The seccomp filter refuses it, and every family the sandbox's network
+// namespace does not contain.
 func TestSandboxCannotOpenSocketsOutsideItsNetworkNamespace(t *testing.T) {
-	srv := testserver.Start(t, testserver.Options{Config: storeConfig + offlineTemplate})
+	srv := testserver.Start(t, testserver.Options{Config: storeConfig + rootConfig})
 	c := srv.Client()
 	const want = "alg=EAFNOSUPPORT bluetooth=EAFNOSUPPORT inet=open inet6=open kcm=EAFNOSUPPORT key=EAFNOSUPPORT " +
 		"netlink=open packet=EAFNOSUPPORT rds=EAFNOSUPPORT tipc=EAFNOSUPPORT unix=open vsock=EAFNOSUPPORT xdp=EAFNOSUPPORT"
@@ -73,21 +74,6 @@ func TestSandboxCannotOpenSocketsOutsideItsNetworkNamespace(t *testing.T) {
 		}
 	}
 }
-
-// offlineTemplate is a template with egress None.
-const offlineTemplate = `---
-apiVersion: sandpod.dev/v1alpha1
-kind: SandboxTemplate
-metadata:
-  name: offline
-spec:
-  podTemplate:
-    spec:
-      containers:
-      - name: sandbox
-        image: unused
-  networkPolicy: {egress: None}
-`
 
 func bindVsock(port uint32) error {
 	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
