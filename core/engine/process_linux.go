@@ -84,6 +84,8 @@ type launch struct {
 	// cgroup is the container's freezer cgroup directory, if the engine
 	// chose it (see Engine.freezerDir).
 	cgroup string
+	// userns is the sandbox's user namespace, being made (userns_linux.go).
+	userns *pendingUserNS
 	// swapBase, when set, is where the container's /workspace is bound
 	// from (swap_linux.go): the workspace overlay (container.WorkDir's
 	// overlay, at workspace) is bound onto it before the gate opens, and
@@ -138,14 +140,13 @@ func startProcess(l launch) (*process, error) {
 		args = append(args, "--respawn-fd", "5")
 	}
 	c.AgentArgs = append(args, c.AgentArgs...)
-	userns, err := newUserNS(c.IDBase, idRangeSize)
+	userns, err := l.userns.wait() // its holder ends after the start (launch)
 	if err != nil {
 		if respawnW != nil {
 			respawnW.Close()
 		}
 		return nil, err
 	}
-	defer userns.release() // runc has joined it by then
 	c.UserNS = userns.path()
 	if err := writeBundle(l.bundle, c); err != nil {
 		if respawnW != nil {

@@ -33,8 +33,41 @@ import (
 // with them. A crashed engine closes the pipe, so the holder never
 // outlives it.
 type userNS struct {
-	cmd  *exec.Cmd
-	hold *os.File // the pipe the holder reads: closed, it exits
+	cmd     *exec.Cmd
+	hold    *os.File // the pipe the holder reads: closed, it exits
+	release func()   // ends the holder (once)
+}
+
+// pendingUserNS is a user namespace being made while the rest of a start
+// is prepared (the holder's fork and exec take milliseconds).
+type pendingUserNS struct {
+	done chan struct{}
+	ns   *userNS
+	err  error
+}
+
+// makeUserNS starts making base's user namespace in the background.
+func makeUserNS(base uint32) *pendingUserNS {
+	p := &pendingUserNS{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.ns, p.err = newUserNS(base, idRangeSize)
+	}()
+	return p
+}
+
+// wait returns the namespace once it is made.
+func (p *pendingUserNS) wait() (*userNS, error) {
+	<-p.done
+	return p.ns, p.err
+}
+
+// release ends its holder, once made: the namespace lives on in the
+// container that joined it, or ends.
+func (p *pendingUserNS) release() {
+	if ns, err := p.wait(); err == nil {
+		ns.release()
+	}
 }
 
 // newUserNS makes a user namespace owned by host id base and maps 0..size-1
@@ -67,6 +100,11 @@ func newUserNS(base, size uint32) (*userNS, error) {
 		return nil, fmt.Errorf("make the sandbox's user namespace: %w", err)
 	}
 	ns := &userNS{cmd: cmd, hold: w}
+	ns.release = sync.OnceFunc(func() {
+		w.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
 	m := []byte("0 " + strconv.FormatUint(uint64(base), 10) + " " + strconv.FormatUint(uint64(size), 10))
 	for _, f := range []string{"uid_map", "gid_map"} {
 		if err := os.WriteFile("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/"+f, m, 0); err != nil {
@@ -138,11 +176,3 @@ var catPath = sync.OnceValue(func() string {
 
 // path is the namespace for runc to join (runc reads its maps from there).
 func (n *userNS) path() string { return "/proc/" + strconv.Itoa(n.cmd.Process.Pid) + "/ns/user" }
-
-// release ends the holder: the namespace lives on in the container that
-// joined it, or ends.
-func (n *userNS) release() {
-	n.hold.Close()
-	_ = n.cmd.Process.Kill()
-	_ = n.cmd.Wait()
-}

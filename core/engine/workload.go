@@ -123,6 +123,10 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Made while the files are prepared; its holder ends once runc has
+	// joined it (or the start failed).
+	userns := makeUserNS(base)
+	defer userns.release()
 	uid, gid := rec.Spec.runAs()
 	dir := sandboxDir(e.cfg.StateDir, rec)
 	if err := privateToSandbox(dir, base); err != nil {
@@ -189,6 +193,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		cgroup:    e.freezerDir(id),
 		swapBase:  swapBase,
 		workspace: wd,
+		userns:    userns,
 		setupPID: func(pid int, start uint64) error {
 			e.mu.Lock()
 			defer e.mu.Unlock()
