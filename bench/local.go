@@ -72,6 +72,7 @@ type localSuite struct {
 	data                                                []byte
 	tw                                                  termWatch
 	snap                                                snapSeries // local_snapshots.go
+	mcp                                                 mcpSeries  // local_mcp.go
 }
 
 // cpuShare is where the CPU went during one exec-throughput run.
@@ -102,6 +103,9 @@ func (l *localSuite) run(ctx context.Context) error {
 			return fmt.Errorf("run %d: %w", r+1, err)
 		}
 		if err := l.httpClaims(ctx); err != nil {
+			return fmt.Errorf("run %d: %w", r+1, err)
+		}
+		if err := l.mcpPhase(ctx); err != nil {
 			return fmt.Errorf("run %d: %w", r+1, err)
 		}
 	}
@@ -586,7 +590,7 @@ func (l *localSuite) rows() []Row {
 		lat("small GET through a preview URL", &l.previewGet, "", nil,
 			"12-byte answer of a python http.server handler (HTTP/1.1, one write) in the sandbox, via the preview listener and the agent's Dial tunnel; keep-alive on both hops"),
 		lat("delete", &l.del, "", nil, "DeleteSandbox of a running, claimed sandbox"),
-	}, append(append(l.termWatchRows(lat), l.codeRows(lat)...), l.snapshotRows()...)...)
+	}, append(append(append(l.termWatchRows(lat), l.codeRows(lat)...), l.snapshotRows()...), l.mcpRows(lat)...)...)
 }
 
 // pauseCycles pauses and resumes one running sandbox, cycle after cycle,

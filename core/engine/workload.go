@@ -150,7 +150,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		layered = sb.rec.Seeded && sb.rec.Layered
 		e.mu.Unlock()
 	}
-	if layered && isOverlayMount(wd) && e.cgroups.usable() {
+	if layered && isOverlayMount(wd) && e.cg.usable() {
 		swapBase = e.swapBase(rec)
 		if err := prepareSwapBase(swapBase); err != nil {
 			return nil, fmt.Errorf("workspace mount point: %w", err)
@@ -176,10 +176,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		c.AgentArgs = append([]string{"--"}, rec.Spec.Command...)
 	}
 	id := newContainerID(rec)
-	if e.cgroups.usable() {
-		c.CgroupsPath = "/sandpod/" + id
-		c.Resources = resources(rec.Spec)
-	}
+	c.CgroupsPath = e.cg.cgroupsPath(id)
 	return startProcess(launch{
 		ctx:       ctx,
 		runc:      e.runc,
@@ -190,7 +187,9 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		logPath:   e.logPath(rec),
 		secret:    rec.Secret,
 		egress:    !rec.Spec.NetIsolated,
-		cgroup:    e.freezerDir(id),
+		cgroups:   e.cg,
+		limits:    limitsOf(rec.Spec),
+		cgroup:    e.containerCgroup(id),
 		swapBase:  swapBase,
 		workspace: wd,
 		userns:    userns,

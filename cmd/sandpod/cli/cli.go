@@ -179,6 +179,7 @@ on Kubernetes) at --address, $SANDPOD_ADDRESS, the config file's address, or
 		c.GroupID = groupCatalog
 		root.AddCommand(c)
 	}
+	root.AddCommand(a.mcpCommand())
 	root.AddCommand(a.configCommand())
 	root.AddCommand(a.preflightCommand())
 	root.AddCommand(a.uninstallCheckCommand())
