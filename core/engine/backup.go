@@ -94,17 +94,26 @@ func (s *store) stopBackups() {
 
 // writeBackup writes a consistent copy of db to path, atomically.
 func writeBackup(db *bolt.DB, path string) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	err = f.Chmod(0o600) // it holds every sandbox's agent secret
-	if err == nil {
-		err = db.View(func(tx *bolt.Tx) error {
+	// 0600: it holds every sandbox's agent secret.
+	return replaceFile(path, 0o600, func(f *os.File) error {
+		return db.View(func(tx *bolt.Tx) error {
 			_, err := tx.WriteTo(f)
 			return err
 		})
+	})
+}
+
+// replaceFile writes path whole: write fills path.tmp (mode perm), which
+// is synced and renamed over path, so path never holds half a file.
+func replaceFile(path string, perm os.FileMode, write func(*os.File) error) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	err = f.Chmod(perm)
+	if err == nil {
+		err = write(f)
 	}
 	if err == nil {
 		err = f.Sync()

@@ -352,6 +352,14 @@ func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
 	if t.Spec.RuntimeClassName != nil {
 		rs.RuntimeClass = *t.Spec.RuntimeClassName
 	}
+	if err := checkRuntimeClass(t.Name, "spec.runtimeClassName", rs.RuntimeClass, localRuntimeClasses); err != nil {
+		return rs, err
+	}
+	if p := t.Spec.PodTemplate.Spec.RuntimeClassName; p != nil {
+		if err := checkRuntimeClass(t.Name, "spec.podTemplate.spec.runtimeClassName", *p, localRuntimeClasses); err != nil {
+			return rs, err
+		}
+	}
 	if err := resolveSecurity(t, &c, &rs); err != nil {
 		return rs, err
 	}

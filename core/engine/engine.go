@@ -53,7 +53,11 @@ type Config struct {
 	// pids or cpu limits and no pause. Without it, New fails (LimitsError)
 	// where it cannot apply limits.
 	NoLimits bool
-	Logger   *slog.Logger
+	// IDRegistry is the host-wide registry of sandbox id ranges, shared
+	// by every engine of the host (idregistry.go); empty means
+	// DefaultIDRegistry.
+	IDRegistry string
+	Logger     *slog.Logger
 }
 
 // Engine is the local backend.
@@ -63,6 +67,7 @@ type Engine struct {
 	store   *store
 	cg      cgroupLayout // cgroupNone with Config.NoLimits
 	runc    runc
+	ids     *idRegistry
 	sockets string
 	hub     *hub
 
@@ -80,6 +85,9 @@ type Engine struct {
 	// at start: their names are not given out again, so a new sandbox never
 	// shares the files (or the processes) of one the store forgot.
 	orphans map[string]bool
+	// moveRange holds the record UIDs whose id range another engine's
+	// sandbox holds: they take a new one at their next start (idranges.go).
+	moveRange map[string]bool
 
 	// Snapshots (snapshot.go): records by ns/name; snapMu orders the
 	// operations that copy or change files of snapshots and workspaces.
@@ -158,6 +166,13 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, err
 		}
 	}
+	if cfg.IDRegistry == "" {
+		cfg.IDRegistry = DefaultIDRegistry
+	}
+	ids, err := openIDRegistry(cfg.IDRegistry)
+	if err != nil {
+		return nil, err
+	}
 	// Sandbox inits are left to the nearest subreaper when runc exits:
 	// the engine, so it reaps them and knows how each ended.
 	if err := becomeSubreaper(); err != nil {
@@ -189,6 +204,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		store:       st,
 		cg:          cg,
 		runc:        runc{bin: runcBin, root: filepath.Join(abs, "runc"), noCgroups: !cg.usable(), cgroups: hostCgroups(hostCgroupRoot)},
+		ids:         ids,
+		moveRange:   map[string]bool{},
 		sockets:     socketDir(abs),
 		hub:         newHub(),
 		sandboxes:   map[string]*sandbox{},
@@ -316,6 +333,7 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 			}
 		}
 	}
+	e.reconcileIDRanges()
 	var wg sync.WaitGroup
 	for _, sb := range e.sandboxes {
 		wg.Add(1)

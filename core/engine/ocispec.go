@@ -36,6 +36,9 @@ type containerSpec struct {
 	Executable string
 	// IDBase is the first host id of the sandbox's user namespace.
 	IDBase uint32
+	// UserNS, when set, is the sandbox's user namespace for runc to join
+	// (made and mapped by the engine, owned by IDBase: userns_linux.go).
+	UserNS string
 	// RunAs is the uid:gid commands run as, inside.
 	RunAsUID, RunAsGID uint32
 	// HostTrees are host paths mounted read-only (the defaults, at the same
@@ -93,6 +96,12 @@ func ociSpec(c containerSpec) *specs.Spec {
 		mounts = append(mounts, specs.Mount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: ro})
 	}
 	caps := append([]string(nil), agentCapabilities...)
+	userns := specs.LinuxNamespace{Type: specs.UserNamespace, Path: c.UserNS}
+	idMap := []specs.LinuxIDMapping{{ContainerID: 0, HostID: c.IDBase, Size: idRangeSize}}
+	uidMap, gidMap := idMap, idMap
+	if c.UserNS != "" {
+		uidMap, gidMap = nil, nil // runc reads them from the namespace it joins
+	}
 	return &specs.Spec{
 		Version:  specs.Version,
 		Hostname: c.Hostname,
@@ -109,10 +118,10 @@ func ociSpec(c containerSpec) *specs.Spec {
 		},
 		Mounts: mounts,
 		Linux: &specs.Linux{
-			UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: c.IDBase, Size: idRangeSize}},
-			GIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: c.IDBase, Size: idRangeSize}},
+			UIDMappings: uidMap,
+			GIDMappings: gidMap,
 			Namespaces: []specs.LinuxNamespace{
-				{Type: specs.UserNamespace}, {Type: specs.PIDNamespace}, {Type: specs.MountNamespace},
+				userns, {Type: specs.PIDNamespace}, {Type: specs.MountNamespace},
 				{Type: specs.NetworkNamespace}, {Type: specs.UTSNamespace}, {Type: specs.IPCNamespace},
 				{Type: specs.CgroupNamespace},
 			},
@@ -140,7 +149,8 @@ var errnoPerm = func() *uint { e := uint(1); return &e }()
 
 // seccompProfile allows every system call except those that change mounts
 // or namespaces, reach the kernel's keyring, BPF, modules, clocks or
-// swap, or make new namespaces through clone's flags. clone3 answers
+// swap, make new namespaces through clone's flags, or open a socket of a
+// family the network namespace does not contain (seccompnet.go). clone3 answers
 // ENOSYS so that libc falls back to clone, whose flags the filter can see.
 func seccompProfile() *specs.LinuxSeccomp {
 	denied := []string{
@@ -158,6 +168,7 @@ func seccompProfile() *specs.LinuxSeccomp {
 		{Names: denied, Action: specs.ActErrno, ErrnoRet: errnoPerm},
 		{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys},
 	}
+	syscalls = append(syscalls, socketRules()...)
 	for _, flag := range []uint64{0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000} {
 		// CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
 		syscalls = append(syscalls, specs.LinuxSyscall{

@@ -81,3 +81,20 @@ func TestOCISpecContainsTheSandbox(t *testing.T) {
 		t.Errorf("clone rules %v: want one masked-equal rule per namespace flag", cloneRules)
 	}
 }
+
+func TestOCISpecJoinsTheEnginesUserNamespace(t *testing.T) {
+	s := ociSpec(containerSpec{RootFS: "/r", WorkDir: "/w", Executable: "/e", IDBase: firstIDBase, UserNS: "/proc/42/ns/user"})
+	l := s.Linux
+	if l.UIDMappings != nil || l.GIDMappings != nil {
+		t.Errorf("mappings %v %v: runc refuses them beside a namespace to join (it reads the namespace's own)", l.UIDMappings, l.GIDMappings)
+	}
+	i := slices.IndexFunc(l.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.UserNamespace })
+	if i < 0 || l.Namespaces[i].Path != "/proc/42/ns/user" {
+		t.Errorf("namespaces %v: want the user namespace joined by path", l.Namespaces)
+	}
+	for _, n := range l.Namespaces {
+		if n.Type != specs.UserNamespace && n.Path != "" {
+			t.Errorf("namespace %s joined (%s): every other namespace is the sandbox's own", n.Type, n.Path)
+		}
+	}
+}

@@ -87,6 +87,8 @@ type launch struct {
 	cgroups cgroupLayout
 	limits  cgroupLimits
 	cgroup  containerCgroup
+	// userns is the sandbox's user namespace, being made (userns_linux.go).
+	userns *pendingUserNS
 	// swapBase, when set, is where the container's /workspace is bound
 	// from (swap_linux.go): the workspace overlay (container.WorkDir's
 	// overlay, at workspace) is bound onto it before the gate opens, and
@@ -159,6 +161,14 @@ func startProcess(l launch) (*process, error) {
 		extra = append(extra, w)
 	}
 	c.AgentArgs = append(args, c.AgentArgs...)
+	userns, err := l.userns.wait() // its holder ends after the start (launch)
+	if err != nil {
+		if respawnW != nil {
+			respawnW.Close()
+		}
+		return nil, err
+	}
+	c.UserNS = userns.path()
 	if err := writeBundle(l.bundle, c); err != nil {
 		if respawnW != nil {
 			respawnW.Close()

@@ -123,6 +123,10 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Made while the files are prepared; its holder ends once runc has
+	// joined it (or the start failed).
+	userns := makeUserNS(base)
+	defer userns.release()
 	uid, gid := rec.Spec.runAs()
 	dir := sandboxDir(e.cfg.StateDir, rec)
 	if err := privateToSandbox(dir, base); err != nil {
@@ -188,6 +192,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		cgroup:    e.containerCgroup(id),
 		swapBase:  swapBase,
 		workspace: wd,
+		userns:    userns,
 		setupPID: func(pid int, start uint64) error {
 			e.mu.Lock()
 			defer e.mu.Unlock()
@@ -212,32 +217,46 @@ func (e *Engine) sandboxOf(rec *record) *sandbox {
 }
 
 // idBase returns the sandbox's host id range, choosing one the first time
-// it starts. The choice is saved with the start's PID (launch's setupPID),
-// before any of the sandbox runs: one store commit fewer per start (they
-// are fsynced, one at a time). An engine that dies before that chooses
-// again; what was chowned or mapped to the first choice is handed over
-// again (privateToSandbox, prepareWorkDir, a seed not on record).
+// it starts: from the host-wide registry (idregistry.go), which records the
+// choice at once, so no other engine of the host gives it out. The record
+// saves it with the start's PID (launch's setupPID), before any of the
+// sandbox runs. An engine that dies before that gets the same range again
+// from the registry; what was chowned or mapped to another range is
+// handed over again (privateToSandbox, prepareWorkDir, a seed not on
+// record).
 func (e *Engine) idBase(rec *record) (uint32, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	sb := e.sandboxes[rec.key()]
 	if sb == nil || sb.rec.UID != rec.UID {
+		e.mu.Unlock()
 		return 0, errGone
 	}
-	if sb.rec.IDBase != 0 {
+	if sb.rec.IDBase != 0 && !e.moveRange[rec.UID] {
 		rec.IDBase = sb.rec.IDBase
+		e.mu.Unlock()
 		return sb.rec.IDBase, nil
 	}
-	used := map[uint32]bool{}
+	local := map[uint32]bool{}
 	for _, o := range e.sandboxes {
-		used[o.rec.IDBase] = true
+		local[o.rec.IDBase] = true
 	}
-	base, err := nextIDBase(used)
+	e.mu.Unlock()
+	// The registry's lock and fsync are not taken under e.mu; only this
+	// start of the sandbox chooses its range (sb.busy).
+	base, err := e.allocateIDRange(rec, local)
 	if err != nil {
 		return 0, err
 	}
+	e.mu.Lock()
+	if e.sandboxes[rec.key()] != sb || sb.rec.UID != rec.UID {
+		e.mu.Unlock()
+		e.releaseIDRange(rec) // deleted meanwhile, perhaps before this range was taken
+		return 0, errGone
+	}
 	sb.rec.IDBase = base
 	rec.IDBase = base
+	delete(e.moveRange, rec.UID)
+	e.mu.Unlock()
 	return base, nil
 }
 
@@ -506,6 +525,7 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 	if err := e.store.delete(rec.key(), reqKey); err != nil {
 		return err
 	}
+	e.releaseIDRange(&rec)
 	e.mu.Lock()
 	if e.sandboxes[rec.key()] == sb {
 		delete(e.sandboxes, rec.key())

@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,24 +24,14 @@ func agentPID(t *testing.T, name string) int { return sandboxPID(t, name, true) 
 // sandbox name among the host's processes.
 func sandboxPID(t *testing.T, name string, child bool) int {
 	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if len(args) > 3 && args[1] == "agent" && (args[0] == "/proc/self/exe") == child &&
-			strings.Contains(string(b), "\x00--sandbox\x00"+name+"\x00") {
-			return pid
-		}
+	pid := hostProcess(func(args []string) bool {
+		return len(args) > 3 && args[1] == "agent" && (args[0] == "/proc/self/exe") == child &&
+			strings.Contains(strings.Join(args, "\x00"), "\x00--sandbox\x00"+name+"\x00")
+	})
+	if pid == 0 {
+		t.Fatalf("no agent process (child %v) found for sandbox %s", child, name)
 	}
-	t.Fatalf("no agent process (child %v) found for sandbox %s", child, name)
-	return 0
+	return pid
 }
 
 // neverRestartConfig turns automatic agent restarts off.
