@@ -225,7 +225,7 @@ func TestBackupFollowsChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for inspectBackup(bak).Sandboxes != 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("backup never caught up: %s", inspectBackup(bak))
