@@ -23,9 +23,9 @@
 # Environment: PYTEST (the pytest to run the Python suite with; default
 # .venv/bin/pytest), E2E_RUN (go test -run pattern), SANDPOD_TESTBED_DIR.
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-SKIPCHECK=$REPO/bin/skipcheck
+SKIPCHECK=${SKIPCHECK:-$REPO/bin/skipcheck}
 
 # need_kubeconfig FILE: the suites would skip every test without one.
 need_kubeconfig() {

@@ -182,9 +182,9 @@ func TestReport(t *testing.T) {
 		skips []skip
 		ok    bool
 	}{
-		"none":        {ok: true},
-		"allowed":     {skips: []skip{{Key: skipKey{"p", "TestArm"}}}, ok: true},
-		"not allowed": {skips: []skip{{Key: skipKey{"p", "TestArm"}}, {Key: skipKey{"p", "TestKube"}, Reason: "SANDPOD_KUBE_BIN is not set"}}},
+		"none":                     {ok: true},
+		"allowed":                  {skips: []skip{{Key: skipKey{"p", "TestArm"}}}, ok: true},
+		"not allowed":              {skips: []skip{{Key: skipKey{"p", "TestArm"}}, {Key: skipKey{"p", "TestKube"}, Reason: "SANDPOD_KUBE_BIN is not set"}}},
 		"same name, other package": {skips: []skip{{Key: skipKey{"q", "TestArm"}}}},
 	}
 	for name, tc := range tests {
