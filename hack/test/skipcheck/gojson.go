@@ -36,6 +36,9 @@ func goStream(r io.Reader, w io.Writer, verbose bool) (goResult, error) {
 	buf := map[testKey][]string{}
 	// Output of failed subtests waits for their parent, as go test prints it.
 	held := map[testKey][]string{}
+	// A package's own lines (its ok or FAIL line) wait for its end, so that
+	// what its unfinished tests printed (a crash) comes before them.
+	pkgOut := map[string][]string{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -57,12 +60,17 @@ func goStream(r io.Reader, w io.Writer, verbose bool) (goResult, error) {
 			if e.Test != "" {
 				buf[k] = append(buf[k], e.Output)
 			}
-			if verbose || e.Test == "" && strings.TrimSpace(e.Output) != "PASS" {
+			switch {
+			case verbose:
 				io.WriteString(w, e.Output)
+			case e.Test == "" && strings.TrimSpace(e.Output) != "PASS":
+				pkgOut[e.Package] = append(pkgOut[e.Package], e.Output)
 			}
 		case "skip":
-			if e.Test == "" {
-				break // a package without tests
+			if e.Test == "" { // a package without tests
+				writeLines(w, pkgOut[e.Package])
+				delete(pkgOut, e.Package)
+				break
 			}
 			res.Skips = append(res.Skips, skip{Key: skipKey{e.Package, e.Test}, Reason: reason(buf[k])})
 			if !verbose {
@@ -72,6 +80,10 @@ func goStream(r io.Reader, w io.Writer, verbose bool) (goResult, error) {
 		case "pass":
 			delete(buf, k)
 			delete(held, k)
+			if e.Test == "" {
+				writeLines(w, pkgOut[e.Package])
+				delete(pkgOut, e.Package)
+			}
 		case "fail":
 			res.Failed = true
 			if e.Test == "" {
@@ -88,6 +100,8 @@ func goStream(r io.Reader, w io.Writer, verbose bool) (goResult, error) {
 						delete(m, tk)
 					}
 				}
+				writeLines(w, pkgOut[e.Package])
+				delete(pkgOut, e.Package)
 				break
 			}
 			lines := append(asPlain(e.Test, buf[k]), held[k]...)
@@ -103,6 +117,10 @@ func goStream(r io.Reader, w io.Writer, verbose bool) (goResult, error) {
 				writeLines(w, lines)
 			}
 		}
+	}
+	// A stream cut short (go test killed): what is left, as it is.
+	for _, lines := range pkgOut {
+		writeLines(w, lines)
 	}
 	return res, sc.Err()
 }

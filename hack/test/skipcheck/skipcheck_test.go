@@ -137,7 +137,7 @@ func TestGoStreamCrash(t *testing.T) {
 	}, "\n")
 	var out strings.Builder
 	res, _ := goStream(strings.NewReader(in), &out, false)
-	if !res.Failed || !strings.Contains(out.String(), "WARNING: DATA RACE") {
+	if !res.Failed || out.String() != "WARNING: DATA RACE\nFAIL\tp\t1.0s\n" {
 		t.Errorf("%+v %q", res, out.String())
 	}
 }
