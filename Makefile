@@ -6,7 +6,8 @@
 #   make test    every check and test: lint, generated-code drift, Go unit
 #                and integration tests (incl. a real kube-apiserver + etcd),
 #                Python client tests against the real server, and the
-#                end-to-end suite on a real single-node cluster (make e2e)
+#                end-to-end suite on a real single-node cluster (make e2e);
+#                a skip not in hack/test/skips.allow, or a data race, fails it
 #   make generate / check-generated / bench / lint
 
 SHELL := /bin/bash
@@ -29,10 +30,16 @@ LDFLAGS := -X github.com/sandpod/sandpod/core/agent.Version=$(VERSION)
 # hand-run `go test ./...` may still skip). The Go suites print as plain
 # `go test` would; pytest writes a junit report the check reads.
 SKIPCHECK := bin/skipcheck
-# The Go suites run their `sandpod serve`s from a binary built with the race
-# detector: the first race kills serve (exit 66) and the harness fails the
-# test with the report (tests/testserver, tests/python/integration).
+# The Go and Python suites run their `sandpod serve`s from a binary built
+# with the race detector: the first race kills serve (exit 66) and the
+# harness fails the test with the report (tests/testserver/race.go,
+# tests/python/integration/conftest.py).
 RACE_BIN := bin/sandpod-race
+# The product's own packages (core/, bridge/, cmd/) run their tests with
+# -race too: the engine, agent, controller and bridge in process. The
+# suites (tests/, bench/) drive servers, which run from $(RACE_BIN); hack/
+# holds tools (chartdiff takes 6 min under -race).
+SUITES := -e /tests/ -e /bench -e /hack/
 export GORACE := halt_on_error=1
 # The Go modules: the root (the server) and, nested, the Go client and the
 # stubs it imports (their own modules, so that importing the client does not
@@ -115,8 +122,9 @@ node-bed-prebuild:
 # A kwok bed that is not built would make tests/k8s skip: fail here, saying so.
 test-go: build-race skipcheck
 	@test -x "$$(hack/kube/build.sh --print)/kube-apiserver" || { echo "the kwok bed is not built: hack/kube/build.sh"; exit 1; }
+	set -o pipefail; $(GO) test -race -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v $(SUITES)) | $(SKIPCHECK) go
 	set -o pipefail; SANDPOD_KUBE_BIN=$$(hack/kube/build.sh --print) SANDPOD_BIN=$(CURDIR)/$(RACE_BIN) \
-	  $(GO) test -json -count=1 -timeout 30m ./... | $(SKIPCHECK) go
+	  $(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep $(SUITES)) | $(SKIPCHECK) go
 	@# `go list -m all` first fetches every go.mod of a module's graph into
 	@# the module cache (a fresh machine has only what the builds needed):
 	@# clients/go's TestConsumerNeedsOnlyTheClient lists a consumer's graph
@@ -126,9 +134,9 @@ test-go: build-race skipcheck
 	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime $(FUZZTIME) ./core/agent
 	$(GO) test -run '^$$' -fuzz FuzzRequestValidation -fuzztime $(FUZZTIME) ./bridge
 
-test-python: venv build skipcheck
+test-python: venv build-race skipcheck
 	@mkdir -p _output
-	SANDPOD_BIN=$(CURDIR)/bin/sandpod $(VENV)/bin/pytest -q -rs --junitxml=_output/pytest.xml tests/python
+	SANDPOD_BIN=$(CURDIR)/$(RACE_BIN) $(VENV)/bin/pytest -q -rs --junitxml=_output/pytest.xml tests/python
 	$(SKIPCHECK) junit _output/pytest.xml
 
 # The node bed (hack/testbed, needs root): etcd, the Kubernetes components,
