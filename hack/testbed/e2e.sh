@@ -36,8 +36,8 @@ need_kubeconfig() {
 }
 
 # go_suite JSONLOG: prints the `go test -json` stream on stdin as go test
-# -v would (into LOG too), keeps the stream in JSONLOG, and fails on a
-# failed test or a skip that hack/test/skips.allow does not name.
+# -v would, keeps the stream in JSONLOG, and fails on a failed test, a
+# failed build or a skip that hack/test/skips.allow does not name.
 go_suite() {
   tee "$1" | "$SKIPCHECK" go -v -allow "$REPO/hack/test/skips.allow"
 }
