@@ -6,7 +6,8 @@
 #   make test    every check and test: lint, generated-code drift, Go unit
 #                and integration tests (incl. a real kube-apiserver + etcd),
 #                Python client tests against the real server, and the
-#                end-to-end suite on a real single-node cluster (make e2e)
+#                end-to-end suite on a real single-node cluster (make e2e);
+#                a skip not in hack/test/skips.allow, or a data race, fails it
 #   make generate / check-generated / bench / lint
 
 SHELL := /bin/bash
@@ -25,13 +26,29 @@ E2B_LISTEN ?= 127.0.0.1:50054
 FUZZTIME ?= 60000x
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/sandpod/sandpod/core/agent.Version=$(VERSION)
+# Every suite of `make test` runs through hack/test/skipcheck: a test that
+# skips fails the run unless hack/test/skips.allow names it, with why (a
+# hand-run `go test ./...` may still skip). The Go suites print as plain
+# `go test` would; pytest writes a junit report the check reads.
+SKIPCHECK := bin/skipcheck
+# The Go and Python suites run their `sandpod serve`s from a binary built
+# with the race detector: the first race kills serve (exit 66) and the
+# harness fails the test with the report (tests/testserver/race.go,
+# tests/python/integration/conftest.py).
+RACE_BIN := bin/sandpod-race
+# The product's own packages (core/, bridge/, cmd/) run their tests with
+# -race too: the engine, agent, controller and bridge in process. The
+# suites (tests/, bench/) drive servers, which run from $(RACE_BIN); hack/
+# holds tools (chartdiff takes 6 min under -race).
+SUITES := -e /tests/ -e /bench -e /hack/
+export GORACE := halt_on_error=1
 # The Go modules: the root (the server) and, nested, the Go client and the
 # stubs it imports (their own modules, so that importing the client does not
 # pull in the server's dependencies) and the HTTP gateway. `./...` at the
 # root does not descend into them, so vet and test visit each.
 GO_MODULES := . clients/go proto proto/sandpod/v1/gateway hack/testbed/csihostpath
 
-.PHONY: all build run venv generate check-generated lint test test-go test-python kwok-bed bench clean \
+.PHONY: all build build-race skipcheck run venv generate check-generated lint test test-go test-python kwok-bed bench clean \
 	node-bed-build node-bed-prebuild node-bed-up node-bed-down e2e
 
 all: build
@@ -43,6 +60,14 @@ all: build
 build:
 	@GO=$(GO) hack/local/build.sh bin/sandpod -ldflags "$(LDFLAGS)"
 	@hack/local/deps.sh bin
+
+# bin/sandpod-race: serve with the race detector, for the Go suites (a
+# second build of every package: ~5 min cold on 2 cores, then cached).
+build-race: build
+	@GO=$(GO) hack/local/build.sh $(RACE_BIN) -race -ldflags "$(LDFLAGS)"
+
+skipcheck:
+	@$(GO) build -o $(SKIPCHECK) ./hack/test/skipcheck
 
 run: build
 	bin/sandpod serve --listen $(LISTEN) --http-listen $(HTTP_LISTEN) --preview-listen $(PREVIEW_LISTEN) --e2b-listen $(E2B_LISTEN)
@@ -95,19 +120,25 @@ node-bed-prebuild:
 	@nice -n 19 hack/testbed/build.sh >_output/node-bed-build.log 2>&1 </dev/null & \
 	  echo "node bed: building in the background at low priority (log: _output/node-bed-build.log)"
 
-test-go:
-	SANDPOD_KUBE_BIN=$$(hack/kube/build.sh --print) SANDPOD_BIN=$(CURDIR)/bin/sandpod \
-	  $(GO) test -count=1 -timeout 30m ./...
+# A kwok bed that is not built would make tests/k8s skip: fail here, saying so.
+test-go: build-race skipcheck
+	@test -x "$$(hack/kube/build.sh --print)/kube-apiserver" || { echo "the kwok bed is not built: hack/kube/build.sh"; exit 1; }
+	set -o pipefail; $(GO) test -race -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v $(SUITES)) | $(SKIPCHECK) go
+	set -o pipefail; SANDPOD_KUBE_BIN=$$(hack/kube/build.sh --print) SANDPOD_BIN=$(CURDIR)/$(RACE_BIN) \
+	  $(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep $(SUITES)) | $(SKIPCHECK) go
 	@# `go list -m all` first fetches every go.mod of a module's graph into
 	@# the module cache (a fresh machine has only what the builds needed):
 	@# clients/go's TestConsumerNeedsOnlyTheClient lists a consumer's graph
 	@# offline from that cache.
-	@set -e; for m in $(filter-out .,$(GO_MODULES)); do (cd $$m && $(GO) list -m all >/dev/null && $(GO) test -count=1 ./...); done
+	@set -eo pipefail; for m in $(filter-out .,$(GO_MODULES)); do \
+	  (cd $$m && $(GO) list -m all >/dev/null && $(GO) test -json -count=1 ./...) | $(SKIPCHECK) go; done
 	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime $(FUZZTIME) ./core/agent
 	$(GO) test -run '^$$' -fuzz FuzzRequestValidation -fuzztime $(FUZZTIME) ./bridge
 
-test-python: venv build
-	SANDPOD_BIN=$(CURDIR)/bin/sandpod $(VENV)/bin/pytest -q tests/python
+test-python: venv build-race skipcheck
+	@mkdir -p _output
+	SANDPOD_BIN=$(CURDIR)/$(RACE_BIN) $(VENV)/bin/pytest -q -rs --junitxml=_output/pytest.xml tests/python
+	$(SKIPCHECK) junit _output/pytest.xml
 
 # The node bed (hack/testbed, needs root): etcd, the Kubernetes components,
 # containerd with runc and gVisor, CNI, all built from Go modules into

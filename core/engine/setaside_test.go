@@ -34,7 +34,7 @@ func TestSetAsideRemovesAfterOldTreeIsGone(t *testing.T) {
 	if err != nil || len(ents) != 1 {
 		t.Fatalf("trash: %v %v", ents, err)
 	}
-	time.Sleep(50 * time.Millisecond) // removal must wait for gone
+	time.Sleep(time.Second) // removal must wait for gone (1 s: >10x a loaded machine's scheduling delay)
 	if _, err := os.Lstat(filepath.Join(trash, ents[0].Name(), "upper", "sub")); err != nil {
 		t.Fatalf("removed before the old tree was gone: %v", err)
 	}

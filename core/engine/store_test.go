@@ -225,7 +225,7 @@ func TestBackupFollowsChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for inspectBackup(bak).Sandboxes != 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("backup never caught up: %s", inspectBackup(bak))
@@ -233,8 +233,10 @@ func TestBackupFollowsChanges(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// The last change before a clean stop is in the backup even when the
-	// period has not passed.
-	st.every = time.Hour
+	// period has not passed (the loop restarted with a period of an hour:
+	// not set under it, which the loop reads).
+	st.stopBackups()
+	st.startBackups(bak, time.Hour)
 	if err := st.delete("default/a", ""); err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,39 @@
 #   6. always stops the bed if this run started it (KEEP_TESTBED=1: leave it
 #      up, for a look with kubectl --kubeconfig _output/testbed/conf/admin.kubeconfig).
 #
+# Both suites run through hack/test/skipcheck: a test that skips (no
+# cluster, a missing precondition) fails the run unless
+# hack/test/skips.allow names it; so does a missing or empty kubeconfig.
+#
 # Environment: PYTEST (the pytest to run the Python suite with; default
 # .venv/bin/pytest), E2E_RUN (go test -run pattern), SANDPOD_TESTBED_DIR.
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
+SKIPCHECK=${SKIPCHECK:-$REPO/bin/skipcheck}
+
+# need_kubeconfig FILE: the suites would skip every test without one.
+need_kubeconfig() {
+  if [ -z "$1" ] || [ ! -s "$1" ]; then
+    echo "e2e: no kubeconfig from hack/testbed/up.sh (${1:-empty path}): the suites would skip every test" >&2
+    return 1
+  fi
+}
+
+# go_suite JSONLOG: prints the `go test -json` stream on stdin as go test
+# -v would, keeps the stream in JSONLOG, and fails on a failed test, a
+# failed build or a skip that hack/test/skips.allow does not name.
+go_suite() {
+  tee "$1" | "$SKIPCHECK" go -v -allow "$REPO/hack/test/skips.allow"
+}
+
+# py_suite REPORT: the same for a pytest --junitxml report.
+py_suite() {
+  "$SKIPCHECK" junit -allow "$REPO/hack/test/skips.allow" "$1"
+}
+
+# Sourced (hack/testbed/e2e_test.go): the functions only.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
 export SANDPOD_TESTBED_DIR=${SANDPOD_TESTBED_DIR:-$REPO/_output/testbed}
 R=$SANDPOD_TESTBED_DIR
 LOGS=$REPO/_output/e2e-logs
@@ -80,6 +108,8 @@ if ! "$HERE/up.sh" --status >/dev/null 2>&1; then
 fi
 "$HERE/images.sh"
 KUBECONFIG_FILE=$("$HERE/up.sh" | tail -1)
+need_kubeconfig "$KUBECONFIG_FILE"
+(cd "$REPO" && go build -o "$SKIPCHECK" ./hack/test/skipcheck)
 
 log "installing sandpod (deploy/install.yaml)"
 kc apply --server-side --force-conflicts -f "$REPO/deploy/install.yaml" >/dev/null
@@ -115,10 +145,11 @@ log "go test ./tests/e2e/..."
 mkdir -p "$LOGS"
 # shellcheck disable=SC2086 # E2E_RUN expands to nothing or to -run PATTERN
 (cd "$REPO" && SANDPOD_E2E_KUBECONFIG=$KUBECONFIG_FILE SANDPOD_E2E_KUBECTL=$BIN/kubectl SANDPOD_E2E_LOGS=$LOGS \
-  go test -count=1 -timeout 30m -v ${E2E_RUN:+-run "$E2E_RUN"} ./tests/e2e/... 2>&1 | tee "$LOGS/go-test.log") || rc=1
+  go test -json -count=1 -timeout 30m ${E2E_RUN:+-run "$E2E_RUN"} ./tests/e2e/... 2>&1 |
+  go_suite "$LOGS/go-test.json" | tee "$LOGS/go-test.log") || rc=1
 if [ -d "$REPO/tests/e2e/python" ] && compgen -G "$REPO/tests/e2e/python/test_*.py" >/dev/null; then
   log "pytest tests/e2e/python"
   (cd "$REPO" && SANDPOD_E2E_KUBECONFIG=$KUBECONFIG_FILE SANDPOD_E2E_KUBECTL=$BIN/kubectl SANDPOD_E2E_LOGS=$LOGS \
-    "$PYTEST" -q tests/e2e/python) || rc=1
+    "$PYTEST" -q -rs --junitxml="$LOGS/pytest.xml" tests/e2e/python && py_suite "$LOGS/pytest.xml") || rc=1
 fi
 exit $rc

@@ -93,6 +93,7 @@ func startKube(t *testing.T) *backend {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-done
+		testserver.CheckNoRace(t, "sandpod bridge", log.String())
 		if t.Failed() {
 			t.Logf("sandpod bridge:\n%s", log.String())
 		}

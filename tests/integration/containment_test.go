@@ -153,6 +153,16 @@ func TestHostileCodeIsContained(t *testing.T) {
 
 	t.Run("unmounting /tmp does not reach the host's /tmp, state, sockets or tokens", func(t *testing.T) {
 		tokens := filepath.Join(filepath.Dir(b.stateDir), "tokens")
+		// What the attack is after is there, readable from the host.
+		for p, want := range map[string]string{b.marker: "host secret", tokens: b.token, b.stateDir + "/state.db": "",
+			filepath.Join(b.stateDir, "sandboxes", "default", b.other, "work", "prize.txt"): "prize"} {
+			if got, err := os.ReadFile(p); err != nil || !strings.Contains(string(got), want) {
+				t.Fatalf("precondition: the host reads %s holding %q: %v", p, want, err)
+			}
+		}
+		if socks, _ := filepath.Glob(filepath.Join(b.sock, "*.sock")); len(socks) == 0 {
+			t.Fatalf("precondition: no agent socket in %s on the host", b.sock)
+		}
 		probe := fmt.Sprintf("umount -l /tmp; umount /tmp; cat %s %s/state.db %s %s/sandboxes/default/%s/work/prize.txt; ls %s; find / -name '*.sock' 2>/dev/null; grep -rs %s / --include=tokens; echo done",
 			b.marker, b.stateDir, tokens, b.stateDir, b.other, b.sock, b.token)
 		b.both(t, probe, func(t *testing.T, who string, r execResult) {
@@ -173,6 +183,15 @@ func TestHostileCodeIsContained(t *testing.T) {
 		// secret, and the agent's fds include the listening socket. pasta
 		// (egress) is not in the sandbox's PID namespace: were it seen, it
 		// would be attacked too (and the count of refusals be off).
+		// The host reads both: the prize is there.
+		for _, pid := range []int{initPID(t, b.user), agentPID(t, b.user)} {
+			if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err != nil || len(env) == 0 {
+				t.Fatalf("precondition: the host reads the environment of pid %d: %v", pid, err)
+			}
+			if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err != nil || len(fds) == 0 {
+				t.Fatalf("precondition: the host lists the fds of pid %d: %v", pid, err)
+			}
+		}
 		probe := `for p in $(ls /proc | grep -E '^[0-9]+$'); do
   case "$(tr '\0' '\n' < /proc/$p/cmdline 2>/dev/null | head -n1)" in /.sandpod/sandpod|/proc/self/exe|*/pasta) ;; *) continue;; esac
   ls /proc/$p/root/ >/dev/null 2>&1 && echo "root of $p readable"
@@ -208,6 +227,9 @@ done; echo done`
 	})
 
 	t.Run("its own /proc: no host process, and it cannot be unmounted", func(t *testing.T) {
+		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", b.srv.PID())); err != nil || !strings.Contains(string(cmd), "\x00serve\x00") {
+			t.Fatalf("precondition: the host's /proc shows serve (pid %d): %q %v", b.srv.PID(), cmd, err)
+		}
 		b.both(t, "umount /proc; umount -l /proc; cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' '; echo; ls /proc | grep -cE '^[0-9]+$'", func(t *testing.T, who string, r execResult) {
 			if strings.Contains(r.stdout, " serve ") || strings.Contains(r.stdout, "go test") || strings.Contains(r.stdout, "integration.test") {
 				t.Fatalf("%s sees host processes: %s", who, r.stdout)
@@ -219,6 +241,11 @@ done; echo done`
 	})
 
 	t.Run("no /etc/shadow, /root, /home or /var of the host", func(t *testing.T) {
+		for _, p := range []string{"/etc/shadow", "/root", "/var"} { // /home: not on every host
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("precondition: the host has %s: %v", p, err)
+			}
+		}
 		b.both(t, "cat /etc/shadow; ls /root /home /var; echo done", func(t *testing.T, who string, r execResult) {
 			if r.stdout != "done\n" {
 				t.Fatalf("%s: %q", who, r.stdout)
@@ -247,6 +274,11 @@ for name, nr, args in [('keyctl', 250, (0, 0, 0, 0, 0)), ('bpf', 321, (0, 0, 0))
 
 	t.Run("the server's port on 127.0.0.1 is not reachable", func(t *testing.T) {
 		_, port, _ := net.SplitHostPort(b.srv.Addr())
+		conn, err := net.Dial("tcp", b.srv.Addr())
+		if err != nil {
+			t.Fatalf("precondition: the host connects to the server's port: %v", err)
+		}
+		conn.Close()
 		probe := `python3 -c "
 import socket
 s = socket.socket(); s.settimeout(5)

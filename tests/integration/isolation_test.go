@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,25 +77,64 @@ func TestTemplateLimitsAndNetworkIsolation(t *testing.T) {
 }
 
 func TestSandboxCannotSeeTheEngineState(t *testing.T) {
+	// A variable serve inherits: what would leak if serve handed its own
+	// environment on to a sandbox.
+	t.Setenv("SANDPOD_TEST_CANARY", "leaked")
 	srv := startServer(t, "")
 	c := srv.Client()
 	a, _ := claim(t, c, "python")
 	b, _ := claim(t, c, "python")
 	sh(t, c, b.Name, "echo private > secret-of-b.txt")
 
+	// What the sandbox must not see exists, and the host can read it.
 	state := srv.StateDir()
-	r := sh(t, c, a.Name, "ls -A "+state+"; ls "+state+"/sandboxes/default/"+b.Name+"/work 2>&1; tr '\\0' '\\n' < /proc/1/environ | grep -c SANDPOD || true")
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	secret := filepath.Join(state, "sandboxes", "default", b.Name, "work", "secret-of-b.txt")
+	for _, p := range []string{filepath.Join(state, "state.db"), secret} {
+		if _, err := os.ReadFile(p); err != nil {
+			t.Fatalf("precondition: the host reads %s: %v", p, err)
+		}
+	}
+	r := sh(t, c, a.Name, "ls -A "+state+"; ls "+state+"/sandboxes/default/"+b.Name+"/work 2>&1")
 	if strings.Contains(r.stdout, "state.db") || strings.Contains(r.stdout, "secret-of-b") {
 		t.Fatalf("sandbox %s sees the engine's state or another sandbox's files:\n%s", a.Name, r.stdout)
 	}
-	if last := lines[len(lines)-1]; last != "0" {
-		t.Fatalf("the agent's environment carries SANDPOD_ variables (%s)", last)
+
+	// The environments, read from the host: inside, /proc/1/environ is
+	// not readable.
+	if env := environ(t, srv.PID()); !slices.Contains(env, "SANDPOD_TEST_CANARY=leaked") {
+		t.Fatalf("precondition: serve's environment lacks the canary: %q", env)
+	}
+	for what, pid := range map[string]int{"init": initPID(t, a.Name), "agent": agentPID(t, a.Name)} {
+		env := environ(t, pid)
+		if !slices.ContainsFunc(env, func(v string) bool { return strings.HasPrefix(v, "PATH=") }) {
+			t.Fatalf("precondition: the %s's environment (pid %d) has no PATH: %q", what, pid, env)
+		}
+		for _, v := range env {
+			// The agent's one: the mark by which the init's re-exec of
+			// itself knows it is the agent (core/agent/init_linux.go).
+			if strings.HasPrefix(v, "SANDPOD_") && (what != "agent" || v != "SANDPOD_AGENT_CHILD=1") {
+				t.Errorf("the %s's environment (pid %d) carries %s", what, pid, v)
+			}
+		}
+	}
+	// A command's own environment, which it can read.
+	if r := sh(t, c, a.Name, "env | grep -c ^SANDPOD_ || true"); r.stdout != "0\n" {
+		t.Errorf("a command's environment carries SANDPOD_ variables: %q", r.stdout)
 	}
 	// Its own work directory is still there, writable.
 	if r := sh(t, c, a.Name, "echo mine > own.txt && cat own.txt"); r.stdout != "mine\n" {
 		t.Fatalf("own work dir: %+v", r)
 	}
+}
+
+// environ reads a process's environment from the host's /proc.
+func environ(t *testing.T, pid int) []string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatalf("environment of pid %d: %v", pid, err)
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
 func TestAgentRefusesCallsWithoutTheSecret(t *testing.T) {

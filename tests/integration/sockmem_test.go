@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,14 +34,22 @@ spec:
 // connections it never reads (each buffer at its largest) until it has
 // twice its 128 MiB limit queued, or no more goes.
 func TestSocketBuffersAreChargedToTheSandbox(t *testing.T) {
+	const limit, conns = 128 << 20, 64
+	// The probe asks for the largest buffers, which the kernel caps at
+	// twice net.core.wmem_max (rmem_max): with Linux's defaults (208 KiB)
+	// 64 connections hold ~53 MiB, under the limit whether charged or not.
+	// The test raises the caps (host-wide, restored after) until an
+	// uncharged sandbox could queue twice its limit.
+	for _, f := range []string{"/proc/sys/net/core/wmem_max", "/proc/sys/net/core/rmem_max"} {
+		atLeast(t, f, 2*limit/conns/4)
+	}
 	srv := testserver.Start(t, testserver.Options{Config: cappedConfig})
 	name := createSandbox(t, srv, "capped")
-	const limit = 128 << 20
 	probe := `python3 - <<'PY'
 import socket
 srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(128)
 conns, total = [], 0
-for i in range(64):
+for i in range(` + strconv.Itoa(conns) + `):
     try:
         c = socket.socket(); c.settimeout(5)
         c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
@@ -81,4 +90,29 @@ PY`
 		t.Fatalf("a sandbox limited to %d MiB queued %d MiB in its sockets: its socket buffers are not charged to it", limit>>20, queued>>20)
 	}
 	t.Logf("queued %d MiB (memory limit %d MiB)", queued>>20, limit>>20)
+}
+
+// atLeast raises the integer in the sysctl file f to min for the test and
+// puts the old value back after it.
+func atLeast(t *testing.T, f string, min int) {
+	t.Helper()
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", f, err)
+	}
+	if old >= min {
+		return
+	}
+	if err := os.WriteFile(f, []byte(strconv.Itoa(min)), 0o644); err != nil {
+		t.Fatalf("raise %s from %d to %d (the test's precondition): %v", f, old, min, err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(old)), 0o644); err != nil {
+			t.Errorf("restore %s to %d: %v", f, old, err)
+		}
+	})
 }

@@ -83,7 +83,7 @@ func TestBridgeBinaryServesMetrics(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done; testserver.CheckNoRace(t, "sandpod bridge", log.String()) })
 	var addr string
 	harness.Eventually(t, harness.Timeout, "the bridge's address file", func() (bool, string) {
 		select {

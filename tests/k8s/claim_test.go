@@ -32,7 +32,7 @@ func TestClaimAdoptsWarmMember(t *testing.T) {
 	members := waitPoolReady(t, ns, "pool", 2, "")
 
 	c := makeClaim(ns, "job-1", "py")
-	c.Spec.Labels = map[string]string{"team": "rl"}
+	c.Spec.Labels = map[string]v1alpha1.LabelValue{"team": "rl"}
 	c.Spec.Env = []corevar{{Name: "TASK", Value: "42"}}
 	at := metav1.NewTime(time.Now().Add(time.Hour).Truncate(time.Second))
 	c.Spec.Lifecycle.ShutdownTime = &at

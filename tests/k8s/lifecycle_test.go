@@ -77,7 +77,7 @@ func TestSchemaValidation(t *testing.T) {
 	bad := map[string]clientObject{
 		"reserved claim label": func() clientObject {
 			c := makeClaim(ns, "bad1", "py")
-			c.Spec.Labels = map[string]string{"sandpod.dev/pool": "x"}
+			c.Spec.Labels = map[string]v1alpha1.LabelValue{"sandpod.dev/pool": "x"}
 			return c
 		}(),
 		"unknown operating mode": func() clientObject {

@@ -39,14 +39,16 @@ func TestRestartOnFailureBacksOff(t *testing.T) {
 	if got.Status.Phase != v1alpha1.SandboxPending || got.Status.PodRestartStreak != 1 {
 		t.Errorf("backing off: phase %s streak %d, want Pending 1", got.Status.Phase, got.Status.PodRestartStreak)
 	}
-	// The failed pod waits for its replacement: for a few seconds
-	// (less than the 10s back-off) it is the same pod and nothing is
-	// counted. Without the back-off it was replaced again and again.
+	// The failed pod waits for its replacement: until the back-off from
+	// the first replacement ends (less a margin for the status time's
+	// second precision) it is the same pod and nothing is counted. Without
+	// the back-off it was replaced again and again. The window is the
+	// back-off's, not a fixed time from whenever a loaded machine gets here.
 	pod := &corev1.Pod{}
 	if err := env.Get(pod, ns, "crashy"); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+	for end := first.Add(lifecycle.RestartBackoffBase - 2*time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
 		now := &corev1.Pod{}
 		if err := env.Get(now, ns, "crashy"); err != nil || now.UID != pod.UID {
 			t.Fatalf("the failed pod went during the back-off (err %v)", err)

@@ -153,6 +153,9 @@ func Start(t testing.TB, opts Options) *Server {
 // Addr is host:port of the gRPC API.
 func (s *Server) Addr() string { return s.addr }
 
+// PID is the process id of the running serve.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // StateDir is the server's state directory.
 func (s *Server) StateDir() string { return filepath.Join(s.dir, "state") }
 
@@ -334,6 +337,8 @@ func (s *Server) cleanup(t testing.TB) {
 	}
 	s.Stop(t)
 	_ = s.conn.Close()
+	// Every start of this server appended to the one log.
+	CheckNoRace(t, "sandpod serve", s.Log())
 	// A pool member still starting when the list above ran would outlive
 	// the test: purge stops whatever the state directory still runs.
 	if out, err := exec.Command(s.bin, "purge", "--state-dir", s.StateDir()).CombinedOutput(); err != nil {

@@ -5,6 +5,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// LabelValue is a Kubernetes label value: at most 63 letters, digits, '-',
+// '_' or '.', starting and ending alphanumeric, or empty.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// LabelMap returns labels as the plain map a Sandbox's metadata takes.
+func LabelMap(labels map[string]LabelValue) map[string]string {
+	if labels == nil {
+		return nil
+	}
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[k] = string(v)
+	}
+	return out
+}
+
 // SandboxClaimSpec asks for one sandbox of a template.
 // +kubebuilder:validation:XValidation:rule="has(self.snapshotRef) == has(oldSelf.snapshotRef)",message="snapshotRef is immutable: it cannot be added or removed after the claim is made"
 type SandboxClaimSpec struct {
@@ -31,14 +49,14 @@ type SandboxClaimSpec struct {
 	// +listMapKey=name
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
-	// Labels are added to the claimed sandbox. Keys are checked here; values
-	// when they are set on the sandbox (a CEL rule on the values would
-	// exceed the API server's cost budget for an unbounded map).
+	// Labels are added to the claimed sandbox. Keys are checked by CEL,
+	// values by their schema (LabelValue: a CEL rule on the values of a map
+	// would exceed the API server's cost budget).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('sandpod.dev/'))",message="labels under sandpod.dev/ are reserved"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="label keys must be Kubernetes label keys: [prefix/]name, the name at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric"
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]LabelValue `json:"labels,omitempty"`
 
 	// RestartOnFailure overrides the template's restartOnFailure for the
 	// claimed sandbox; unset keeps the template's.

@@ -26,7 +26,7 @@ func ClaimOwnerRef(c *v1alpha1.SandboxClaim) metav1.OwnerReference {
 // single write of a warm claim.
 func Bind(sb *v1alpha1.Sandbox, c *v1alpha1.SandboxClaim, t *v1alpha1.SandboxTemplate, now time.Time) {
 	adopt.Take(sb, adopt.Holder{
-		Labels:    c.Spec.Labels,
+		Labels:    v1alpha1.LabelMap(c.Spec.Labels),
 		Env:       c.Spec.Env,
 		Lifecycle: lifecycle.ClaimLifecycle(now, c.Spec.Lifecycle, t.Spec.Lifecycle),
 		RequestID: c.Annotations[v1alpha1.AnnotationRequestID],

@@ -22,7 +22,7 @@ func TestBind(t *testing.T) {
 	c := &v1alpha1.SandboxClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "claim-uid", Annotations: map[string]string{v1alpha1.AnnotationRequestID: "req-1"}},
 		Spec: v1alpha1.SandboxClaimSpec{
-			Labels: map[string]string{"team": "rl"},
+			Labels: map[string]v1alpha1.LabelValue{"team": "rl"},
 			Env:    []corev1.EnvVar{{Name: "A", Value: "1"}},
 		},
 	}

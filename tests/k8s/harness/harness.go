@@ -43,7 +43,7 @@ const EnvBin = "SANDPOD_KUBE_BIN"
 
 // SkipMessage tells how to run the integration tests.
 const SkipMessage = EnvBin + " is not set: build the kwok bed with `hack/kube/build.sh` and run " +
-	"`SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) go test ./tests/k8s/...` (or `make test-k8s`)"
+	"`SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) go test ./tests/k8s/...` (`make test-go` does)"
 
 // NodeName is the fake kwok node every sandbox pod is bound to.
 const NodeName = "kwok-node-0"

@@ -25,6 +25,7 @@ import sandpod
 
 REPO = Path(__file__).resolve().parents[3]
 READY_TIMEOUT = 120.0  # generous: a loaded 2-core machine
+RACE_MARKER = "WARNING: DATA RACE"  # opens each report of a binary built with -race
 
 # The "python" template every test server shares (the Go tests and `make bench` too).
 PYTHON_TEMPLATE = (REPO / "tests" / "testserver" / "python-template.yaml").read_text()
@@ -138,6 +139,7 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.extra_args = list(extra_args or [])  # appended to `sandpod serve`
+        self.race_checked = 0  # bytes of the log check_no_race has read
 
     def start(self) -> None:
         args = [
@@ -195,10 +197,28 @@ class Server:
             check=True,
             capture_output=True,
         )
+        self.check_no_race()
+
+    def check_no_race(self) -> None:
+        """Fails on a race report in the log since the last check.
+
+        With a binary built with -race (``make test``'s bin/sandpod-race, GORACE=
+        halt_on_error=1) the first race also ends serve with exit status 66.
+        """
+        try:
+            log = self.log_path.read_bytes()[self.race_checked :]
+        except OSError:
+            return
+        self.race_checked += len(log)
+        text = log.decode(errors="replace")
+        if RACE_MARKER in text:
+            report = text[text.index(RACE_MARKER) :]
+            raise AssertionError(f"sandpod serve reported a data race:\n{report[:20000]}")
 
     def restart(self, downtime: float = 0.0) -> None:
         """SIGTERM, wait ``downtime`` seconds, start again on the same port and state."""
         self.stop()
+        self.check_no_race()
         time.sleep(downtime)
         self.start()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import socket
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -35,6 +36,11 @@ def test_files_and_commands_share_one_path_space(sandbox):
 
 def test_hostile_code_is_contained(sandbox, server):
     port = server.address.rsplit(":", 1)[1]
+    # What the sandbox must not see is there on the host.
+    assert Path("/etc/shadow").exists()
+    assert (server.state_dir / "state.db").is_file()
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=30):
+        pass
     r = sandbox.run(
         "id -u; mount -o remount,rw / 2>&1; umount /tmp 2>&1; cat /etc/shadow 2>&1;"
         " cat /proc/1/environ 2>&1; ls " + str(server.state_dir) + " 2>&1;"
