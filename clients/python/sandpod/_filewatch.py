@@ -105,6 +105,7 @@ class AsyncFileWatch:
         self.path = first.events[0].path
         self._pending.extend(first.events[1:])
         self._ready = True
+        await self._sandbox._answered()
         return self
 
     # unasync: async-only
@@ -194,6 +195,7 @@ class FileWatch:
         self.path = first.events[0].path
         self._pending.extend(first.events[1:])
         self._ready = True
+        self._sandbox._answered()
         return self
 
     def __iter__(self) -> FileWatch:
