@@ -282,8 +282,9 @@ func (s *Sandbox) start(ctx context.Context, start *pb.ExecStart, display string
 	first, err := stream.Recv()
 	if err != nil {
 		cancel()
-		return nil, wrapError("exec", err)
+		return nil, s.observe(ctx, wrapError("exec", err))
 	}
+	_ = s.observe(ctx, nil)
 	if !p.handle(first) {
 		go p.recvLoop()
 	}

@@ -87,10 +87,10 @@ func (f *Files) Watch(ctx context.Context, path string, opts ...FileOption) (*Fi
 		if errors.Is(err, io.EOF) {
 			err = status.Error(codes.Internal, "the watch ended before it was ready")
 		}
-		return nil, wrapError("watch_files", err)
+		return nil, f.s.observe(ctx, wrapError("watch_files", err))
 	}
 	w.pending = m.GetEvents()[1:]
-	return w, nil
+	return w, f.s.observe(ctx, nil)
 }
 
 // Next waits for the next change. It returns io.EOF when the watch ended:
