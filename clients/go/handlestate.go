@@ -14,22 +14,30 @@ var phaseOfReason = map[string]Phase{
 	"SANDBOX_FAILED":    PhaseFailed,
 }
 
+// agentAnswers are the reasons of errors the sandbox's agent answers: a
+// call refused with one of them reached a running sandbox.
+var agentAnswers = map[string]bool{reasonFileNotFound: true, reasonCodeContextNotFound: true}
+
 // observed is what a handle that last saw the sandbox in phase last learns
 // from the outcome err of an exec, file, code or preview call: a refusal
-// that names a phase sets it (set); a call that went through while the
-// handle saw another phase than Running means the server resumed the
-// sandbox (its template auto-resumes) or waited for it to start, so the
-// handle fetches its state again (refresh). Such answers do not carry the
-// sandbox's state themselves.
+// that names a phase sets it (set); a call that went through (or that the
+// agent refused, e.g. a file not found) while the handle saw another phase
+// than Running means the server resumed the sandbox (its template
+// auto-resumes) or waited for it to start, so the handle fetches its state
+// again (refresh). Such answers do not carry the sandbox's state
+// themselves.
 func observed(last Phase, err error) (phase Phase, set, refresh bool) {
 	if err != nil {
 		var e *Error
-		if errors.As(err, &e) {
-			if ph, ok := phaseOfReason[e.Reason]; ok {
-				return ph, ph != last, false
-			}
+		if !errors.As(err, &e) {
+			return last, false, false
 		}
-		return last, false, false
+		if ph, ok := phaseOfReason[e.Reason]; ok {
+			return ph, ph != last, false
+		}
+		if !agentAnswers[e.Reason] {
+			return last, false, false
+		}
 	}
 	return last, false, last != PhaseRunning
 }

@@ -3,6 +3,7 @@ package goclient_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	sandpod "github.com/sandpod/sandpod/clients/go"
@@ -22,6 +23,21 @@ func TestHandlePhaseAfterAutoResume(t *testing.T) {
 		"WriteFile": func(ctx context.Context, sb *sandpod.Sandbox) error {
 			_, err := sb.Files().WriteFile(ctx, "other.txt", []byte("x"))
 			return err
+		},
+		// The agent's own refusal shows the sandbox ran as much as a success.
+		"Exists of a missing file": func(ctx context.Context, sb *sandpod.Sandbox) error {
+			ok, err := sb.Files().Exists(ctx, "missing.txt")
+			if err == nil && ok {
+				return errors.New("missing.txt exists")
+			}
+			return err
+		},
+		"ReadFile of a missing file": func(ctx context.Context, sb *sandpod.Sandbox) error {
+			_, err := sb.Files().ReadFile(ctx, "missing.txt")
+			if errors.Is(err, sandpod.ErrFileNotFound) {
+				return nil
+			}
+			return fmt.Errorf("read of a missing file: %v, want ErrFileNotFound", err)
 		},
 		"Stat": func(ctx context.Context, sb *sandpod.Sandbox) error {
 			_, err := sb.Files().Stat(ctx, "note.txt")

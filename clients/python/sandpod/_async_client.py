@@ -742,12 +742,20 @@ class AsyncSandbox:
             # The call that went through is the proof: the sandbox ran when it answered.
             self.info = dataclasses.replace(self.info, phase=Phase.RUNNING)
 
+    async def _failed(self, err: SandpodError) -> SandpodError:
+        """``_noted``, and for an error the sandbox's agent answered (a file or code
+        context not found): the call reached the sandbox, as in ``_answered``."""
+        self._noted(err)
+        if err.reason in _base.AGENT_ANSWERS:
+            await self._answered()
+        return err
+
     async def _unary(self, method: str, request: Any, **kwargs: Any) -> Any:
         """A unary call about this sandbox (see ``Client._unary``)."""
         try:
             resp = await self._client._unary(method, request, **kwargs)
         except SandpodError as err:
-            raise self._noted(err) from None
+            raise await self._failed(err) from None
         if method in _base.AGENT_CALLS:
             await self._answered()
         return resp
@@ -1193,7 +1201,7 @@ class AsyncFiles:
             except grpc.RpcError as err:
                 delay = state.next_delay(err.code())
                 if delay is None:
-                    raise self._sandbox._noted(from_rpc_error(err)) from None
+                    raise await self._sandbox._failed(from_rpc_error(err)) from None
                 await asyncio.sleep(delay)
 
     async def download(
@@ -1245,7 +1253,7 @@ class AsyncFiles:
                 wait_for_ready=True,
             )
         except grpc.RpcError as err:
-            raise self._sandbox._noted(from_rpc_error(err)) from None
+            raise await self._sandbox._failed(from_rpc_error(err)) from None
         await self._sandbox._answered()
         return FileInfo.from_pb(resp.file)
 

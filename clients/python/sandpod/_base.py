@@ -45,6 +45,10 @@ AGENT_CALLS: Final = frozenset(
     }
 )
 
+#: ``ErrorInfo`` reasons of errors the sandbox's agent answers: a call refused with one
+#: of them reached a running sandbox.
+AGENT_ANSWERS: Final = frozenset({"FILE_NOT_FOUND", "CODE_CONTEXT_NOT_FOUND"})
+
 #: The phase a refusal's ``ErrorInfo`` reason says the sandbox is in.
 PHASE_OF_REASON: Final = {
     "SANDBOX_PAUSED": Phase.PAUSED,

@@ -98,7 +98,7 @@ class AsyncFileWatch:
         try:
             first = await _async_io.read(self._call)
         except grpc.RpcError as err:
-            raise self._sandbox._noted(from_rpc_error(err)) from None
+            raise await self._sandbox._failed(from_rpc_error(err)) from None
         if (bad := _not_ready(first)) is not None:
             self._call.cancel()
             raise bad
@@ -188,7 +188,7 @@ class FileWatch:
         try:
             first = _sync_io.read(self._call)
         except grpc.RpcError as err:
-            raise self._sandbox._noted(from_rpc_error(err)) from None
+            raise self._sandbox._failed(from_rpc_error(err)) from None
         if (bad := _not_ready(first)) is not None:
             self._call.cancel()
             raise bad

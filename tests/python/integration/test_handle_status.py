@@ -11,12 +11,28 @@ import pytest
 import sandpod
 
 # Each call reaches the sandbox's agent, which the server reaches only after it resumed
-# the sandbox (the python template auto-resumes).
+# the sandbox (the python template auto-resumes); an answer of the agent's own, such as a
+# file not found, shows it as much as a success.
+
+
+def read_missing(sb: sandpod.Sandbox) -> None:
+    with pytest.raises(sandpod.FileNotFound):
+        sb.files.read_text("missing.txt")
+
+
+def watch_missing(sb: sandpod.Sandbox) -> None:
+    with pytest.raises(sandpod.FileNotFound):
+        sb.files.watch("missing-dir", timeout=1)
+
+
 CALLS: dict[str, Callable[[sandpod.Sandbox], object]] = {
     "files.read_text": lambda sb: sb.files.read_text("note.txt"),
     "files.write": lambda sb: sb.files.write("other.txt", "x"),
     "files.list": lambda sb: sb.files.list("."),
     "files.exists": lambda sb: sb.files.exists("note.txt"),
+    "files.exists (missing)": lambda sb: sb.files.exists("missing.txt"),
+    "files.read_text (missing)": read_missing,
+    "files.watch (missing)": watch_missing,
     "run": lambda sb: sb.run("true", check=True),
     "start": lambda sb: sb.start("true").wait(),
     "run_code": lambda sb: sb.run_code("1+1").raise_for_error(),
@@ -68,19 +84,26 @@ def test_a_refusal_sets_the_phase_it_names(client, labels):
 
 def test_async_handle_after_an_auto_resume(server, labels):
     async def main() -> None:
-        async with sandpod.AsyncClient(
-            server.address, token=server.token, timeout=120, progress=False
-        ) as client:
-            async with await client.claim("python", labels=labels) as sb:
-                await sb.files.write("note.txt", "kept")
-                await sb.pause()
-                assert sb.status is sandpod.Phase.PAUSED
-                assert await sb.files.read_text("note.txt") == "kept"
-                server_says = (await client.get(sb.name)).status
-                assert sb.status is server_says is sandpod.Phase.RUNNING
+        async with (
+            sandpod.AsyncClient(
+                server.address, token=server.token, timeout=120, progress=False
+            ) as client,
+            await client.claim("python", labels=labels) as sb,
+        ):
+            await sb.files.write("note.txt", "kept")
+            await sb.pause()
+            assert sb.status is sandpod.Phase.PAUSED
+            assert await sb.files.read_text("note.txt") == "kept"
+            server_says = (await client.get(sb.name)).status
+            assert sb.status is server_says is sandpod.Phase.RUNNING
 
-                await sb.pause()
-                assert (await sb.run("echo back")).stdout == "back\n"
-                assert sb.status is (await client.get(sb.name)).status is sandpod.Phase.RUNNING
+            await sb.pause()
+            assert (await sb.run("echo back")).stdout == "back\n"
+            assert sb.status is (await client.get(sb.name)).status is sandpod.Phase.RUNNING
+
+            await sb.pause()  # the agent's own refusal shows the sandbox ran
+            with pytest.raises(sandpod.FileNotFound):
+                await sb.files.read_text("missing.txt")
+            assert sb.status is (await client.get(sb.name)).status is sandpod.Phase.RUNNING
 
     asyncio.run(main())
