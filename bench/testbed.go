@@ -64,6 +64,7 @@ type testbedSuite struct {
 	sections map[string]*tbFigures
 	cmp      map[string]*cmpFigures // against agent-sandbox (testbed_compare.go)
 	cmpAsked bool                   // the comparison was asked for (-testbed-agent-sandbox)
+	podWatch client.WithWatch       // noPods' client (testbed_podsgone.go)
 	notes    []string
 	failed   []string // parts that failed or were left out (fail)
 	cfg      *rest.Config

@@ -69,10 +69,14 @@ func podsLeft(left map[string]string) string {
 // timed. It logs what it still waits for every 30 s and names it when
 // podsGoneWithin runs out.
 func (s *testbedSuite) noPods(ctx context.Context) error {
-	wc, err := s.watchClient()
-	if err != nil {
-		return err
+	if s.podWatch == nil {
+		wc, err := s.watchClient()
+		if err != nil {
+			return err
+		}
+		s.podWatch = wc
 	}
+	wc := s.podWatch
 	ctx, cancel := context.WithTimeout(ctx, podsGoneWithin)
 	defer cancel()
 	t0 := time.Now()
@@ -123,6 +127,10 @@ func (s *testbedSuite) noPods(ctx context.Context) error {
 		}
 		w.Stop()
 		tick.Stop()
+		select { // the watch ended (expired, or an error event): list again
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	return fmt.Errorf("pods gone: still there after %s: %s", time.Since(t0).Round(time.Second), podsLeft(left))
 }
