@@ -39,6 +39,13 @@ func TestHandlePhaseAfterAutoResume(t *testing.T) {
 			}
 			return fmt.Errorf("read of a missing file: %v, want ErrFileNotFound", err)
 		},
+		"Watch of a missing directory": func(ctx context.Context, sb *sandpod.Sandbox) error {
+			_, err := sb.Files().Watch(ctx, "missing-dir")
+			if errors.Is(err, sandpod.ErrFileNotFound) {
+				return nil
+			}
+			return fmt.Errorf("watch of a missing directory: %v, want ErrFileNotFound", err)
+		},
 		"Stat": func(ctx context.Context, sb *sandpod.Sandbox) error {
 			_, err := sb.Files().Stat(ctx, "note.txt")
 			return err
