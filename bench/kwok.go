@@ -580,14 +580,14 @@ func (k *kwokSuite) recordWrites(kind string, a, b counters, n int) {
 // runKwokSuite runs the kwok suite when the kwok bed's binaries exist and
 // adds its rows and notes to rep (a note says why when it is skipped). It
 // returns false when the suite ran and failed; its finished rows are kept.
-func runKwokSuite(ctx context.Context, rep *Report, quick bool, repeats int, bin, out string, prof bool) (*kwokDetails, bool) {
+func runKwokSuite(ctx context.Context, rep *Report, quick bool, repeats int, bin, out string, prof bool) (*kwokDetails, suiteOutcome) {
 	p := kwokDefaults(quick, repeats)
 	dir, err := kubeBinDir(*kubeBinFlag)
 	if err != nil {
-		n := "kwok rows skipped: " + err.Error()
+		n := "kwok rows skipped: " + err.Error() + " (or leave the suite out: -suites local,testbed)"
 		logf("%s", n)
 		rep.Notes = append(rep.Notes, n)
-		return &kwokDetails{Params: p, Skipped: err.Error()}, true
+		return &kwokDetails{Params: p, Skipped: err.Error()}, suiteOutcome{Suite: "kwok", State: suiteSkipped, Why: []string{err.Error()}}
 	}
 	p.KubeBin = dir
 	logf("kwok suite: kwok bed from %s; controller %s %s", dir, bin, strings.Join(p.ControllerArgs, " "))
@@ -603,9 +603,9 @@ func runKwokSuite(ctx context.Context, rep *Report, quick bool, repeats int, bin
 			logf("controller log tail:\n%s", tailFile(k.ctrlLog, 20))
 		}
 		rep.Notes = append(rep.Notes, n)
-		return k.details(), false
+		return k.details(), outcomeOf("kwok", []string{fmt.Sprintf("stopped early: %v", err)})
 	}
-	return k.details(), true
+	return k.details(), outcomeOf("kwok", nil)
 }
 
 func (d *kwokDetails) printProfiles() {

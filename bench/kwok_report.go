@@ -84,22 +84,21 @@ func (k *kwokSuite) rows() []Row {
 		p50, p99, runs := s.latencyStats()
 		r := Row{Section: sec, Figure: fig, Kind: "latency", Unit: "ms", P50: p50, P99: p99,
 			Samples: s.samples(), Runs: len(runs), PerRun: runs, Target: target, Note: note}
-		if check != nil && s.samples() > 0 {
+		if check != nil {
 			r.Met = boolp(check(p50, p99))
 		}
 		return r
 	}
 	var rows []Row
-	if k.warm.samples() > 0 {
-		note := fmt.Sprintf("one claim every %.0f ms whatever the earlier ones do, %s per run, against a pool of %d ready members (more than a run takes, so it never runs dry; it refills during the run); latency from each claim's scheduled send to Ready seen by a watch; the generator was late by p99 %.2f ms",
-			1000/k.p.WarmRate, k.p.WarmFor, k.p.PoolSize, percentile(k.warmLag, 99))
-		if k.warmCold > 0 {
-			note += fmt.Sprintf("; %d claims were served cold and are left out", k.warmCold)
-		}
-		rows = append(rows, lat(fmt.Sprintf("warm claim at %.0f claims/s, open loop", k.p.WarmRate), &k.warm,
-			"p50 ≤ 10 ms, p99 ≤ 50 ms", func(p50, p99 float64) bool { return p50 <= 10 && p99 <= 50 }, note))
+	note := fmt.Sprintf("one claim every %.0f ms whatever the earlier ones do, %s per run, against a pool of %d ready members (more than a run takes, so it never runs dry; it refills during the run); latency from each claim's scheduled send to Ready seen by a watch; the generator was late by p99 %.2f ms",
+		1000/k.p.WarmRate, k.p.WarmFor, k.p.PoolSize, percentile(k.warmLag, 99))
+	warm := lat(fmt.Sprintf("warm claim at %.0f claims/s, open loop", k.p.WarmRate), &k.warm,
+		"p50 ≤ 10 ms, p99 ≤ 50 ms", func(p50, p99 float64) bool { return p50 <= 10 && p99 <= 50 }, note)
+	warm.LeftOut, warm.LeftOutWhat = k.warmCold, "cold"
+	if k.phase("warm") { // a row of a phase that was asked for stays, missing if it did not run
+		rows = append(rows, warm)
 	}
-	if k.burstRate.samples() > 0 {
+	if k.phase("burst") {
 		var rates []float64
 		var runs []RunStat
 		for _, r := range k.burstRate.runs {
@@ -158,6 +157,22 @@ func (k *kwokSuite) rows() []Row {
 			Note: "the controller binary's rest_client_requests_total (POST/PUT/PATCH/DELETE) ÷ claims"})
 	}
 	rows = append(rows, k.bridgeRows()...)
+	if k.phase("scale") {
+		rows = append(rows, k.rssRows()...)
+	}
+	return rows
+}
+
+// rssRows are the controller's memory rows. The target is judged on the
+// whole run's peak (every phase, the bursts included) and on a fresh
+// start's; the scale-up's own peak (VmHWM reset as it began) is shown
+// beside it, without a target. With no reading the target rows stay, missing.
+func (k *kwokSuite) rssRows() []Row {
+	const target = "≤ 100 MB (95.4 MiB)"
+	within := func(mib float64) *bool { return boolp(mib*(1<<20) <= 100e6) }
+	sec := "kwok"
+	var rows []Row
+	whole := Row{Section: sec, Figure: "controller peak RSS, whole run", Kind: "memory", Unit: "MiB", Target: target, Met: boolp(false)}
 	if len(k.RSS) > 0 {
 		last := k.RSS[len(k.RSS)-1]
 		suite, scale, hasScale := controllerPeaks(k.RSS, k.ScalePeakReset)
@@ -174,30 +189,27 @@ func (k *kwokSuite) rows() []Row {
 		if slope, icept, ok := fitLine(k.RSS); ok {
 			note += fmt.Sprintf("; RSS ≈ %.1f MiB + %.1f MiB per 1,000 sandboxes (least squares), so ≈ %.0f MiB at 5,000", icept, slope*1000, icept+slope*5000)
 		}
+		whole.Figure = fmt.Sprintf("controller peak RSS, whole run up to %d sandboxes", last.Sandboxes)
+		whole.P50, whole.Samples, whole.Runs, whole.Met = suite, 1, 1, within(suite)
+		whole.Note = "the target's figure: the peak over every phase (the same process served every figure above, and the scale-up); " + note
+		rows = append(rows, whole)
 		if hasScale {
-			rows = append(rows, Row{Section: sec, Figure: fmt.Sprintf("controller peak RSS, %d sandboxes", last.Sandboxes),
+			rows = append(rows, Row{Section: sec, Figure: fmt.Sprintf("controller peak RSS during the scale-up to %d sandboxes only", last.Sandboxes),
 				Kind: "memory", Unit: "MiB", P50: scale, Samples: 1, Runs: 1,
-				Target: "≤ 100 MB (95.4 MiB)", Met: boolp(scale*(1<<20) <= 100e6),
-				Note: fmt.Sprintf("the target's figure: the peak while the cluster grew from %d to %d sandboxes (each with its pod; %d SandboxClaims of the runs above in place), VmHWM reset as the scale-up began; ",
-					k.RSS[0].Sandboxes, last.Sandboxes, k.ClaimsAtScale) + note})
+				Note: fmt.Sprintf("for reference, not judged: VmHWM reset as the cluster grew from %d to %d sandboxes (each with its pod; %d SandboxClaims of the runs above in place), so the earlier phases' peak is not in it",
+					k.RSS[0].Sandboxes, last.Sandboxes, k.ClaimsAtScale)})
 		}
-		fig := fmt.Sprintf("controller peak RSS, whole suite up to %d sandboxes", last.Sandboxes)
-		what := "the same process served every figure above, so this peak covers them: the bursts of claims set it, with fewer sandboxes than the scale-up reaches (the first step's peak); "
-		if !hasScale {
-			fig = fmt.Sprintf("controller peak RSS, %d sandboxes", last.Sandboxes)
-			what = "the same process served every figure above, so the peak covers them too; "
-		}
-		rows = append(rows, Row{Section: sec, Figure: fig,
-			Kind: "memory", Unit: "MiB", P50: suite, Samples: 1, Runs: 1,
-			Target: "≤ 100 MB (95.4 MiB)", Met: boolp(suite*(1<<20) <= 100e6), Note: what + note})
+	} else {
+		rows = append(rows, whole)
 	}
+	fresh := Row{Section: sec, Figure: "controller peak RSS, fresh start with every sandbox", Kind: "memory", Unit: "MiB",
+		Target: target, Met: boolp(false)}
 	if r := k.Restart; r != nil {
-		rows = append(rows, Row{Section: sec, Figure: fmt.Sprintf("controller peak RSS, fresh start with %d sandboxes", r.Sandboxes),
-			Kind: "memory", Unit: "MiB", P50: r.HWMMiB, Samples: 1, Runs: 1,
-			Target: "≤ 100 MB (95.4 MiB)", Met: boolp(r.HWMMiB*(1<<20) <= 100e6),
-			Note: fmt.Sprintf("a new controller process: initial lists and one reconcile of every object (%s); RSS after %.1f MiB, Go heap %.1f MiB", r.At, r.RSSMiB, r.HeapMiB)})
+		fresh.Figure = fmt.Sprintf("controller peak RSS, fresh start with %d sandboxes", r.Sandboxes)
+		fresh.P50, fresh.Samples, fresh.Runs, fresh.Met = r.HWMMiB, 1, 1, within(r.HWMMiB)
+		fresh.Note = fmt.Sprintf("a new controller process: initial lists and one reconcile of every object (%s); RSS after %.1f MiB, Go heap %.1f MiB", r.At, r.RSSMiB, r.HeapMiB)
 	}
-	return rows
+	return append(rows, fresh)
 }
 
 // controllerPeaks reads the controller's peaks from the RSS points: the

@@ -39,6 +39,6 @@ func (l *localSuite) httpClaims(ctx context.Context) error {
 	}
 	l.httpWarm.addRun(res.WarmMS)
 	l.httpGet.addRun(res.GetMS)
-	l.coldClaims += res.Cold
+	l.httpCold += res.Cold
 	return nil
 }

@@ -15,7 +15,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -71,32 +70,40 @@ func run(ctx context.Context, out string, quick bool, repeats int, execFor time.
 		return 1
 	}
 	var suite *localSuite
-	if suites["local"] {
-		if suite = runLocal(ctx, rep, p, binPath, withProfile); suite == nil {
-			return 1
-		}
-	}
 	var kwok *kwokDetails
-	kwokOK := true
-	if suites["kwok"] {
-		kwok, kwokOK = runKwokSuite(ctx, rep, quick, repeats, binPath, out, withProfile)
-	}
-	if suites["testbed"] {
-		runTestbedSuite(ctx, rep, *testbedKubeconfig, ".venv/bin/python", quick)
+	for _, name := range suiteOrder {
+		if !suites[name] {
+			continue
+		}
+		var o suiteOutcome
+		switch name {
+		case "local":
+			suite, o = runLocal(ctx, rep, p, binPath, withProfile)
+		case "kwok":
+			kwok, o = runKwokSuite(ctx, rep, quick, repeats, binPath, out, withProfile)
+		case "testbed":
+			o = runTestbedSuite(ctx, rep, *testbedKubeconfig, ".venv/bin/python", quick)
+		}
+		if ctx.Err() != nil && o.State == suiteRan {
+			o = outcomeOf(name, []string{"interrupted"})
+		}
+		rep.Outcomes = append(rep.Outcomes, o)
 	}
 	rep.Finished = time.Now()
 	rep.Machine.LoadAfter = loadavg()
-	for i := range rep.Rows {
-		sanitize(&rep.Rows[i])
-	}
+	rep.Rows = settleRows(rep.Rows)
+	code, reasons := exitStatus(rep.Outcomes, rep.Rows)
 
 	fmt.Printf("sandpod benchmark — %s\n\n", rep.Started.Format(time.RFC3339))
 	fmt.Print(rep.Markdown())
 	fmt.Printf("\nMachine: %d × %s, Linux %s, %s. Load average before: %s; after: %s.\n",
 		rep.Machine.CPUs, rep.Machine.Model, rep.Machine.Kernel, rep.Machine.Go, rep.Machine.LoadBefore, rep.Machine.LoadAfter)
-	fmt.Printf("Each figure: median over its runs (see the samples column) of each run's p50/p99; samples = all measurements over all runs.\n")
+	fmt.Printf("p50: median over its runs of each run's p50; p99: the 99th percentile of all runs' samples pooled (what a p99 target is judged on), beside the median of the per-run p99s; samples = all measurements over all runs. \"missing\": no samples (a row with a target then is not met).\n")
 	for _, n := range rep.Notes {
 		fmt.Printf("- %s\n", n)
+	}
+	for _, o := range rep.Outcomes {
+		fmt.Printf("- suite %s: %s\n", o.Suite, o.State)
 	}
 	if suite != nil && suite.profile != nil {
 		fmt.Printf("\nCPU profiles of the last exec-throughput run: %s, %s\n", suite.profile.ServerFile, suite.profile.ClientFile)
@@ -123,21 +130,23 @@ func run(ctx context.Context, out string, quick bool, repeats int, execFor time.
 		return 1
 	}
 	fmt.Printf("\nJSON: %s (and %s/latest.json); took %s\n", name, out, rep.Finished.Sub(rep.Started).Round(time.Second))
-	if !kwokOK {
-		return 1
+	for _, r := range reasons {
+		fmt.Printf("INCOMPLETE: %s\n", r)
+		logf("incomplete: %s", r)
 	}
-	return 0
+	return code
 }
 
-// runLocal runs the local-engine suite and adds its rows and notes to rep;
-// nil when it failed.
-func runLocal(ctx context.Context, rep *Report, p localParams, binPath string, withProfile bool) *localSuite {
+// suiteOrder is the order the suites run in.
+var suiteOrder = []string{"local", "kwok", "testbed"}
+
+// runLocal runs the local-engine suite and adds its rows and notes to rep
+// (also what it measured before a failure: rows with a target that it did
+// not reach show as missing).
+func runLocal(ctx context.Context, rep *Report, p localParams, binPath string, withProfile bool) (*localSuite, suiteOutcome) {
 	s, err := startServer(ctx, binPath, p.PoolSize, withProfile)
 	if s != nil {
 		defer func() {
-			if s == nil {
-				return
-			}
 			for _, n := range s.cleanup(pool) {
 				logf("%s", n)
 				rep.Notes = append(rep.Notes, n)
@@ -146,41 +155,28 @@ func runLocal(ctx context.Context, rep *Report, p localParams, binPath string, w
 	}
 	if err != nil {
 		logf("start server: %v", err)
-		return nil
+		return nil, suiteOutcome{Suite: "local", State: suiteSkipped, Why: []string{fmt.Sprintf("start server: %v", err)}}
 	}
 	logf("sandpod serve at %s (state %s), warm pool of %d", s.addr, s.dir, p.PoolSize)
 
 	suite := &localSuite{p: p, s: s, api: s.api, log: logf}
 	t0 := time.Now()
+	failed := []string(nil)
 	if err := suite.run(ctx); err != nil {
 		logf("local engine: %v", err)
 		logf("server log tail:\n%s", tail(s.log(), 30))
-		return nil
+		failed = append(failed, fmt.Sprintf("stopped early: %v", err))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("local suite stopped early: %v (its rows are from what finished)", err))
 	}
 	logf("local engine suite took %s", time.Since(t0).Round(time.Second))
 	rep.Rows = append(rep.Rows, suite.rows()...)
 	rep.Notes = append(rep.Notes, suite.skipped...)
+	failed = append(failed, suite.skipped...)
 	for i, c := range suite.cpu {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("exec throughput run %d: %d execs in %.1fs; CPU per exec: server %.2f ms, agent+children %.2f ms, bench client %.2f ms; machine busy %.2f of %d cores",
 			i+1, c.Execs, c.Seconds, c.ServerCPUms, c.AgentCPUms, c.BenchCPUms, c.MachineBusy, c.MachineCores))
 	}
-
-	for _, n := range s.cleanup(pool) {
-		logf("%s", n)
-		rep.Notes = append(rep.Notes, n)
-	}
-	s = nil
-	return suite
-}
-
-// sanitize replaces NaN (a figure without samples), which JSON cannot hold.
-func sanitize(r *Row) {
-	if math.IsNaN(r.P50) {
-		r.P50 = 0
-	}
-	if math.IsNaN(r.P99) {
-		r.P99 = 0
-	}
+	return suite, outcomeOf("local", failed)
 }
 
 func machine() Machine {

@@ -2,8 +2,8 @@
 
 The caller fills the pool first; the claims go out 100 ms apart (the pool's
 refill waits for them to stop), each ``client.claim()`` timed alone; the
-sandboxes are deleted at the end. Prints ``{"warm_ms": [...]}`` (warm claims
-only) on stdout.
+sandboxes are deleted at the end. Prints ``{"warm_ms": [...], "cold": N}``
+(warm claims only in warm_ms; N claims came back cold) on stdout.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def main() -> int:
     args = ap.parse_args()
 
     warm: list[float] = []
+    cold = 0
     claimed = []
     with sandpod.Client(args.address, namespace=args.namespace, timeout=120) as client:
         client.templates()  # connects: the claims are timed on an open connection
@@ -35,10 +36,12 @@ def main() -> int:
             elapsed = (time.perf_counter() - t0) * 1000
             if sb.warm:
                 warm.append(elapsed)
+            else:
+                cold += 1
             claimed.append(sb)
         for sb in claimed:
             sb.delete()
-    json.dump({"warm_ms": warm}, sys.stdout)
+    json.dump({"warm_ms": warm, "cold": cold}, sys.stdout)
     return 0
 
 

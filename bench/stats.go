@@ -70,10 +70,12 @@ func (s *series) addRun(samples []float64) {
 
 func (s *series) samples() int { return len(s.pooled) }
 
-// latencyStats: per run p50 and p99; the figure is the median over runs of
-// each.
+// latencyStats: p50 is the median over runs of each run's p50; p99 is the
+// 99th percentile of every run's samples pooled, so one run's bad tail is
+// not voted out by the others (the per-run p99s are in runs, and the
+// table shows their median beside it).
 func (s *series) latencyStats() (p50, p99 float64, runs []RunStat) {
-	var a, b []float64
+	var a []float64
 	for _, r := range s.runs {
 		if len(r) == 0 {
 			continue
@@ -81,7 +83,6 @@ func (s *series) latencyStats() (p50, p99 float64, runs []RunStat) {
 		rs := RunStat{Samples: len(r), P50: percentile(r, 50), P99: percentile(r, 99)}
 		runs = append(runs, rs)
 		a = append(a, rs.P50)
-		b = append(b, rs.P99)
 	}
-	return median(a), median(b), runs
+	return median(a), percentile(s.pooled, 99), runs
 }

@@ -22,18 +22,67 @@ type Row struct {
 	// (Value in Unit, higher is better; P50/P99 for file transfers are the
 	// rate at the median and at the 99th-percentile transfer time); "count"
 	// and "memory" are one value in P50 (lower is better).
-	Kind string  `json:"kind"`
-	Unit string  `json:"unit"`
-	P50  float64 `json:"p50"`
-	P99  float64 `json:"p99"`
+	Kind string `json:"kind"`
+	Unit string `json:"unit"`
+	// P50 is the median over runs of each run's p50; P99 the 99th
+	// percentile of all runs' samples pooled (what a p99 target is judged
+	// on: one run's bad tail counts); P99OfRuns the median of the per-run
+	// p99s, shown beside it. NaN when the row has no samples (JSON null).
+	P50       float64 `json:"p50"`
+	P99       float64 `json:"p99"`
+	P99OfRuns float64 `json:"p99_median_of_runs"`
 	// Samples is how many measurements the figure rests on, over Runs runs.
 	Samples int       `json:"samples"`
 	Runs    int       `json:"runs"`
 	PerRun  []RunStat `json:"per_run"`
 	Target  string    `json:"target,omitempty"`
 	// Met is nil when the figure has no target on this path.
-	Met  *bool  `json:"met,omitempty"`
-	Note string `json:"note,omitempty"`
+	Met *bool `json:"met,omitempty"`
+	// Missing: the row has a target and no samples (a phase that did not
+	// run or failed); it is not met.
+	Missing bool `json:"missing,omitempty"`
+	// LeftOut answers were measured but are not in the figure, for the
+	// reason LeftOutWhat names ("cold": a warm claim came back cold).
+	LeftOut     int    `json:"left_out,omitempty"`
+	LeftOutWhat string `json:"left_out_what,omitempty"`
+	Note        string `json:"note,omitempty"`
+}
+
+// jsonNum is v for the JSON, nil (null) for NaN, which JSON cannot hold.
+func jsonNum(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// MarshalJSON writes a figure without samples as null, never as 0.
+func (r Row) MarshalJSON() ([]byte, error) {
+	type plain Row
+	return json.Marshal(struct {
+		plain
+		P50       *float64 `json:"p50"`
+		P99       *float64 `json:"p99"`
+		P99OfRuns *float64 `json:"p99_median_of_runs"`
+	}{plain(r), jsonNum(r.P50), jsonNum(r.P99), jsonNum(r.P99OfRuns)})
+}
+
+// MarshalJSON: as Row's.
+func (s RunStat) MarshalJSON() ([]byte, error) {
+	type plain RunStat
+	return json.Marshal(struct {
+		plain
+		P50   *float64 `json:"p50"`
+		P99   *float64 `json:"p99,omitempty"`
+		Value *float64 `json:"value,omitempty"`
+	}{plain(s), jsonNum(s.P50), omitZero(s.P99), omitZero(s.Value)})
+}
+
+func omitZero(v float64) *float64 {
+	if v == 0 {
+		return nil
+	}
+	return jsonNum(v)
 }
 
 // Report is the whole output of one `go run ./bench`.
@@ -44,7 +93,9 @@ type Report struct {
 	Machine  Machine   `json:"machine"`
 	Params   any       `json:"params"`
 	Rows     []Row     `json:"rows"`
-	Notes    []string  `json:"notes,omitempty"`
+	// Outcomes: what became of each requested suite.
+	Outcomes []suiteOutcome `json:"outcomes"`
+	Notes    []string       `json:"notes,omitempty"`
 }
 
 // Machine describes where the figures came from.
@@ -88,30 +139,16 @@ func thousands(n int64) string {
 	return b.String()
 }
 
-// Markdown renders the table: figure | p50 | p99 | samples | target | met?
+// Markdown renders the table: figure | p50 | p99 | p99, median of runs |
+// samples | target | met? (cells: rowCells).
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| figure | p50 | p99 | samples | target | met? |\n")
-	b.WriteString("|---|---:|---:|---:|---|:---:|\n")
+	b.WriteString("| figure | p50 | p99 (all runs pooled) | p99, median of runs | samples | target | met? |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---|:---:|\n")
 	for _, row := range r.Rows {
-		p99 := fmtNum(row.P99, row.Unit)
-		if row.Kind != "latency" && row.P99 == 0 { // one value: a rate, a count, a size
-			p99 = "—"
-		}
-		met := "—"
-		if row.Met != nil {
-			met = "no"
-			if *row.Met {
-				met = "yes"
-			}
-		}
-		target := row.Target
-		if target == "" {
-			target = "—"
-		}
-		fig := row.Section + ": " + row.Figure
-		fmt.Fprintf(&b, "| %s | %s | %s | %d (%d runs) | %s | %s |\n",
-			fig, fmtNum(row.P50, row.Unit), p99, row.Samples, row.Runs, target, met)
+		c := rowCells(row)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n",
+			row.Section+": "+row.Figure, c.p50, c.p99, c.p99OfRuns, c.samples, c.target, c.met)
 	}
 	return b.String()
 }

@@ -63,7 +63,10 @@ type testbedSuite struct {
 	python   string // the venv's python, for the Python client figure
 	sections map[string]*tbFigures
 	cmp      map[string]*cmpFigures // against agent-sandbox (testbed_compare.go)
+	cmpAsked bool                   // the comparison was asked for (-testbed-agent-sandbox)
+	podWatch client.WithWatch       // noPods' client (testbed_podsgone.go)
 	notes    []string
+	failed   []string // parts that failed or were left out (fail)
 	cfg      *rest.Config
 }
 
@@ -75,45 +78,50 @@ type tbFigures struct {
 	// coldStages and bareStages: one series per interval of coldIntervals
 	// and bareIntervals (testbed_timeline.go).
 	coldStages, bareStages []series
-	coldOut                int
+	// Answers left out of a figure: warm claims that came back cold (Go
+	// client, SandboxClaim path, Python client), cold claims served warm.
+	warmCold, apiCold, pyCold, coldOut int
 }
 
 // runTestbedSuite measures the real-pod path when the node bed is up with
-// sandpod installed; otherwise it adds a note saying how to bring it up.
-func runTestbedSuite(ctx context.Context, rep *Report, kubeconfig, python string, quick bool) {
+// sandpod installed. Without the bed the suite is skipped; a part that
+// fails or is left out (other than by its flag) makes it stopped early:
+// either fails the run (exitStatus).
+func runTestbedSuite(ctx context.Context, rep *Report, kubeconfig, python string, quick bool) suiteOutcome {
 	p := testbedDefaults(quick)
 	s, err := newTestbedSuite(ctx, kubeconfig, python, p)
 	if err != nil {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("real pods (node bed): skipped: %v (run `make node-bed-up`, then install with `make e2e` or kubectl apply deploy/install.yaml)", err))
-		return
+		why := fmt.Sprintf("%v (run `make node-bed-up`, then install with `make e2e` or kubectl apply deploy/install.yaml; or leave the suite out: -suites local,kwok)", err)
+		rep.Notes = append(rep.Notes, "real pods (node bed): skipped: "+why)
+		return suiteOutcome{Suite: "testbed", State: suiteSkipped, Why: []string{why}}
 	}
 	defer s.cleanup()
 	t0 := time.Now()
 	for _, rt := range []string{"runc", tbGVisor} {
 		if err := s.runtime(ctx, rt); err != nil {
-			s.notes = append(s.notes, fmt.Sprintf("real pods, %s: stopped early: %v", rt, err))
+			s.fail(fmt.Sprintf("real pods, %s: stopped early", rt), err)
 		}
 	}
 	if n := *testbedPodVariants; n > 0 {
 		for _, rt := range []string{"runc", tbGVisor} {
 			rows, err := s.podVariantRows(ctx, rt, n)
 			if err != nil {
-				s.notes = append(s.notes, fmt.Sprintf("real pods, %s: pod spec variants: %v", rt, err))
+				s.fail(fmt.Sprintf("real pods, %s: pod spec variants", rt), err)
 			}
 			rep.Rows = append(rep.Rows, rows...)
 		}
 	}
 	if err := s.apiClaims(ctx); err != nil {
-		s.notes = append(s.notes, fmt.Sprintf("real pods, SandboxClaim path: %v", err))
+		s.fail("real pods, SandboxClaim path", err)
 	}
 	if err := s.pythonClaims(ctx); err != nil {
-		s.notes = append(s.notes, fmt.Sprintf("real pods, Python client: %v", err))
+		s.fail("real pods, Python client", err)
 	}
 	s.runCompare(ctx, kubeconfig)
 	if !*testbedSnapshots {
 		s.notes = append(s.notes, "real pods: snapshot rows skipped (-testbed-snapshots=false)")
 	} else if f, err := s.snapshots(ctx, tbSnapRounds(quick)); err != nil {
-		s.notes = append(s.notes, fmt.Sprintf("real pods, snapshots (CSI StorageClass sandpod-csi): %v", err))
+		s.fail("real pods, snapshots (CSI StorageClass sandpod-csi)", err)
 		if f != nil {
 			rep.Rows = append(rep.Rows, snapshotRows(f)...)
 		}
@@ -124,6 +132,16 @@ func runTestbedSuite(ctx context.Context, rep *Report, kubeconfig, python string
 	rep.Rows = append(rep.Rows, s.rows()...)
 	rep.Rows = append(rep.Rows, s.cmpRows()...)
 	rep.Notes = append(rep.Notes, s.notes...)
+	return outcomeOf("testbed", s.failed)
+}
+
+// fail records a part of the suite that failed: a note under the table and
+// a reason for the run's exit status.
+func (s *testbedSuite) fail(part string, err error) {
+	msg := fmt.Sprintf("%s: %v", part, err)
+	logf("%s", msg)
+	s.notes = append(s.notes, msg)
+	s.failed = append(s.failed, msg)
 }
 
 func newTestbedSuite(ctx context.Context, kubeconfig, python string, p testbedParams) (*testbedSuite, error) {
@@ -295,6 +313,8 @@ func (s *testbedSuite) runtime(ctx context.Context, rt string) error {
 			}
 			if sb.Warm() {
 				warm = append(warm, d)
+			} else {
+				f.warmCold++
 			}
 			round = append(round, sb)
 		}
@@ -382,6 +402,10 @@ func (s *testbedSuite) apiClaims(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if !cs.warm {
+			f.apiCold++
+			continue
+		}
 		lat = append(lat, cs.ready.Sub(t0))
 	}
 	_ = s.kc.DeleteAllOf(ctx, &v1alpha1.SandboxClaim{}, client.InNamespace(s.ns))
@@ -394,17 +418,24 @@ func (s *testbedSuite) apiClaims(ctx context.Context) error {
 // inside the Python process (bench/python_claims.py).
 func (s *testbedSuite) pythonClaims(ctx context.Context) error {
 	f := s.sections["runc"]
-	if f == nil || s.python == "" {
+	if f == nil {
 		return nil
 	}
+	if _, err := os.Stat(s.python); err != nil {
+		return fmt.Errorf("no Python at %q (make venv)", s.python)
+	}
+	// Its refill holds the node's CPU requests: the later phases would wait
+	// for them, also when a round failed.
+	defer func() {
+		if err := s.scalePool(context.WithoutCancel(ctx), "bench-runc", "bench-runc", 0); err != nil {
+			s.fail("real pods, Python client: scale its pool to 0", err)
+		}
+	}()
 	if err := s.scalePool(ctx, "bench-runc", "bench-runc", int32(s.p.PyClaims)); err != nil {
 		return err
 	}
 	if err := s.poolReady(ctx, "bench-runc", int32(s.p.PyClaims)); err != nil {
 		return err
-	}
-	if _, err := os.Stat(s.python); err != nil {
-		return fmt.Errorf("no Python at %s (make venv)", s.python)
 	}
 	var all []float64
 	for i, n := range tbClaimRounds(s.p.PyClaims) { // as the Go client's (runtime)
@@ -421,17 +452,20 @@ func (s *testbedSuite) pythonClaims(ctx context.Context) error {
 		}
 		var res struct {
 			WarmMS []float64 `json:"warm_ms"`
+			Cold   *int      `json:"cold"`
 		}
 		if err := json.Unmarshal(out, &res); err != nil {
 			return fmt.Errorf("python_claims.py output: %w", err)
 		}
+		if res.Cold == nil {
+			return fmt.Errorf("python_claims.py output %q: no count of cold claims", out)
+		}
 		all = append(all, res.WarmMS...)
+		f.pyCold += *res.Cold
 	}
 	f.py.addRun(all)
 	logf("runc: warm claims (Python client), in order: %.1f ms", all)
-	// Its refill holds the node's CPU requests: the snapshot rows' forks
-	// would wait for them.
-	return s.scalePool(ctx, "bench-runc", "bench-runc", 0)
+	return nil
 }
 
 // refilled waits until pool has n ready members again after a round of
@@ -472,29 +506,29 @@ func tbClaimRounds(n int) []int {
 
 func (s *testbedSuite) rows() []Row {
 	var out []Row
-	lat := func(section, fig string, sr *series, target string, check func(p50, p99 float64) bool, note string) {
-		if sr.samples() == 0 {
-			return
-		}
+	lat := func(section, fig string, sr *series, target string, check func(p50, p99 float64) bool, note string) *Row {
 		p50, p99, runs := sr.latencyStats()
-		r := Row{Section: section, Figure: fig, Kind: "latency", Unit: "ms", P50: p50, P99: p99,
-			Samples: sr.samples(), Runs: len(runs), PerRun: runs, Target: target, Note: note}
-		if check != nil {
+		out = append(out, Row{Section: section, Figure: fig, Kind: "latency", Unit: "ms", P50: p50, P99: p99,
+			Samples: sr.samples(), Runs: len(runs), PerRun: runs, Target: target, Note: note})
+		r := &out[len(out)-1]
+		if check != nil { // judged: stays in the table, missing, when it has no samples (settle)
 			r.Met = boolp(check(p50, p99))
 		}
-		out = append(out, r)
+		return r
 	}
+	// Pointers into out are used at once, before the next append moves it.
+	leftOut := func(r *Row, n int, what string) { r.LeftOut, r.LeftOutWhat = n, what }
 	for _, rt := range []string{"runc", tbGVisor} {
 		f := s.sections[rt]
 		if f == nil {
 			continue
 		}
 		sec := "k8s-" + rt
-		lat(sec, "warm claim via the bridge (Go client)", &f.warm, "p50 ≤ 15 ms", func(p50, _ float64) bool { return p50 <= 15 },
-			"ClaimSandbox → running sandbox: one patch of a ready pool member")
+		leftOut(lat(sec, "warm claim via the bridge (Go client)", &f.warm, "p50 ≤ 15 ms", func(p50, _ float64) bool { return p50 <= 15 },
+			"ClaimSandbox → running sandbox: one patch of a ready pool member"), f.warmCold, "cold")
 		bareP50, _, _ := f.bare.latencyStats()
-		lat(sec, "cold claim via the bridge (Go client)", &f.cold, fmt.Sprintf("≤ bare pod + 20 ms (%.0f ms)", bareP50+20),
-			func(p50, _ float64) bool { return p50 <= bareP50+20 }, "no pool: ClaimSandbox → pod Ready and agent serving")
+		leftOut(lat(sec, "cold claim via the bridge (Go client)", &f.cold, fmt.Sprintf("≤ bare pod + 20 ms (%s)", fmtNum(bareP50+20, "ms")),
+			func(p50, _ float64) bool { return p50 <= bareP50+20 }, "no pool: ClaimSandbox → pod Ready and agent serving"), f.coldOut, "warm")
 		lat(sec, "bare pod start (same image, no sandpod)", &f.bare, "", nil, "Pod create call → Ready seen by a watch")
 		for i, iv := range coldIntervals {
 			if i < len(f.coldStages) {
@@ -516,12 +550,13 @@ func (s *testbedSuite) rows() []Row {
 			"one unary RPC through the bridge Service to its informer cache and back, no API write: the warm claim's path without its patch")
 		lat(sec, "floor: a Sandbox merge patch from the host", &f.patch, "", nil,
 			"the benchmark's own merge patch of one annotation of a claimed Sandbox, straight to kube-apiserver: the write a warm claim makes, without the bridge")
-		lat(sec, "warm claim via the API (SandboxClaim → Ready)", &f.api, "", nil, "the kubectl path: claim reconciler adopts, then writes the claim's status; Ready seen by a watch")
-		lat(sec, "warm claim via the bridge (Python client)", &f.py, "p50 ≤ 15 ms", func(p50, _ float64) bool { return p50 <= 15 },
-			"sandpod.Client.claim() timed in Python (bench/python_claims.py)")
-		if f.coldOut > 0 {
-			s.notes = append(s.notes, fmt.Sprintf("real pods, %s: %d cold claims came back warm and were left out", rt, f.coldOut))
+		if rt != "runc" { // the SandboxClaim path and the Python client are measured on runc only
+			continue
 		}
+		leftOut(lat(sec, "warm claim via the API (SandboxClaim → Ready)", &f.api, "", nil,
+			"the kubectl path: claim reconciler adopts, then writes the claim's status; Ready seen by a watch"), f.apiCold, "cold")
+		leftOut(lat(sec, "warm claim via the bridge (Python client)", &f.py, "p50 ≤ 15 ms", func(p50, _ float64) bool { return p50 <= 15 },
+			"sandpod.Client.claim() timed in Python (bench/python_claims.py)"), f.pyCold, "cold")
 	}
 	return out
 }

@@ -8,12 +8,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandpod "github.com/sandpod/sandpod/clients/go"
 )
@@ -91,27 +89,4 @@ func (s *testbedSuite) barePod(ctx context.Context, tl *timeline, name, rt strin
 	}
 	stages, _ := tl.split(pod.Name, t0, ready, bareIntervals)
 	return ready.Sub(t0), stages, nil
-}
-
-// noPods waits until the bench namespace has no pod left, so that a cold
-// start is timed on an idle node, as a bare pod's is: a pod still being
-// torn down (the last claim's, a drained pool's) competes for the node's
-// two cores with the start being timed.
-func (s *testbedSuite) noPods(ctx context.Context) error {
-	var left []string
-	err := waitFor(ctx, 2*time.Minute, "pods gone", func() bool {
-		var pods corev1.PodList
-		if s.kc.List(ctx, &pods, client.InNamespace(s.ns)) != nil {
-			return false
-		}
-		left = left[:0]
-		for _, p := range pods.Items {
-			left = append(left, fmt.Sprintf("%s (%s, deleting: %t)", p.Name, p.Status.Phase, p.DeletionTimestamp != nil))
-		}
-		return len(left) == 0
-	})
-	if err != nil {
-		return fmt.Errorf("%w: %s still there", err, strings.Join(left, ", "))
-	}
-	return nil
 }

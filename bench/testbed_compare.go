@@ -32,7 +32,9 @@ const cmpPool = 3
 
 type cmpFigures struct {
 	spCold, asbCold, spWarm, asbWarm series
-	out                              int // claims whose warmth was not the one asked for, left out
+	// Claims whose warmth was not the one asked for, left out of the
+	// series of the same name: a cold claim served warm, a warm one cold.
+	spColdOut, asbColdOut, spWarmOut, asbWarmOut int
 }
 
 // cmpSide is one product's claim path.
@@ -124,7 +126,7 @@ func (s *testbedSuite) compareRuntime(ctx context.Context, kc client.WithWatch, 
 
 	// Cold: no sandpod pool of the template, agent-sandbox's pool of 0;
 	// no pod left before each claim.
-	if err := s.cmpRound(ctx, w, sides, rt, "cold", [2]*series{&f.spCold, &f.asbCold}, &f.out, s.noPods); err != nil {
+	if err := s.cmpRound(ctx, w, sides, rt, "cold", [2]*series{&f.spCold, &f.asbCold}, [2]*int{&f.spColdOut, &f.asbColdOut}, s.noPods); err != nil {
 		return err
 	}
 	// Warm: a pool of cmpPool each, both full and the node idle before
@@ -139,7 +141,7 @@ func (s *testbedSuite) compareRuntime(ctx context.Context, kc client.WithWatch, 
 	}
 	sides[1] = s.asbSide(kc, name+"-warm")
 	settled := func(ctx context.Context) error { return s.podsSettled(ctx, 2*cmpPool) }
-	if err := s.cmpRound(ctx, w, sides, rt, "warm", [2]*series{&f.spWarm, &f.asbWarm}, &f.out, settled); err != nil {
+	if err := s.cmpRound(ctx, w, sides, rt, "warm", [2]*series{&f.spWarm, &f.asbWarm}, [2]*int{&f.spWarmOut, &f.asbWarmOut}, settled); err != nil {
 		return err
 	}
 	// Pools first: a pool whose template went first would go on trying.
@@ -151,8 +153,8 @@ func (s *testbedSuite) compareRuntime(ctx context.Context, kc client.WithWatch, 
 
 // cmpRound times s.cmpClaims() claims of kind ("cold" or "warm") of each
 // side, interleaved, after idle before each, into to; claims not served as
-// kind says count in out.
-func (s *testbedSuite) cmpRound(ctx context.Context, w *claimWatch, sides [2]cmpSide, rt, kind string, to [2]*series, out *int, idle func(context.Context) error) error {
+// kind says count in out, side by side.
+func (s *testbedSuite) cmpRound(ctx context.Context, w *claimWatch, sides [2]cmpSide, rt, kind string, to [2]*series, out [2]*int, idle func(context.Context) error) error {
 	var lat [2][]time.Duration
 	for i := range s.cmpClaims() {
 		for _, k := range cmpOrder(i) {
@@ -166,7 +168,7 @@ func (s *testbedSuite) cmpRound(ctx context.Context, w *claimWatch, sides [2]cmp
 			if ok {
 				lat[k] = append(lat[k], d)
 			} else {
-				*out++
+				*out[k]++
 			}
 		}
 	}
@@ -202,7 +204,7 @@ func (s *testbedSuite) cmpClaim(ctx context.Context, w *claimWatch, side cmpSide
 	}
 	// Both name a sandbox's pod after it. Until it is gone the next
 	// claim's wait could see a full, Ready set of pods, this one among them.
-	if err := waitFor(ctx, 2*time.Minute, "pod "+cs.sandbox+" gone", func() bool {
+	if err := waitFor(ctx, podsGoneWithin, "pod "+cs.sandbox+" gone", func() bool {
 		return apierrors.IsNotFound(s.kc.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: cs.sandbox}, &corev1.Pod{}))
 	}); err != nil {
 		return 0, false, err
@@ -252,23 +254,28 @@ func (s *testbedSuite) runCompare(ctx context.Context, kubeconfig string) {
 		s.notes = append(s.notes, "real pods: agent-sandbox comparison skipped (-testbed-agent-sandbox=false)")
 		return
 	}
+	s.cmpAsked = true
+	const part = "real pods, agent-sandbox comparison"
 	bin, crds, err := asbLookup(ctx)
 	if err != nil {
-		s.notes = append(s.notes, fmt.Sprintf("real pods, agent-sandbox comparison: skipped: run hack/agent-sandbox.sh --print (%v)", err))
+		s.fail(part, fmt.Errorf("not run: build it with hack/agent-sandbox.sh, or leave it out with -testbed-agent-sandbox=false (%w)", err))
 		return
 	}
-	if err := s.noPods(ctx); err != nil {
-		s.notes = append(s.notes, fmt.Sprintf("real pods, agent-sandbox comparison: %v", err))
+	// Every claim of the comparison is timed on an idle node: what the
+	// earlier phases left (a pool a failed phase did not scale down, pods
+	// still going away) goes first.
+	if err := s.clearNamespace(ctx); err != nil {
+		s.fail(part+": not run: the earlier phases' pods did not go", err)
 		return
 	}
 	a, err := startAgentSandbox(ctx, s.kc, bin, crds, kubeconfig, filepath.Join(profileDir, "agent-sandbox-controller.log"))
 	if err != nil {
-		s.notes = append(s.notes, fmt.Sprintf("real pods, agent-sandbox comparison: skipped: %v", err))
+		s.fail(part+": not run", err)
 		return
 	}
 	defer func() {
 		if err := a.stop(); err != nil {
-			s.notes = append(s.notes, fmt.Sprintf("real pods, agent-sandbox: removing its CRDs: %v", err))
+			s.fail("real pods, agent-sandbox: removing its CRDs", err)
 		}
 	}()
 	// A client made after the CRDs: its REST mapper knows their groups.
@@ -277,7 +284,7 @@ func (s *testbedSuite) runCompare(ctx context.Context, kubeconfig string) {
 		err = s.compare(ctx, kc)
 	}
 	if err != nil {
-		s.notes = append(s.notes, fmt.Sprintf("real pods, agent-sandbox comparison: stopped early: %v", err))
+		s.fail(part+": stopped early", err)
 	}
 	s.asbCleanup(kc)
 }
@@ -301,39 +308,43 @@ func (s *testbedSuite) asbCleanup(kc client.Client) {
 	_ = s.noPods(ctx)
 }
 
+// cmpRows are the comparison's rows, for every runtime the suite measured
+// when the comparison was asked for: a runtime it did not reach shows its
+// judged row as missing.
 func (s *testbedSuite) cmpRows() []Row {
+	if !s.cmpAsked {
+		return nil
+	}
 	var out []Row
 	for _, rt := range []string{"runc", tbGVisor} {
+		if s.sections[rt] == nil {
+			continue
+		}
 		f := s.cmp[rt]
 		if f == nil {
-			continue
+			f = &cmpFigures{}
 		}
 		sec := "k8s-" + rt
 		asbCold, _, _ := f.asbCold.latencyStats()
-		out = appendLatency(out, sec, "cold SandboxClaim → Ready: sandpod", &f.spCold,
-			fmt.Sprintf("≤ agent-sandbox cold (%.0f ms)", asbCold), func(p50 float64) bool { return f.asbCold.samples() > 0 && p50 <= asbCold },
+		out = appendLatency(out, sec, "cold SandboxClaim → Ready: sandpod", &f.spCold, f.spColdOut, "warm",
+			fmt.Sprintf("≤ agent-sandbox cold (%s)", fmtNum(asbCold, "ms")), func(p50 float64) bool { return f.asbCold.samples() > 0 && p50 <= asbCold },
 			"no pool: a SandboxClaim created → its Ready condition seen by a watch; interleaved with agent-sandbox's, same image, runtime and `sleep`")
-		out = appendLatency(out, sec, "cold SandboxClaim → Ready: agent-sandbox "+asbVersion, &f.asbCold, "", nil,
+		out = appendLatency(out, sec, "cold SandboxClaim → Ready: agent-sandbox "+asbVersion, &f.asbCold, f.asbColdOut, "warm", "", nil,
 			"its SandboxClaim of a SandboxWarmPool of 0 (the claim names a pool; an empty one starts the pool's SandboxTemplate cold)")
-		out = appendLatency(out, sec, "warm SandboxClaim → Ready: sandpod", &f.spWarm, "", nil,
+		out = appendLatency(out, sec, "warm SandboxClaim → Ready: sandpod", &f.spWarm, f.spWarmOut, "cold", "", nil,
 			fmt.Sprintf("a full pool of %d and an idle node before each claim; watched", cmpPool))
-		out = appendLatency(out, sec, "warm SandboxClaim → Ready: agent-sandbox "+asbVersion, &f.asbWarm, "", nil,
+		out = appendLatency(out, sec, "warm SandboxClaim → Ready: agent-sandbox "+asbVersion, &f.asbWarm, f.asbWarmOut, "cold", "", nil,
 			fmt.Sprintf("its SandboxWarmPool of %d, full, idle node", cmpPool))
-		if f.out > 0 {
-			s.notes = append(s.notes, fmt.Sprintf("real pods, %s: %d compared claims were not served as asked (cold/warm) and were left out", rt, f.out))
-		}
 	}
 	return out
 }
 
-// appendLatency adds a latency row of sr (none when it has no sample).
-func appendLatency(out []Row, section, fig string, sr *series, target string, check func(p50 float64) bool, note string) []Row {
-	if sr.samples() == 0 {
-		return out
-	}
+// appendLatency adds a latency row of sr, with leftOut answers of kind what
+// left out of it; settle drops it when it has no sample and no target.
+func appendLatency(out []Row, section, fig string, sr *series, leftOut int, what, target string, check func(p50 float64) bool, note string) []Row {
 	p50, p99, runs := sr.latencyStats()
 	r := Row{Section: section, Figure: fig, Kind: "latency", Unit: "ms", P50: p50, P99: p99,
-		Samples: sr.samples(), Runs: len(runs), PerRun: runs, Target: target, Note: note}
+		Samples: sr.samples(), Runs: len(runs), PerRun: runs, Target: target, Note: note, LeftOut: leftOut, LeftOutWhat: what}
 	if check != nil {
 		r.Met = boolp(check(p50))
 	}

@@ -47,3 +47,53 @@ func TestTimelineSplit(t *testing.T) {
 		t.Error("split with stages never seen (Sandbox, Running) = ok")
 	}
 }
+
+// A runtime whose phases stopped early keeps its judged rows, missing and
+// not met; the runc-only rows (SandboxClaim path, Python client) are not
+// asked of gVisor; the claims left out of a row are on it.
+func TestTestbedRowsShowWhatDidNotRun(t *testing.T) {
+	runc := &tbFigures{warmCold: 2, pyCold: 1}
+	runc.warm.addRun([]float64{5, 6, 7})
+	s := &testbedSuite{sections: map[string]*tbFigures{"runc": runc, tbGVisor: {}}, cmpAsked: true}
+	rows := settleRows(append(s.rows(), s.cmpRows()...))
+	got := map[string]Row{}
+	for _, r := range rows {
+		got[r.Section+": "+r.Figure] = r
+	}
+	warm := got["k8s-runc: warm claim via the bridge (Go client)"]
+	if warm.Samples != 3 || warm.LeftOut != 2 || warm.LeftOutWhat != "cold" || warm.Met == nil || !*warm.Met {
+		t.Errorf("runc warm row: %+v", warm)
+	}
+	for _, fig := range []string{
+		"k8s-runc: warm claim via the bridge (Python client)",
+		"k8s-runc: cold claim via the bridge (Go client)",
+		"k8s-runc: run_code round trip `1+1`, warm context",
+		"k8s-gvisor: warm claim via the bridge (Go client)",
+		"k8s-gvisor: cold claim via the bridge (Go client)",
+		"k8s-gvisor: run_code round trip `1+1`, warm context",
+		"k8s-runc: cold SandboxClaim → Ready: sandpod",
+		"k8s-gvisor: cold SandboxClaim → Ready: sandpod",
+	} {
+		r, ok := got[fig]
+		if !ok {
+			t.Errorf("%s: not in the table", fig)
+			continue
+		}
+		if !r.Missing || r.Met == nil || *r.Met {
+			t.Errorf("%s: missing %v met %s, want missing and not met", fig, r.Missing, ptrBool(r.Met))
+		}
+	}
+	if py := got["k8s-runc: warm claim via the bridge (Python client)"]; py.LeftOut != 1 {
+		t.Errorf("Python row: %d cold left out, want 1", py.LeftOut)
+	}
+	if _, ok := got["k8s-gvisor: warm claim via the bridge (Python client)"]; ok {
+		t.Error("a Python client row for gVisor, which it does not measure")
+	}
+	if _, ok := got["k8s-runc: bare pod start (same image, no sandpod)"]; ok {
+		t.Error("a row without a target and without samples stayed")
+	}
+	s.cmpAsked = false
+	if rows := s.cmpRows(); len(rows) != 0 {
+		t.Errorf("comparison rows without the comparison asked for: %d", len(rows))
+	}
+}

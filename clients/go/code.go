@@ -213,10 +213,10 @@ func (s *Sandbox) RunCode(ctx context.Context, code string, opts ...CodeOption) 
 			return nil, wrapError("run_code", fmt.Errorf("the stream ended without its done message"))
 		}
 		if err != nil {
-			return nil, wrapError("run_code", err)
+			return nil, s.observe(ctx, wrapError("run_code", err))
 		}
 		if dec.feed(msg) {
-			return &dec.ex, nil
+			return &dec.ex, s.observe(ctx, nil)
 		}
 	}
 }
@@ -335,8 +335,8 @@ func (s *Sandbox) CreateCodeContext(ctx context.Context, spec CodeContextSpec) (
 	resp, err := s.c.rpc.CreateCodeContext(ctx, &pb.CreateCodeContextRequest{
 		Sandbox: s.name, Namespace: s.ns, ContextId: spec.ID, Cwd: spec.Dir, Env: spec.Env,
 	})
-	if err != nil {
-		return nil, CodeContextInfo{}, wrapError("create_code_context", err)
+	if err := s.observe(ctx, wrapError("create_code_context", err)); err != nil {
+		return nil, CodeContextInfo{}, err
 	}
 	info := codeContextInfo(resp.GetContext())
 	return &CodeContext{s: s, ID: info.ID}, info, nil
@@ -349,7 +349,7 @@ func (s *Sandbox) CodeContexts(ctx context.Context) ([]CodeContextInfo, error) {
 		resp, err = s.c.rpc.ListCodeContexts(ctx, &pb.ListCodeContextsRequest{Sandbox: s.name, Namespace: s.ns})
 		return err
 	})
-	if err != nil {
+	if err := s.observe(ctx, err); err != nil {
 		return nil, err
 	}
 	out := make([]CodeContextInfo, 0, len(resp.GetContexts()))

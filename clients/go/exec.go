@@ -281,9 +281,11 @@ func (s *Sandbox) start(ctx context.Context, start *pb.ExecStart, display string
 	_ = stream.Send(&pb.ExecRequest{Msg: &pb.ExecRequest_Start{Start: start}})
 	first, err := stream.Recv()
 	if err != nil {
+		err = s.observe(ctx, wrapError("exec", err)) // before cancel: it may call GetSandbox
 		cancel()
-		return nil, wrapError("exec", err)
+		return nil, err
 	}
+	_ = s.observe(ctx, nil)
 	if !p.handle(first) {
 		go p.recvLoop()
 	}

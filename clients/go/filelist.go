@@ -60,7 +60,7 @@ func (f *Files) listPage(ctx context.Context, dir, token string) ([]FileInfo, st
 		resp, err = s.c.rpc.ListFiles(ctx, &pb.ListFilesRequest{Sandbox: s.name, Namespace: s.ns, Path: dir, PageToken: token})
 		return err
 	})
-	if err != nil {
+	if err := s.observe(ctx, err); err != nil {
 		return nil, "", err
 	}
 	out := make([]FileInfo, 0, len(resp.GetFiles()))

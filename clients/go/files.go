@@ -125,7 +125,7 @@ func (f *Files) Read(ctx context.Context, path string, opts ...FileOption) (io.R
 	if cfg.length > 0 {
 		r.remaining = cfg.length
 	}
-	if err := r.open(); err != nil {
+	if err := f.s.observe(ctx, r.open()); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -280,13 +280,14 @@ func (f *Files) Create(ctx context.Context, path string, opts ...FileOption) (*F
 		return nil, err
 	}
 	cfg := newFileConfig(opts)
+	callCtx := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := s.c.rpc.WriteFile(ctx)
 	if err != nil {
 		cancel()
 		return nil, wrapError("files.write", err)
 	}
-	w := &FileWriter{stream: stream, cancel: cancel}
+	w := &FileWriter{stream: stream, cancel: cancel, s: s, ctx: callCtx}
 	hdr := &pb.WriteFileHeader{Sandbox: s.name, Namespace: s.ns, Path: path, Mode: uint32(cfg.mode), MakeParents: cfg.parents}
 	if err := w.send(&pb.WriteFileRequest{Msg: &pb.WriteFileRequest_Header{Header: hdr}}); err != nil {
 		cancel()
@@ -298,6 +299,8 @@ func (f *Files) Create(ctx context.Context, path string, opts ...FileOption) (*F
 // FileWriter streams a file into a sandbox. It is not safe for concurrent
 // use.
 type FileWriter struct {
+	s      *Sandbox
+	ctx    context.Context // the call's, for the handle's state (observe)
 	stream pb.SandboxService_WriteFileClient
 	cancel context.CancelFunc
 	info   FileInfo
@@ -350,11 +353,11 @@ func (w *FileWriter) Close() error {
 	defer w.cancel()
 	resp, err := w.stream.CloseAndRecv()
 	if err != nil {
-		w.err = wrapError("files.write", err)
+		w.err = w.s.observe(w.ctx, wrapError("files.write", err))
 		return w.err
 	}
 	w.info = fileInfoFromProto(resp.GetFile())
-	return nil
+	return w.s.observe(w.ctx, nil)
 }
 
 // Abort drops the write: the file is not changed.
@@ -377,7 +380,7 @@ func (f *Files) Stat(ctx context.Context, path string) (FileInfo, error) {
 		resp, err = s.c.rpc.StatFile(ctx, &pb.StatFileRequest{Sandbox: s.name, Namespace: s.ns, Path: path})
 		return err
 	})
-	if err != nil {
+	if err := s.observe(ctx, err); err != nil {
 		return FileInfo{}, err
 	}
 	return fileInfoFromProto(resp.GetFile()), nil
@@ -398,13 +401,13 @@ func (f *Files) Exists(ctx context.Context, path string) (bool, error) {
 func (f *Files) Remove(ctx context.Context, path string, opts ...FileOption) error {
 	s := f.s
 	cfg := newFileConfig(opts)
-	return s.c.retry(ctx, "files.remove", func(ctx context.Context, attempt int) error {
+	return s.observe(ctx, s.c.retry(ctx, "files.remove", func(ctx context.Context, attempt int) error {
 		_, err := s.c.rpc.RemoveFile(ctx, &pb.RemoveFileRequest{Sandbox: s.name, Namespace: s.ns, Path: path, Recursive: cfg.recursive})
 		if attempt > 1 && status.Code(err) == codes.NotFound {
 			return nil // an earlier attempt removed it
 		}
 		return err
-	})
+	}))
 }
 
 // MkDir makes a directory (and its parents with WithParents).
@@ -421,7 +424,7 @@ func (f *Files) MkDir(ctx context.Context, path string, opts ...FileOption) (Fil
 		}
 		return err
 	})
-	if err != nil {
+	if err := s.observe(ctx, err); err != nil {
 		return FileInfo{}, err
 	}
 	if made {

@@ -83,14 +83,15 @@ func (f *Files) Watch(ctx context.Context, path string, opts ...FileOption) (*Fi
 		err = status.Error(codes.Internal, "the watch did not start with its ready event")
 	}
 	if err != nil {
-		cancel()
 		if errors.Is(err, io.EOF) {
 			err = status.Error(codes.Internal, "the watch ended before it was ready")
 		}
-		return nil, wrapError("watch_files", err)
+		err = f.s.observe(ctx, wrapError("watch_files", err)) // before cancel: it may call GetSandbox
+		cancel()
+		return nil, err
 	}
 	w.pending = m.GetEvents()[1:]
-	return w, nil
+	return w, f.s.observe(ctx, nil)
 }
 
 // Next waits for the next change. It returns io.EOF when the watch ended:

@@ -69,7 +69,7 @@ func (s *Sandbox) ExposePort(ctx context.Context, port int, opts ...ExposeOption
 		}
 		return err
 	})
-	return out, err
+	return out, s.observe(ctx, err)
 }
 
 // UnexposePort closes the preview of port; its URLs stop working.

@@ -27,8 +27,15 @@ func (s *Sandbox) Name() string { return s.name }
 // Namespace returns the sandbox's namespace.
 func (s *Sandbox) Namespace() string { return s.ns }
 
-// Info returns the state the server reported in the last call that
-// returned it (Claim, Create, Get, Refresh, Suspend, Resume, Extend).
+// Info returns the state the server last reported, kept true by the
+// handle's own calls: every call that returns the sandbox (Claim, Create,
+// Get, Refresh, Suspend, Pause, Resume, Extend, Restore) sets it; an exec,
+// file, code or preview call that went through while the handle last saw
+// the sandbox paused, suspended, expired or starting (the server resumes
+// one whose template auto-resumes) fetches it again, one GetSandbox then
+// only; a refusal whose Error.Reason names the phase (ReasonSandboxPaused,
+// ...) sets Phase. Changes made elsewhere (another client, an idle pause)
+// show after Refresh.
 func (s *Sandbox) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()

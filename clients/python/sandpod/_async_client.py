@@ -609,7 +609,8 @@ class AsyncSandbox:
     """A handle to one sandbox. Cheap: it holds a name and the last known state.
 
     Use it as a context manager to delete it at the end (or suspend it, or keep it: see
-    ``on_exit``). ``info`` is the state as last reported; ``refresh()`` asks again.
+    ``on_exit``). ``info`` is the state as last reported, kept current by the handle's
+    own calls (see ``status``); ``refresh()`` asks again.
     """
 
     def __init__(
@@ -641,8 +642,15 @@ class AsyncSandbox:
 
     @property
     def status(self) -> Phase:
-        """The phase as last reported (no call); ``refresh()`` to update it.
-        ``Phase.DELETED`` once the sandbox is known to be gone (see ``deleted``)."""
+        """The phase as last reported (no call), kept true by this handle's own calls:
+        every answer that carries the sandbox (lifecycle calls, ``refresh()``) sets
+        ``info``; an exec, file, code or preview call that went through while the handle
+        last saw the sandbox paused, suspended, expired or starting (the server resumes
+        one whose template auto-resumes) fetches ``info`` again, one ``GetSandbox``
+        call then only; a refusal that names the phase (reason ``SANDBOX_PAUSED``, ...)
+        sets it. Changes made elsewhere (another client, an idle pause) show after
+        ``refresh()``. ``Phase.DELETED`` once the sandbox is known to be gone (see
+        ``deleted``)."""
         return self.info.phase
 
     @property
@@ -712,17 +720,46 @@ class AsyncSandbox:
         self.info = dataclasses.replace(self.info, phase=Phase.DELETED, message=why)
 
     def _noted(self, err: SandpodError) -> SandpodError:
-        """Returns ``err``, marking the sandbox gone first if it says so."""
+        """Returns ``err``, marking the sandbox gone first if it says so, or setting the
+        phase a refusal names (``SANDBOX_PAUSED``, ...)."""
         if isinstance(err, SandboxNotFound):
             self._gone(err.message)
+        elif (phase := _base.PHASE_OF_REASON.get(err.reason)) is not None:
+            self.info = dataclasses.replace(self.info, phase=phase)
+        return err
+
+    async def _answered(self) -> None:
+        """Called when an exec, file, code or preview call of this sandbox went through:
+        the server resumed it first if it was paused or suspended (its template
+        auto-resumes) or waited for it to start, so a handle that last saw another phase
+        than running fetches the state again. Nothing to do (no call) otherwise."""
+        if self._deleted or self.info.phase == Phase.RUNNING:
+            return
+        try:
+            await self.refresh()
+        except SandboxNotFound:
+            pass  # refresh marked the handle deleted
+        except SandpodError:
+            # The call that went through is the proof: the sandbox ran when it answered.
+            self.info = dataclasses.replace(self.info, phase=Phase.RUNNING)
+
+    async def _failed(self, err: SandpodError) -> SandpodError:
+        """``_noted``, and for an error the sandbox's agent answered (a file or code
+        context not found): the call reached the sandbox, as in ``_answered``."""
+        self._noted(err)
+        if err.reason in _base.AGENT_ANSWERS:
+            await self._answered()
         return err
 
     async def _unary(self, method: str, request: Any, **kwargs: Any) -> Any:
         """A unary call about this sandbox (see ``Client._unary``)."""
         try:
-            return await self._client._unary(method, request, **kwargs)
-        except SandboxNotFound as err:
-            raise self._noted(err) from None
+            resp = await self._client._unary(method, request, **kwargs)
+        except SandpodError as err:
+            raise await self._failed(err) from None
+        if method in _base.AGENT_CALLS:
+            await self._answered()
+        return resp
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -1176,11 +1213,12 @@ class AsyncFiles:
                 async for resp in call:
                     got += len(resp.data)
                     yield resp.data
+                await self._sandbox._answered()
                 return
             except grpc.RpcError as err:
                 delay = state.next_delay(err.code())
                 if delay is None:
-                    raise self._sandbox._noted(from_rpc_error(err)) from None
+                    raise await self._sandbox._failed(from_rpc_error(err)) from None
                 await asyncio.sleep(delay)
 
     async def download(
@@ -1232,7 +1270,8 @@ class AsyncFiles:
                 wait_for_ready=True,
             )
         except grpc.RpcError as err:
-            raise self._sandbox._noted(from_rpc_error(err)) from None
+            raise await self._sandbox._failed(from_rpc_error(err)) from None
+        await self._sandbox._answered()
         return FileInfo.from_pb(resp.file)
 
     async def upload(

@@ -389,6 +389,7 @@ async def run_exec(
             sender.on_response(resp)
             if resp.WhichOneof("msg") == "exit":
                 result = decoder.result(resp.exit, text)
+                await sandbox._answered()
                 return result.check() if check else result
             out = decoder.feed_response(resp)
             if out is not None and on_output is not None:
@@ -418,6 +419,7 @@ async def _started(
         call.cancel()
         raise ServerError(f"{what} {text!r} ended before it started")
     sender.on_response(resp)
+    await sandbox._answered()
     return call, sender, resp
 
 

@@ -17,6 +17,7 @@ import grpc
 
 from ._errors import SandboxTimeout, SandpodError, from_rpc_error
 from ._models import (
+    Phase,
     datetime_to_ts,
     label_selector,
     policy_to_pb,
@@ -26,6 +27,35 @@ from ._models import (
 )
 from ._retry import RetryPolicy
 from .v1 import exec_pb2, files_pb2, preview_pb2, sandbox_service_pb2
+
+#: Unary calls the server forwards to the sandbox's agent (Exec, ReadFile, WriteFile,
+#: WatchFiles and RunCode are streams, handled where they are read). Before it
+#: forwards one, the server resumes a paused or suspended sandbox whose template
+#: auto-resumes and waits for a starting one: its answer means the sandbox ran then.
+AGENT_CALLS: Final = frozenset(
+    {
+        "ListFiles",
+        "StatFile",
+        "RemoveFile",
+        "MakeDir",
+        "CreateCodeContext",
+        "ListCodeContexts",
+        "DeleteCodeContext",
+        "ExposePort",
+    }
+)
+
+#: ``ErrorInfo`` reasons of errors the sandbox's agent answers: a call refused with one
+#: of them reached a running sandbox.
+AGENT_ANSWERS: Final = frozenset({"FILE_NOT_FOUND", "CODE_CONTEXT_NOT_FOUND"})
+
+#: The phase a refusal's ``ErrorInfo`` reason says the sandbox is in.
+PHASE_OF_REASON: Final = {
+    "SANDBOX_PAUSED": Phase.PAUSED,
+    "SANDBOX_SUSPENDED": Phase.SUSPENDED,
+    "SANDBOX_EXPIRED": Phase.EXPIRED,
+    "SANDBOX_FAILED": Phase.FAILED,
+}
 
 __all__ = ["USE_CLIENT_DEFAULT", "ClientSettings", "UseClientDefault"]
 

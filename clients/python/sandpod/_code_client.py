@@ -116,6 +116,7 @@ async def run_code_async(
     try:
         async for resp in _async_io.responses(call):
             if dec.feed(resp):
+                await sb._answered()
                 return dec.execution
         raise ServerError("run_code ended without its done message")
     except grpc.RpcError as err:
@@ -217,6 +218,7 @@ def run_code(
     try:
         for resp in _sync_io.responses(call):
             if dec.feed(resp):
+                sb._answered()
                 return dec.execution
         raise ServerError("run_code ended without its done message")
     except grpc.RpcError as err:

@@ -98,13 +98,14 @@ class AsyncFileWatch:
         try:
             first = await _async_io.read(self._call)
         except grpc.RpcError as err:
-            raise self._sandbox._noted(from_rpc_error(err)) from None
+            raise await self._sandbox._failed(from_rpc_error(err)) from None
         if (bad := _not_ready(first)) is not None:
             self._call.cancel()
             raise bad
         self.path = first.events[0].path
         self._pending.extend(first.events[1:])
         self._ready = True
+        await self._sandbox._answered()
         return self
 
     # unasync: async-only
@@ -187,13 +188,14 @@ class FileWatch:
         try:
             first = _sync_io.read(self._call)
         except grpc.RpcError as err:
-            raise self._sandbox._noted(from_rpc_error(err)) from None
+            raise self._sandbox._failed(from_rpc_error(err)) from None
         if (bad := _not_ready(first)) is not None:
             self._call.cancel()
             raise bad
         self.path = first.events[0].path
         self._pending.extend(first.events[1:])
         self._ready = True
+        self._sandbox._answered()
         return self
 
     def __iter__(self) -> FileWatch:

@@ -307,6 +307,7 @@ def run_exec(
             kind = resp.WhichOneof("msg")
             if kind == "exit":
                 result = decoder.result(resp.exit, text)
+                sandbox._answered()
                 return result.check() if check else result
             out = decoder.feed_response(resp)
             if out is not None and on_output is not None:
@@ -333,6 +334,7 @@ def _started(
         sender.end()
         raise ServerError(f"{what} {text!r} ended before it started") from None
     sender.on_response(resp)
+    sandbox._answered()
     return call, sender, resp
 
 
