@@ -133,7 +133,7 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 	if ent != nil {
 		e.requests[reqKey] = *ent
 	}
-	e.log.Info("snapshot taken", "snapshot", s.key(), "sandbox", source, "bytes", s.Bytes, "entries", s.Entries, "by", s.TakenBy, "took", s.Took)
+	e.log.Info("snapshot taken", "snapshot", s.key(), "sandbox", source, "bytes", s.Bytes, "onDisk", st.Alloc, "entries", s.Entries, "by", s.TakenBy, "took", s.Took)
 	e.poke() // a pool may be waiting for it
 	return s, nil
 }
