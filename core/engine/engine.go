@@ -84,6 +84,8 @@ type Engine struct {
 	forkMethod string
 	forkOwners string // how a fork's files get its ids
 	limits     SnapshotLimits
+	// disks bound what each sandbox writes to the host (disk_linux.go).
+	disks *disks
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -188,6 +190,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		orphans:     map[string]bool{},
 		snaps:       map[string]*snapRecord{},
 		limits:      fromDefs.Snapshots.withDefaults(),
+		disks:       detectDisks(abs),
 		kick:        make(chan struct{}, 1),
 	}
 	for _, d := range rep.Orphans {
@@ -230,7 +233,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		st.close()
 		return nil, fmt.Errorf("snapshots: %w", err)
 	}
-	e.log.Info("local engine", "state", abs, "limits", e.cgroups.String(),
+	e.log.Info("local engine", "state", abs, "limits", e.cgroups.String(), "disk", e.disks.String(),
 		"agentHealthCheck", fmt.Sprintf("every %s, timeout %s, %d failures kill", cfg.AgentHealthCheck.Period.Duration, cfg.AgentHealthCheck.Timeout.Duration, cfg.AgentHealthCheck.FailureThreshold),
 		"agentRestart", fmt.Sprintf("%s, back-off %s..%s, reset after %s", cfg.AgentRestart.Policy, cfg.AgentRestart.InitialBackoff.Duration, cfg.AgentRestart.MaxBackoff.Duration, cfg.AgentRestart.ResetAfter.Duration),
 		"isolation", "runc "+runcBin+": user namespace on a host id range of its own, pid, mount, network, uts, ipc and cgroup namespaces, own root file system, seccomp, no_new_privs")
@@ -292,6 +295,13 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 					e.log.Warn("adopted sandbox's socket buffers left uncapped", "sandbox", r.key(), "err", err)
 				}
 			}
+		}
+	}
+	// Each sandbox's disk first (after a reboot or a purge): nothing may
+	// read or write its directory before its own file system is on it.
+	for _, sb := range e.sandboxes {
+		if err := e.disks.reattach(sandboxDir(e.cfg.StateDir, &sb.rec), &sb.rec); err != nil {
+			e.log.Error("mount a sandbox's disk", "sandbox", sb.rec.key(), "err", err)
 		}
 	}
 	var wg sync.WaitGroup

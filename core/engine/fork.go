@@ -439,6 +439,9 @@ func (e *Engine) seedWorkspace(sb *sandbox, oldGone <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
+	if err := e.disks.ensure(sandboxDir(e.cfg.StateDir, &rec), &rec); err != nil {
+		return fmt.Errorf("the sandbox's disk: %w", err)
+	}
 	if err := privateToSandbox(sandboxDir(e.cfg.StateDir, &rec), base); err != nil {
 		return err
 	}

@@ -60,6 +60,11 @@ func Purge(stateDir string) (int, error) {
 	for _, mp := range mountsUnder(abs) {
 		_ = unmount(mp)
 	}
+	// Then the sandboxes' disks they were on (disk_linux.go): the images
+	// stay, the next serve mounts them again.
+	for _, mp := range diskMountsUnder(abs) {
+		_ = detachDisk(mp)
+	}
 	return killed, nil
 }
 
