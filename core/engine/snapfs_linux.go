@@ -45,8 +45,8 @@ func mapID(id, from, to uint32) uint32 {
 // sizes), Alloc of them on disk (holes not counted; what the quota counts).
 type copyStats struct {
 	Bytes, Alloc, Entries int64
-	Skipped        []string
-	Reflinked      bool
+	Skipped               []string
+	Reflinked             bool
 }
 
 func (s *copyStats) skip(path, why string) {
