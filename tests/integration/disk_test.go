@@ -242,3 +242,94 @@ func wantNoDisks(t *testing.T, state string) {
 		t.Errorf("images left: %v", imgs)
 	}
 }
+
+// A sandbox's disk outlives suspend and resume, a restart and a crash of
+// serve, a purge (the next serve mounts it again), and goes with snapshots,
+// forks and restores: the files are there and the limit still holds.
+func TestDiskLimitSurvivesLifecycle(t *testing.T) {
+	srv := startServer(t, testserver.PythonTemplate+smallDiskConfig)
+	c := srv.Client()
+	a := createSandbox(t, srv, "small")
+	running := func(n string) {
+		t.Helper()
+		eventually(t, n+" running", func() bool {
+			sb, err := getSandbox(t, c, n)
+			return err == nil && sb.GetPhase() == sandpodv1.Phase_PHASE_RUNNING
+		})
+	}
+	running(a)
+	sum := sh(t, c, a, "head -c 1048576 /dev/urandom > keep && sha256sum keep").stdout
+	kept := func(n, when string) {
+		t.Helper()
+		if got := sh(t, c, n, "sha256sum keep").stdout; got != sum {
+			t.Fatalf("%s: %s's file is %q, want %q", when, n, got, sum)
+		}
+	}
+	limited := func(n, when string) {
+		t.Helper()
+		mib := refused(t, when+": fill "+n, pyRun(t, c, n, fillScript, "/workspace/fill"))
+		if mib < 30 || mib > 64 {
+			t.Errorf("%s: %s wrote %d MiB before ENOSPC, want 30..64", when, n, mib)
+		}
+		sh(t, c, n, "rm -f /workspace/fill")
+	}
+
+	if _, err := c.SuspendSandbox(ctx(t), &sandpodv1.SuspendSandboxRequest{Name: a}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ResumeSandbox(ctx(t), &sandpodv1.ResumeSandboxRequest{Name: a}); err != nil {
+		t.Fatal(err)
+	}
+	kept(a, "after suspend and resume")
+	limited(a, "after suspend and resume")
+
+	srv.Restart(t)
+	c = srv.Client()
+	kept(a, "after a restart of serve")
+	srv.Kill(t)
+	srv.StartAgain(t)
+	c = srv.Client()
+	kept(a, "after a crash of serve")
+
+	// A crash, then a purge: the disk is unmounted and its loop device
+	// gone; the next serve mounts the image again.
+	srv.Kill(t)
+	if code, out := sandpod(t, "purge", "--state-dir", srv.StateDir()); code != 0 {
+		t.Fatalf("purge (exit %d):\n%s", code, out)
+	}
+	if m := mountsBelow(t, srv.StateDir()); len(m) != 0 {
+		t.Errorf("purge left mounts: %v", m)
+	}
+	eventually(t, "purge to free the loop devices", func() bool { return len(loopsOf(t, srv.StateDir())) == 0 })
+	srv.StartAgain(t)
+	c = srv.Client()
+	running(a)
+	kept(a, "after a crash, a purge and a new serve")
+	limited(a, "after a crash, a purge and a new serve")
+
+	// A fork has a disk of its own with the same limit; a restore keeps the
+	// sandbox's disk.
+	if _, err := c.SnapshotSandbox(ctx(t), &sandpodv1.SnapshotSandboxRequest{Sandbox: a, Name: "disk-snap"}); err != nil {
+		t.Fatal(err)
+	}
+	fr, err := c.ForkSandbox(ctx(t), &sandpodv1.ForkSandboxRequest{Snapshot: "disk-snap", Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fr.GetSandboxes()[0].GetName()
+	kept(f, "in a fork")
+	limited(f, "in a fork")
+	sh(t, c, a, "rm keep")
+	if _, err := c.RestoreSandbox(ctx(t), &sandpodv1.RestoreSandboxRequest{Name: a, Snapshot: "disk-snap"}); err != nil {
+		t.Fatal(err)
+	}
+	kept(a, "after a restore")
+	limited(a, "after a restore")
+
+	for _, n := range []string{a, f} {
+		if _, err := c.DeleteSandbox(ctx(t), &sandpodv1.DeleteSandboxRequest{Name: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantNoDisks(t, srv.StateDir())
+}
