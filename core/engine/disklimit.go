@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -39,4 +40,20 @@ func diskLimits(c *corev1.Container) (bytes, inodes int64, err error) {
 		}
 	}
 	return bytes, bytes / diskBytesPerInode, nil
+}
+
+// diskSizes are the distinct disk limits (bytes, inodes) of the templates,
+// in order: the images to format ahead of the first sandbox of each.
+func diskSizes(templates map[string]runSpec) [][2]int64 {
+	seen := map[[2]int64]bool{}
+	var out [][2]int64
+	for _, rs := range templates {
+		k := [2]int64{rs.DiskBytes, rs.DiskInodes}
+		if rs.DiskBytes > 0 && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] || out[i][0] == out[j][0] && out[i][1] < out[j][1] })
+	return out
 }

@@ -213,6 +213,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		e.templates[t.Namespace+"/"+t.Name] = rs
 	}
+	if e.disks.enforced() {
+		go e.disks.warm(diskSizes(e.templates))
+	}
 	recs, reqs, overrides, err := st.loadAll()
 	if err != nil {
 		st.close()
