@@ -9,15 +9,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// A sandbox's disk: everything the engine keeps of a sandbox on the host
-// (its directory: workspace, root file system, the layer over a snapshot,
-// start files) lives on a file system of its own, an ext4 image file
-// (sparse: it takes what is written, up to the limit) loop-mounted on the
-// sandbox's directory. A sandbox that fills it gets ENOSPC; the host's disk
+// A sandbox's disk: what a sandbox writes on the host (its directory:
+// workspace, root file system, the layer over a snapshot, agent log; not
+// runc's bundle, bundle.go) lives on a file system of its own, an ext4
+// image file (sparse: it takes what is written, up to the limit)
+// loop-mounted on the sandbox's directory. A sandbox that fills it gets ENOSPC; the host's disk
 // and the state store are untouched. The image is made before the sandbox
 // first starts (pool members ahead of their claims), mounted again by the
 // next engine after a reboot, and removed with the sandbox.
@@ -38,6 +39,7 @@ type disks struct {
 	// sandboxes then have no disk limit.
 	mode, why string
 	mkfs      string
+	formatMu  sync.Mutex
 }
 
 // detectDisks chooses how sandboxes' disks are bounded on this machine,
@@ -137,6 +139,26 @@ func (d *disks) ensure(dir string, r *record) error {
 	return d.mount(img, dir, made)
 }
 
+// reattachDisks mounts the disk of every sandbox the store knows, and of
+// the orphans (directories without a record) so that their files stay
+// where an operator looks for them. For a start, before anything else.
+func (e *Engine) reattachDisks() {
+	disked := make([]record, 0, len(e.sandboxes)+len(e.orphans))
+	for _, sb := range e.sandboxes {
+		disked = append(disked, sb.rec)
+	}
+	for key := range e.orphans {
+		ns, name, _ := strings.Cut(key, "/")
+		disked = append(disked, record{Namespace: ns, Name: name})
+	}
+	for i := range disked {
+		r := &disked[i]
+		if err := e.disks.reattach(sandboxDir(e.cfg.StateDir, r), r); err != nil {
+			e.log.Error("mount a sandbox's disk", "sandbox", r.key(), "err", err)
+		}
+	}
+}
+
 // reattach mounts the disk of a sandbox that has one and lost its mount (a
 // reboot, a purge): what an engine does for every sandbox when it starts,
 // before anything reads or writes the sandbox's directory.
@@ -197,8 +219,12 @@ func (d *disks) makeImage(img string, size, inodes int64) error {
 }
 
 // formatted returns the formatted image of size bytes and inodes inodes,
-// making it the first time it is asked for (or at start, warm).
+// making it the first time it is asked for (or at start, warm); one at a
+// time, so that a pool's members wait for one mkfs instead of running one
+// each.
 func (d *disks) formatted(size, inodes int64) (string, error) {
+	d.formatMu.Lock()
+	defer d.formatMu.Unlock()
 	tpl := filepath.Join(d.dir, ".formatted", strconv.FormatInt(size, 10)+"-"+strconv.FormatInt(inodes, 10)+".img")
 	if _, err := os.Stat(tpl); err == nil {
 		return tpl, nil
@@ -221,8 +247,8 @@ func (d *disks) warm(limits [][2]int64) {
 
 // format makes a sparse ext4 file system of size bytes with at least
 // inodes inodes (mkfs rounds up to fill its tables) in the file img. Lazy
-// table and journal init keep it sparse (a few MiB on disk); no blocks are
-// reserved for the host's root, which no sandbox is.
+// table and journal init keep it sparse (a few MiB on disk); diskReserve
+// is reserved for the engine.
 func (d *disks) format(img string, size, inodes int64) error {
 	f, err := os.OpenFile(img, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -233,7 +259,7 @@ func (d *disks) format(img string, size, inodes int64) error {
 	if err != nil {
 		return err
 	}
-	if out, err := exec.Command(d.mkfs, mkfsArgs(img, inodes)...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(d.mkfs, mkfsArgs(img, size, inodes)...).CombinedOutput(); err != nil {
 		return fmt.Errorf("mkfs.ext4: %w: %s", err, strings.TrimSpace(string(out)))
 	}
 	return nil
@@ -276,8 +302,16 @@ func copySparseFile(dst, src string) error {
 	return out.Close()
 }
 
-func mkfsArgs(img string, inodes int64) []string {
-	return []string{"-q", "-F", "-b", "4096", "-I", "256", "-m", "0", "-N", strconv.FormatInt(inodes, 10),
+// diskReserve is kept free for the engine: ext4 lets only the host's root
+// (CAP_SYS_RESOURCE in the host's user namespace, which no process of a
+// sandbox has) write into its reserved blocks, so a sandbox that filled its
+// disk can still be started (its root file system's /etc and runc's
+// bundle are written at each start).
+const diskReserve = 2 << 20
+
+func mkfsArgs(img string, size, inodes int64) []string {
+	reserve := strconv.FormatFloat(float64(diskReserve)*100/float64(size), 'f', 6, 64) // percent
+	return []string{"-q", "-F", "-b", "4096", "-I", "256", "-m", reserve, "-N", strconv.FormatInt(inodes, 10),
 		"-L", "sandpod", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", img}
 }
 

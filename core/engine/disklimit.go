@@ -9,7 +9,7 @@ import (
 
 // Disk limits of local sandboxes: what one sandbox may write to the host's
 // disk (its workspace, its own root file system, the layer over a snapshot
-// it was made from, its start files) is bounded by its template's
+// it was made from, its agent log) is bounded by its template's
 // ephemeral-storage limit, the resource Kubernetes bounds the same writes
 // with, or DefaultDiskBytes. disk_linux.go enforces it.
 

@@ -302,11 +302,7 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	}
 	// Each sandbox's disk first (after a reboot or a purge): nothing may
 	// read or write its directory before its own file system is on it.
-	for _, sb := range e.sandboxes {
-		if err := e.disks.reattach(sandboxDir(e.cfg.StateDir, &sb.rec), &sb.rec); err != nil {
-			e.log.Error("mount a sandbox's disk", "sandbox", sb.rec.key(), "err", err)
-		}
-	}
+	e.reattachDisks()
 	var wg sync.WaitGroup
 	for _, sb := range e.sandboxes {
 		wg.Add(1)
@@ -317,6 +313,7 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	}
 	wg.Wait()
 	e.sweepSockets()
+	e.sweepBundles()
 	e.sweepContainers()
 	if n := sweepPastaDirs(os.TempDir(), time.Now()); n > 0 {
 		e.log.Info("removed pasta directories left by an earlier exit", "count", n)

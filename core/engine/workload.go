@@ -183,7 +183,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		ctx:       ctx,
 		runc:      e.runc,
 		id:        id,
-		bundle:    filepath.Join(dir, "bundle"),
+		bundle:    e.bundleDir(rec),
 		container: c,
 		socket:    e.socketPath(rec),
 		logPath:   e.logPath(rec),
@@ -498,6 +498,7 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 	if err := e.disks.release(sandboxDir(e.cfg.StateDir, &rec), &rec); err != nil {
 		return fmt.Errorf("remove the disk of %s: %w", rec.key(), err)
 	}
+	_ = os.RemoveAll(e.bundleDir(&rec))
 	if err := os.RemoveAll(sandboxDir(e.cfg.StateDir, &rec)); err != nil {
 		// A start that seeded its workspace from a snapshot may have mounted
 		// it after the unmount above: once more.

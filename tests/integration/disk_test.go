@@ -161,6 +161,9 @@ func TestDiskLimitFillAndInodes(t *testing.T) {
 		})
 	}
 	img := filepath.Join(srv.StateDir(), "disks", "default", a+".img")
+	if l := loopsOf(t, srv.StateDir()); len(l) < 2 {
+		t.Errorf("loop devices on this server's images: %v, want one per sandbox", l)
+	}
 	var host syscall.Statfs_t
 	if err := syscall.Statfs(srv.StateDir(), &host); err != nil {
 		t.Fatal(err)
@@ -277,13 +280,19 @@ func TestDiskLimitSurvivesLifecycle(t *testing.T) {
 		sh(t, c, n, "rm -f /workspace/fill")
 	}
 
+	// A full disk (inodes and bytes) does not keep the sandbox from
+	// starting again: the engine writes its start files into room kept
+	// for it.
+	refused(t, "make files", pyRun(t, c, a, inodeScript, "/workspace/many"))
+	refused(t, "fill", pyRun(t, c, a, fillScript, "/workspace/fill"))
 	if _, err := c.SuspendSandbox(ctx(t), &sandpodv1.SuspendSandboxRequest{Name: a}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ResumeSandbox(ctx(t), &sandpodv1.ResumeSandboxRequest{Name: a}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("resume with a full disk: %v", err)
 	}
 	kept(a, "after suspend and resume")
+	sh(t, c, a, "rm -rf /workspace/many /workspace/fill")
 	limited(a, "after suspend and resume")
 
 	srv.Restart(t)
