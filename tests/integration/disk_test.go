@@ -154,12 +154,8 @@ func TestDiskLimitFillAndInodes(t *testing.T) {
 	}
 	a := createSandbox(t, srv, "small-root")
 	b := createSandbox(t, srv, "small")
-	for _, n := range []string{a, b} {
-		eventually(t, n+" running", func() bool {
-			sb, err := getSandbox(t, c, n)
-			return err == nil && sb.GetPhase() == sandpodv1.Phase_PHASE_RUNNING
-		})
-	}
+	waitRunning(t, c, a)
+	waitRunning(t, c, b)
 	img := filepath.Join(srv.StateDir(), "disks", "default", a+".img")
 	if l := loopsOf(t, srv.StateDir()); len(l) < 2 {
 		t.Errorf("loop devices on this server's images: %v, want one per sandbox", l)
@@ -256,14 +252,7 @@ func TestDiskLimitSurvivesLifecycle(t *testing.T) {
 	srv := startServer(t, testserver.PythonTemplate+smallDiskConfig)
 	c := srv.Client()
 	a := createSandbox(t, srv, "small")
-	running := func(n string) {
-		t.Helper()
-		eventually(t, n+" running", func() bool {
-			sb, err := getSandbox(t, c, n)
-			return err == nil && sb.GetPhase() == sandpodv1.Phase_PHASE_RUNNING
-		})
-	}
-	running(a)
+	waitRunning(t, c, a)
 	sum := sh(t, c, a, "head -c 1048576 /dev/urandom > keep && sha256sum keep").stdout
 	kept := func(n, when string) {
 		t.Helper()
@@ -315,7 +304,7 @@ func TestDiskLimitSurvivesLifecycle(t *testing.T) {
 	eventually(t, "purge to free the loop devices", func() bool { return len(loopsOf(t, srv.StateDir())) == 0 })
 	srv.StartAgain(t)
 	c = srv.Client()
-	running(a)
+	waitRunning(t, c, a)
 	kept(a, "after a crash, a purge and a new serve")
 	limited(a, "after a crash, a purge and a new serve")
 

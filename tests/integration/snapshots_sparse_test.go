@@ -39,10 +39,7 @@ func TestSnapshotKeepsHoles(t *testing.T) {
 	srv := startServer(t, testserver.PythonTemplate+snapshotLimitConfig)
 	c := srv.Client()
 	s := createSandbox(t, srv, "python")
-	eventually(t, s+" running", func() bool {
-		sb, err := getSandbox(t, c, s)
-		return err == nil && sb.GetPhase() == sandpodv1.Phase_PHASE_RUNNING
-	})
+	waitRunning(t, c, s)
 	sh(t, c, s, "python3 -c '"+sparseScript+"'")
 	orig := sh(t, c, s, sizeAndDisk).stdout
 	sparse := func(where, got string) {
