@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -177,6 +178,11 @@ func (d *disks) reattach(dir string, r *record) error {
 }
 
 func (d *disks) mount(img, dir string, fresh bool) error {
+	// Two mounts of one ext4 at once would corrupt it: an unmount the
+	// kernel finishes lazily (MNT_DETACH) still holds the image.
+	if err := awaitDetached(img, detachWait); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return err
 	}
@@ -374,6 +380,52 @@ func detachDisk(dir string) error {
 		return nil
 	}
 	return fmt.Errorf("unmount %s: %w", dir, err)
+}
+
+// detachWait bounds how long a mount waits for an image's earlier loop
+// device to go.
+const detachWait = 10 * time.Second
+
+// awaitDetached waits until no loop device is backed by img.
+func awaitDetached(img string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		devs := loopDevicesOf(img)
+		if len(devs) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is still attached to %s after %s (mounted elsewhere, or an unmount not finished)", img, strings.Join(devs, ", "), wait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// loopDevicesOf lists the loop devices backed by the file img.
+func loopDevicesOf(img string) []string {
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	var out []string
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) == img {
+			out = append(out, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f))))
+		}
+	}
+	return out
+}
+
+// awaitDisksDetached waits until the loop devices of every image of a
+// state directory are gone (purge: the next serve mounts them again).
+func awaitDisksDetached(stateDir string) error {
+	imgs, _ := filepath.Glob(filepath.Join(stateDir, "disks", "*", "*.img"))
+	for _, img := range imgs {
+		if filepath.Base(filepath.Dir(img)) == ".formatted" {
+			continue
+		}
+		if err := awaitDetached(img, detachWait); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // isMountPoint says whether something is mounted on dir (its device is

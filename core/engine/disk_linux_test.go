@@ -27,8 +27,8 @@ func TestDiskEnsureReattachRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("make and mount: %s", time.Since(t0))
-	if !isMountPoint(dir) {
-		t.Fatal("not mounted")
+	if !isMountPoint(dir) || len(loopDevicesOf(d.image(r))) != 1 {
+		t.Fatalf("mounted %v, loop devices %v", isMountPoint(dir), loopDevicesOf(d.image(r)))
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("a new disk holds %v", ents)
@@ -58,6 +58,9 @@ func TestDiskEnsureReattachRelease(t *testing.T) {
 	}
 	if isMountPoint(dir) || len(diskMountsUnder(state)) != 0 {
 		t.Error("still mounted after release")
+	}
+	if err := awaitDetached(filepath.Join(d.dir, "default", "sb.img"), detachWait); err != nil {
+		t.Error(err)
 	}
 	if _, err := os.Stat(d.image(r)); !os.IsNotExist(err) {
 		t.Errorf("image left: %v", err)

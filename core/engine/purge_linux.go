@@ -65,6 +65,9 @@ func Purge(stateDir string) (int, error) {
 	for _, mp := range diskMountsUnder(abs) {
 		_ = detachDisk(mp)
 	}
+	if err := awaitDisksDetached(abs); err != nil {
+		return killed, err
+	}
 	return killed, nil
 }
 
