@@ -40,6 +40,7 @@ func runServe(ctx context.Context, args []string) int {
 	fs.Var(&configs, "config", "SandboxTemplate/SandboxWarmPool YAML file or directory (repeatable; default: a python template with a pool of 2)")
 	refillDelay := fs.Duration("pool-refill-delay", 0, "how long claims must pause before a warm pool refills (refills yield to claims, at most 10 times this long; a pool below half its size waits only this long; 0 refills at once; the same rule as sandpod controller)")
 	runc := fs.String("runc", "", "the runc binary that isolates sandboxes (default: $SANDPOD_RUNC, runc beside this binary, then $PATH)")
+	noLimits := fs.Bool("no-limits", false, "run sandboxes without cgroup limits (no memory, pids or cpu limit, no pause) where serve cannot apply them; without it serve refuses to start there")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -52,13 +53,14 @@ func runServe(ctx context.Context, args []string) int {
 		sf.preview.keyFile = filepath.Join(*stateDir, "preview.key")
 	}
 	sf.preview.statePath = filepath.Join(*stateDir, "previews.json")
-	o := serveOptions{server: sf, stateDir: *stateDir, configs: configs, refillDelay: *refillDelay, runc: *runc}
+	o := serveOptions{server: sf, stateDir: *stateDir, configs: configs, refillDelay: *refillDelay, runc: *runc, noLimits: *noLimits}
 	if err := serve(ctx, log, o); err != nil {
 		var se *engine.StoreError
-		if errors.As(err, &se) {
+		var le *engine.LimitsError
+		if errors.As(err, &se) || errors.As(err, &le) {
 			// Said as it is, over several lines: what is wrong and what to
 			// do, not a log record to decode.
-			fmt.Fprintln(os.Stderr, "sandpod serve: "+se.Error())
+			fmt.Fprintln(os.Stderr, "sandpod serve: "+err.Error())
 			return 1
 		}
 		log.Error("serve", "err", err)
@@ -73,6 +75,7 @@ type serveOptions struct {
 	configs     []string
 	refillDelay time.Duration
 	runc        string
+	noLimits    bool
 }
 
 func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
@@ -84,7 +87,7 @@ func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(ctx, engine.Config{StateDir: o.stateDir, Definitions: defs, Logger: log, PoolRefillDelay: o.refillDelay, Runc: o.runc})
+	eng, err := engine.New(ctx, engine.Config{StateDir: o.stateDir, Definitions: defs, Logger: log, PoolRefillDelay: o.refillDelay, Runc: o.runc, NoLimits: o.noLimits})
 	if err != nil {
 		return err
 	}

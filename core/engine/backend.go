@@ -625,6 +625,11 @@ func (e *Engine) ListTemplates(_ context.Context, ns string) ([]*sandpodv1.Templ
 		if rs.DefaultTTL.Duration > 0 {
 			t.DefaultTtl = durationpb.New(rs.DefaultTTL.Duration)
 		}
+		if !e.cg.usable() {
+			// What is applied, not what the template asks: nothing
+			// (--no-limits; 0 is unlimited).
+			t.MemoryLimitBytes, t.CpuLimitMillis, t.PidsLimit = 0, 0, 0
+		}
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -5,62 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
-
-const cgroupRoot = "/sys/fs/cgroup"
-
-// cgroups describes the limits this machine lets the engine apply.
-type cgroups struct {
-	v2 bool
-	// controllers available (v1: mounted hierarchies we can write).
-	controllers []string
-}
-
-// detectCgroups finds which of memory, pids and cpu the engine can limit.
-func detectCgroups() cgroups {
-	if b, err := os.ReadFile(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
-		cg := cgroups{v2: true}
-		parent := filepath.Join(cgroupRoot, "sandpod")
-		if os.MkdirAll(parent, 0o755) != nil {
-			return cgroups{}
-		}
-		for _, c := range []string{"memory", "pids", "cpu"} {
-			if strings.Contains(" "+string(b)+" ", " "+c+" ") &&
-				os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+"+c), 0) == nil &&
-				os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+"+c), 0) == nil {
-				cg.controllers = append(cg.controllers, c)
-			}
-		}
-		return cg
-	}
-	var cg cgroups
-	for _, c := range []string{"memory", "pids", "cpu"} {
-		dir := filepath.Join(cgroupRoot, c, "sandpod")
-		if os.MkdirAll(dir, 0o755) == nil {
-			cg.controllers = append(cg.controllers, c)
-		}
-	}
-	return cg
-}
-
-func (c cgroups) String() string {
-	if len(c.controllers) == 0 {
-		return "none (no writable cgroup hierarchy)"
-	}
-	v := "v1"
-	if c.v2 {
-		v = "v2"
-	}
-	return "cgroup " + v + ": " + strings.Join(c.controllers, ",")
-}
-
-// usable reports whether runc can apply limits here: sandboxes then run
-// in cgroups under sandpod/ that runc makes and removes.
-func (c cgroups) usable() bool { return len(c.controllers) > 0 }
 
 // containerIDPattern is the shape of the ids newContainerID makes; nothing
 // else is ever joined to a cgroup path below.
@@ -78,19 +26,19 @@ const cgroupRetry = 30 * time.Second
 // processes are already killed (the init died and its PID namespace with
 // it): this only waits for them to go, then removes the directories, in the
 // background when that takes longer than a first try.
-func removeCgroups(id string) {
+func (l cgroupLayout) removeCgroups(id string) {
 	if !containerIDPattern.MatchString(id) {
 		return
 	}
-	dirs := containerCgroups(id)
+	dirs := l.existingDirs(id)
 	if len(dirs) == 0 {
 		return
 	}
-	if dirs = rmdirAll(dirs); len(dirs) > 0 {
+	if dirs = rmdirAll(l, id, dirs); len(dirs) > 0 {
 		cgroupRemovals.Add(1)
 		go func() {
 			defer cgroupRemovals.Done()
-			_ = retryRmdir(dirs, cgroupRetry)
+			_ = retryRmdir(l, id, dirs, cgroupRetry)
 		}()
 	}
 }
@@ -161,9 +109,9 @@ const strayCgroupDelay = 10 * time.Second
 
 // sweepStrayCgroups removes the container cgroups that a process which
 // exited (or was killed) while their removal was pending left behind.
-func sweepStrayCgroups(delay time.Duration) int {
-	dirs, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sandpod", "sb-*"))
-	v2, _ := filepath.Glob(filepath.Join(cgroupRoot, "sandpod", "sb-*"))
+func (l cgroupLayout) sweepStrayCgroups(delay time.Duration) int {
+	dirs, _ := filepath.Glob(filepath.Join(l.root, "*", cgroupParent, "sb-*"))
+	v2, _ := filepath.Glob(filepath.Join(l.root, cgroupParent, "sb-*"))
 	return removeIfStillEmpty(append(dirs, v2...), delay)
 }
 
@@ -196,67 +144,55 @@ func removeIfStillEmpty(dirs []string, delay time.Duration) int {
 
 // awaitCgroupsRemoved is removeCgroups for a process about to exit (purge):
 // it waits, up to cgroupRetry, and returns the directories still there.
-func awaitCgroupsRemoved(ids []string) []string {
-	var dirs []string
+func (l cgroupLayout) awaitCgroupsRemoved(ids []string) []string {
+	var left []string
 	for _, id := range ids {
 		if containerIDPattern.MatchString(id) {
-			dirs = append(dirs, containerCgroups(id)...)
+			left = append(left, retryRmdir(l, id, l.existingDirs(id), cgroupRetry)...)
 		}
 	}
-	return retryRmdir(dirs, cgroupRetry)
+	return left
 }
 
 // retryRmdir tries rmdirAll with a growing pause until nothing is left or
 // the time is up, and returns what is left.
-func retryRmdir(dirs []string, limit time.Duration) []string {
+func retryRmdir(l cgroupLayout, id string, dirs []string, limit time.Duration) []string {
 	deadline := time.Now().Add(limit)
 	for delay := 10 * time.Millisecond; ; delay = min(2*delay, time.Second) {
-		if dirs = rmdirAll(dirs); len(dirs) == 0 || time.Now().After(deadline) {
+		if len(dirs) == 0 {
+			return nil
+		}
+		if dirs = rmdirAll(l, id, dirs); len(dirs) == 0 || time.Now().After(deadline) {
 			return dirs
 		}
 		time.Sleep(delay)
 	}
 }
 
-// accountingCgroups lists the cgroup.procs files of a container's memory,
-// pids, cpu and cpuacct cgroups (cgroup v1): a helper that works for the
-// sandbox from outside it (pasta) joins them, so the sandbox's limits cover
-// what its traffic costs. Not the freezer (a pause or an in-place restore
-// would stop or kill the network) nor devices (pasta opens /dev/net/tun).
-// None on cgroup v2: its one hierarchy would bring both along.
-func accountingCgroups(id string) []string {
-	if !containerIDPattern.MatchString(id) {
+// existingDirs lists the cgroup directories of a container that exist:
+// one per v1 hierarchy (runc makes one in each, not only those the engine
+// writes), or the one of the v2 hierarchy.
+func (l cgroupLayout) existingDirs(id string) []string {
+	if l.mode == cgroupV2 {
+		if fi, err := os.Stat(l.dir("", id)); err == nil && fi.IsDir() {
+			return []string{l.dir("", id)}
+		}
 		return nil
 	}
-	var files []string
-	for _, c := range []string{"memory", "pids", "cpu", "cpuacct"} {
-		f := filepath.Join(cgroupRoot, c, "sandpod", id, "cgroup.procs")
-		if _, err := os.Stat(f); err == nil {
-			files = append(files, f)
-		}
-	}
-	return files
-}
-
-// containerCgroups lists the cgroup directories of a container: one per
-// v1 hierarchy, or the one of the v2 hierarchy.
-func containerCgroups(id string) []string {
-	dirs, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", "sandpod", id))
-	if fi, err := os.Stat(filepath.Join(cgroupRoot, "sandpod", id)); err == nil && fi.IsDir() {
-		dirs = append(dirs, filepath.Join(cgroupRoot, "sandpod", id))
-	}
+	dirs, _ := filepath.Glob(filepath.Join(l.root, "*", cgroupParent, id))
 	return dirs
 }
 
-// rmdirAll removes the directories it can and returns those still busy. A
-// freezer cgroup is thawed first (its killed tasks cannot exit frozen); the
-// write is not waited for, the next try is.
-func rmdirAll(dirs []string) []string {
+// rmdirAll removes the directories it can and returns those still busy.
+// The container's delete writes go first (v1: thaw, as killed tasks
+// cannot exit frozen; v2: cgroup.kill); they are not waited for, the next
+// try is.
+func rmdirAll(l cgroupLayout, id string, dirs []string) []string {
+	for _, w := range l.deleteWrites(id) {
+		_ = applyCgroupWrites([]cgroupWrite{w})
+	}
 	var busy []string
 	for _, d := range dirs {
-		if f, ok := freezerOf(d); ok {
-			_ = os.WriteFile(f.write, []byte(f.thawedIn), 0)
-		}
 		if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
 			busy = append(busy, d)
 		}

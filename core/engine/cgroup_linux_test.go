@@ -26,12 +26,13 @@ func TestContainerIDPattern(t *testing.T) {
 }
 
 // A cgroup whose last process is still exiting when runc deletes the
-// container is removed once the process is gone. Real kernel, cgroup v1
-// pids hierarchy (the one this machine's engine uses); skipped elsewhere.
+// container is removed once the process is gone. Real kernel, the host's
+// layout (v1: the pids hierarchy; v2: the unified one).
 func TestRemoveCgroupsWaitsForTheLastProcess(t *testing.T) {
-	parent := filepath.Join(cgroupRoot, "pids", "sandpod")
-	if os.Geteuid() != 0 || os.MkdirAll(parent, 0o755) != nil {
-		t.Skip("needs root and a writable cgroup v1 pids hierarchy")
+	l := hostCgroups(hostCgroupRoot)
+	parent := filepath.Dir(l.dir("pids", "x"))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatalf("the engine's cgroup parent on this host: %v", err)
 	}
 	id := "sb-" + newUID()[:16] + "-" + newUID()[:8]
 	dir := filepath.Join(parent, id)
@@ -41,7 +42,7 @@ func TestRemoveCgroupsWaitsForTheLastProcess(t *testing.T) {
 	t.Cleanup(func() { _ = os.Remove(dir) })
 	sleeper := sleepIn(t, dir)
 
-	removeCgroups(id) // busy: left to the background retry
+	l.removeCgroups(id) // busy: left to the background retry
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("the cgroup of a live process went: %v", err)
 	}
@@ -61,9 +62,10 @@ func TestRemoveCgroupsWaitsForTheLastProcess(t *testing.T) {
 // with a process in it, nor one that gets its first process meanwhile (a
 // container being born).
 func TestStrayCgroupsAreRemovedOnlyWhenStillEmpty(t *testing.T) {
-	parent := filepath.Join(cgroupRoot, "pids", "sandpod")
-	if os.Geteuid() != 0 || os.MkdirAll(parent, 0o755) != nil {
-		t.Skip("needs root and a writable cgroup v1 pids hierarchy")
+	l := hostCgroups(hostCgroupRoot)
+	parent := filepath.Dir(l.dir("pids", "x"))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatalf("the engine's cgroup parent on this host: %v", err)
 	}
 	mk := func() string {
 		dir := filepath.Join(parent, "sb-"+newUID()[:16]+"-"+newUID()[:8])

@@ -48,8 +48,12 @@ type Config struct {
 	AgentRestart     RestartPolicy
 	// Runc is the runc binary that isolates sandboxes; empty means
 	// $SANDPOD_RUNC, runc beside Executable, then $PATH.
-	Runc   string
-	Logger *slog.Logger
+	Runc string
+	// NoLimits runs sandboxes without cgroups of the engine's: no memory,
+	// pids or cpu limits and no pause. Without it, New fails (LimitsError)
+	// where it cannot apply limits.
+	NoLimits bool
+	Logger   *slog.Logger
 }
 
 // Engine is the local backend.
@@ -57,7 +61,7 @@ type Engine struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *store
-	cgroups cgroups
+	cg      cgroupLayout // cgroupNone with Config.NoLimits
 	runc    runc
 	sockets string
 	hub     *hub
@@ -148,6 +152,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Before anything is touched: an engine that cannot apply the limits
+	// its templates promise does not start (without --no-limits).
+	var cg cgroupLayout
+	if !cfg.NoLimits {
+		if cg, err = detectCgroups(hostCgroupRoot); err != nil {
+			return nil, err
+		}
+	}
 	// Sandbox inits are left to the nearest subreaper when runc exits:
 	// the engine, so it reaps them and knows how each ended.
 	if err := becomeSubreaper(); err != nil {
@@ -177,8 +189,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg:         cfg,
 		log:         cfg.Logger,
 		store:       st,
-		cgroups:     detectCgroups(),
-		runc:        runc{bin: runcBin, root: filepath.Join(abs, "runc")},
+		cg:          cg,
+		runc:        runc{bin: runcBin, root: filepath.Join(abs, "runc"), noCgroups: !cg.usable(), cgroups: hostCgroups(hostCgroupRoot)},
 		sockets:     socketDir(abs),
 		hub:         newHub(),
 		sandboxes:   map[string]*sandbox{},
@@ -236,7 +248,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		st.close()
 		return nil, fmt.Errorf("snapshots: %w", err)
 	}
-	e.log.Info("local engine", "state", abs, "limits", e.cgroups.String(), "disk", e.disks.String(),
+	if !cg.usable() {
+		e.log.Warn("running WITHOUT sandbox limits (--no-limits): sandboxes get no memory, pids or cpu limit, " +
+			"a runaway one can take the whole machine, and pause is refused; drop --no-limits to have serve apply them")
+	}
+	e.log.Info("local engine", "state", abs, "limits", e.cg.String(), "disk", e.disks.String(),
 		"agentHealthCheck", fmt.Sprintf("every %s, timeout %s, %d failures kill", cfg.AgentHealthCheck.Period.Duration, cfg.AgentHealthCheck.Timeout.Duration, cfg.AgentHealthCheck.FailureThreshold),
 		"agentRestart", fmt.Sprintf("%s, back-off %s..%s, reset after %s", cfg.AgentRestart.Policy, cfg.AgentRestart.InitialBackoff.Duration, cfg.AgentRestart.MaxBackoff.Duration, cfg.AgentRestart.ResetAfter.Duration),
 		"isolation", "runc "+runcBin+": user namespace on a host id range of its own, pid, mount, network, uts, ipc and cgroup namespaces, own root file system, seccomp, no_new_privs")
@@ -281,20 +297,26 @@ func (e *Engine) Close() error {
 const closeCgroupWait = 10 * time.Second
 
 // Limits describes the isolation and limits applied on this machine.
-func (e *Engine) Limits() string { return e.cgroups.String() }
+func (e *Engine) Limits() string { return e.cg.String() }
 
 // recover rebuilds the in-memory state from records after a (re)start.
 func (e *Engine) recover(ctx context.Context, recs []record) {
 	for _, r := range recs {
 		sb := &sandbox{rec: r}
 		e.sandboxes[r.key()] = sb
-		if p := adoptProcess(e.runc, r.Container, e.freezerDir(r.Container), r.PID, r.PIDStart); p != nil {
+		cg := e.containerCgroup(r.Container)
+		if f, ok := cg.freezerFiles(); ok {
+			if _, err := os.Stat(f.write); err != nil {
+				cg = containerCgroup{} // started by a serve with --no-limits: runc's, if any
+			}
+		}
+		if p := adoptProcess(e.runc, r.Container, cg, r.PID, r.PIDStart); p != nil {
 			sb.proc = p
 			sb.workload = lifecycle.WorkloadStarting
 			// Started by an engine without the socket cap: the sockets it
 			// opens from now on are charged (sockmem_linux.go).
-			if e.cgroups.usable() {
-				if err := limitSocketMemory(r.Container, socketMemoryLimit(r.Spec.MemoryBytes, hostTCPMemMax())); err != nil {
+			if e.cg.usable() {
+				if err := e.cg.limitSocketMemory(r.Container, socketMemoryLimit(r.Spec.MemoryBytes, hostTCPMemMax())); err != nil {
 					e.log.Warn("adopted sandbox's socket buffers left uncapped", "sandbox", r.key(), "err", err)
 				}
 			}
@@ -319,7 +341,7 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 		e.log.Info("removed pasta directories left by an earlier exit", "count", n)
 	}
 	go func() {
-		if n := sweepStrayCgroups(strayCgroupDelay); n > 0 {
+		if n := e.runc.cgroups.sweepStrayCgroups(strayCgroupDelay); n > 0 {
 			e.log.Info("removed empty cgroups left by an earlier exit", "count", n)
 		}
 	}()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -12,10 +11,10 @@ import (
 // The cgroup freezer pauses a sandbox: every process of its container stops
 // where it is, memory and open files kept, and uses no CPU until thawed.
 // The engine writes the container's freezer file itself (a few hundred
-// microseconds) where it knows the container's cgroup (the one it gives
-// runc, see launch); elsewhere it asks runc (`runc pause`/`runc resume`,
-// an exec of runc each). Both work on cgroup v1 (the freezer hierarchy) and
-// v2 (cgroup.freeze).
+// microseconds) where it made the container's cgroup (the one it gives
+// runc, see launch; the files are cgroupLayout.freezer's); elsewhere it
+// asks runc (`runc pause`/`runc resume`, an exec of runc each). Both work
+// on cgroup v1 (the freezer hierarchy) and v2 (cgroup.freeze).
 //
 // A process frozen by the v1 freezer cannot even die: a SIGKILL waits for
 // the thaw. So kill thaws after it signals (see process.kill).
@@ -24,39 +23,14 @@ import (
 // storm racing the freezer) is thawed again and the pause fails.
 const freezeTimeout = 10 * time.Second
 
-// freezerDir is the directory of a container's freezer cgroup, or "" when
-// the engine runs containers without cgroups of its own (runc decides).
-func (e *Engine) freezerDir(id string) string {
-	if id == "" || !e.cgroups.usable() {
-		return ""
+// containerCgroup is the container's cgroup of id as the engine reads and
+// writes it (none when the engine runs containers without cgroups of its
+// own: runc decides).
+func (e *Engine) containerCgroup(id string) containerCgroup {
+	if id == "" {
+		return containerCgroup{}
 	}
-	if e.cgroups.v2 {
-		return filepath.Join(cgroupRoot, "sandpod", id)
-	}
-	return filepath.Join(cgroupRoot, "freezer", "sandpod", id)
-}
-
-// freezerFiles are the file written and the file read with the values
-// meaning frozen and thawed.
-type freezerFiles struct {
-	write, read          string
-	frozenIn, thawedIn   string // values written
-	frozenOut, thawedOut string // what read says once settled
-}
-
-func freezerOf(dir string) (freezerFiles, bool) {
-	if dir == "" {
-		return freezerFiles{}, false
-	}
-	if _, err := os.Stat(filepath.Join(dir, "cgroup.freeze")); err == nil {
-		return freezerFiles{write: filepath.Join(dir, "cgroup.freeze"), read: filepath.Join(dir, "cgroup.events"),
-			frozenIn: "1", thawedIn: "0", frozenOut: "frozen 1", thawedOut: "frozen 0"}, true
-	}
-	if _, err := os.Stat(filepath.Join(dir, "freezer.state")); err == nil {
-		f := filepath.Join(dir, "freezer.state")
-		return freezerFiles{write: f, read: f, frozenIn: "FROZEN", thawedIn: "THAWED", frozenOut: "FROZEN", thawedOut: "THAWED"}, true
-	}
-	return freezerFiles{}, false
+	return e.cg.container(id)
 }
 
 // settled reports whether the freezer's read file shows want.
@@ -111,7 +85,7 @@ func (p *process) freeze() error {
 	if p.killing {
 		return errGone
 	}
-	if f, ok := freezerOf(p.cgroup); ok {
+	if f, ok := p.cgroup.freezerFiles(); ok {
 		if err := f.set(f.frozenIn, f.frozenOut); err != nil {
 			_ = f.set(f.thawedIn, f.thawedOut)
 			return fmt.Errorf("freeze: %w", err)
@@ -131,7 +105,7 @@ func (p *process) thaw() error {
 }
 
 func (p *process) thawLocked() error {
-	if f, ok := freezerOf(p.cgroup); ok {
+	if f, ok := p.cgroup.freezerFiles(); ok {
 		if err := f.set(f.thawedIn, f.thawedOut); err != nil {
 			return fmt.Errorf("thaw: %w", err)
 		}
@@ -147,7 +121,7 @@ func (p *process) thawLocked() error {
 // isFrozen reads whether p's container is frozen now (after a restart of
 // the engine, which remembers only what it recorded).
 func (p *process) isFrozen() (bool, error) {
-	if f, ok := freezerOf(p.cgroup); ok {
+	if f, ok := p.cgroup.freezerFiles(); ok {
 		return f.settled(f.frozenOut)
 	}
 	if p.id == "" {

@@ -190,6 +190,11 @@ func (e *Engine) act(ctx context.Context, a action) {
 		e.log.Info("idle timeout: suspending", "sandbox", a.sb.rec.key())
 		_, _ = e.SuspendSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name)
 	case "pause":
+		if !e.cg.usable() {
+			e.log.Info("idle timeout: suspending (pause needs the cgroup freezer, and serve runs with --no-limits)", "sandbox", a.sb.rec.key())
+			_, _ = e.SuspendSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name)
+			return
+		}
 		e.log.Info("idle timeout: pausing", "sandbox", a.sb.rec.key())
 		if _, err := e.PauseSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name); err != nil {
 			e.log.Warn("idle pause", "sandbox", a.sb.rec.key(), "err", err)

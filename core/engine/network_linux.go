@@ -29,7 +29,7 @@ import (
 // sandbox's init, may not open it through /proc) and hands it over.
 //
 // pasta is charged to the sandbox: it joins the container's memory, pids
-// and cpu cgroups (cgroups, see accountingCgroups) before it starts, so a
+// and cpu cgroups (cgroups, see cgroupLayout.accountingProcs) before it starts, so a
 // sandbox that floods its network spends its own CPU and memory limits,
 // not the host's.
 func attachNetwork(pid int, idBase uint32, cgroups []string, log *os.File) error {

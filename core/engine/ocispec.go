@@ -45,9 +45,9 @@ type containerSpec struct {
 	Env []string
 	// AgentArgs follow the binary: `agent` and its flags.
 	AgentArgs []string
-	// CgroupsPath and Resources are empty where runc cannot set limits.
+	// CgroupsPath is the container's cgroup, made and limited by the
+	// engine before runc runs it (cgroupLayout); empty with --no-limits.
 	CgroupsPath string
-	Resources   *specs.LinuxResources
 }
 
 // hostMount is a host path mounted read-only into a sandbox.
@@ -117,7 +117,6 @@ func ociSpec(c containerSpec) *specs.Spec {
 				{Type: specs.CgroupNamespace},
 			},
 			CgroupsPath: c.CgroupsPath,
-			Resources:   c.Resources,
 			Seccomp:     seccompProfile(),
 			// As container runtimes do: kernel interfaces that reveal or
 			// change the host are hidden or read-only inside.
@@ -131,21 +130,9 @@ func ociSpec(c containerSpec) *specs.Spec {
 	}
 }
 
-// resources are the cgroup limits of a sandbox's run spec.
-func resources(rs runSpec) *specs.LinuxResources {
-	r := &specs.LinuxResources{}
-	if rs.MemoryBytes > 0 {
-		m := rs.MemoryBytes
-		r.Memory = &specs.LinuxMemory{Limit: &m}
-	}
-	if rs.CPUMillis > 0 {
-		period, quota := uint64(100000), rs.CPUMillis*100
-		r.CPU = &specs.LinuxCPU{Period: &period, Quota: &quota}
-	}
-	if rs.PidsLimit > 0 {
-		r.Pids = &specs.LinuxPids{Limit: rs.PidsLimit}
-	}
-	return r
+// limitsOf are the cgroup limits of a sandbox's run spec.
+func limitsOf(rs runSpec) cgroupLimits {
+	return cgroupLimits{MemoryBytes: rs.MemoryBytes, CPUMillis: rs.CPUMillis, PidsLimit: rs.PidsLimit}
 }
 
 // errnoPerm is the answer to a refused system call.

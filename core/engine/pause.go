@@ -21,6 +21,10 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 	if err != nil {
 		return nil, err
 	}
+	if !e.cg.usable() {
+		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonFreezeFailed,
+			"pause %q: pausing needs the cgroup freezer, and this server runs with --no-limits (no cgroups); suspend it instead, or restart serve without --no-limits", name)
+	}
 	e.mu.Lock()
 	phase := sb.phase()
 	dec, why := lifecycle.Pause(name, phase)

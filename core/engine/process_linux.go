@@ -41,11 +41,11 @@ type process struct {
 	// network (nil: none to wait for).
 	network chan error
 
-	// cgroup is the container's freezer cgroup directory ("" when runc
-	// chose it: pause then goes through runc). freezeMu orders freeze, thaw
-	// and kill; frozen is what the last of them left; killing is set once
-	// kill began (nothing freezes it again then).
-	cgroup   string
+	// cgroup is the container's cgroup (none when runc chose it: pause
+	// then goes through runc). freezeMu orders freeze, thaw and kill;
+	// frozen is what the last of them left; killing is set once kill began
+	// (nothing freezes it again then).
+	cgroup   containerCgroup
 	freezeMu sync.Mutex
 	frozen   bool
 	killing  bool
@@ -81,9 +81,12 @@ type launch struct {
 	// network namespace; without it the sandbox has loopback only.
 	egress   bool
 	setupPID func(pid int, start uint64) error // persists the PID before the gate opens
-	// cgroup is the container's freezer cgroup directory, if the engine
-	// chose it (see Engine.freezerDir).
-	cgroup string
+	// cgroups is where the engine makes the container's cgroup and
+	// writes limits into before runc runs it; cgroup is that cgroup as
+	// the process uses it (see Engine.containerCgroup).
+	cgroups cgroupLayout
+	limits  cgroupLimits
+	cgroup  containerCgroup
 	// swapBase, when set, is where the container's /workspace is bound
 	// from (swap_linux.go): the workspace overlay (container.WorkDir's
 	// overlay, at workspace) is bound onto it before the gate opens, and
@@ -144,6 +147,12 @@ func startProcess(l launch) (*process, error) {
 		}
 		return nil, fmt.Errorf("write runc bundle: %w", err)
 	}
+	if err := l.cgroups.prepareContainerCgroups(l.id, l.limits); err != nil {
+		if respawnW != nil {
+			respawnW.Close()
+		}
+		return nil, err
+	}
 	pid, err := l.runc.start(l.ctx, l.id, l.bundle, extra, logFile)
 	if err != nil {
 		if respawnW != nil {
@@ -167,8 +176,8 @@ func startProcess(l launch) (*process, error) {
 	}
 	// Before anything of the sandbox runs (and pasta): its sockets' queues
 	// are charged to it (sockmem_linux.go).
-	if c.CgroupsPath != "" {
-		if err := limitSocketMemory(l.id, socketLimitOf(c)); err != nil {
+	if l.cgroups.usable() {
+		if err := l.cgroups.limitSocketMemory(l.id, socketMemoryLimit(l.limits.MemoryBytes, hostTCPMemMax())); err != nil {
 			return fail(err)
 		}
 	}
@@ -194,7 +203,7 @@ func startProcess(l launch) (*process, error) {
 		}
 		go func() {
 			defer log.Close()
-			p.network <- attachNetwork(pid, l.container.IDBase, accountingCgroups(l.id), log)
+			p.network <- attachNetwork(pid, l.container.IDBase, l.cgroups.accountingProcs(l.id), log)
 		}()
 	}
 	return p, nil
@@ -217,7 +226,7 @@ func (p *process) networkReady(ctx context.Context) error {
 
 // adoptProcess finds a sandbox init started by an earlier engine, if it is
 // still the same process (same PID and start time).
-func adoptProcess(rt runc, id, cgroup string, pid int, start uint64) *process {
+func adoptProcess(rt runc, id string, cgroup containerCgroup, pid int, start uint64) *process {
 	if pid <= 0 {
 		return nil
 	}

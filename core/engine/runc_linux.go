@@ -20,6 +20,12 @@ type runc struct {
 	bin string
 	// root is runc's own state directory (one per engine state directory).
 	root string
+	// noCgroups: runc is told to go on where it cannot make a container's
+	// cgroups (--no-limits: the engine gives it none of its own).
+	noCgroups bool
+	// cgroups is where removals look for what runc left of a container's
+	// cgroups (the host's layout, whether this engine applies limits or not).
+	cgroups cgroupLayout
 }
 
 // findRunc locates runc: the flag, $SANDPOD_RUNC, beside the engine's own
@@ -44,7 +50,14 @@ func findRunc(flag, executable string) (string, error) {
 }
 
 func (r runc) command(ctx context.Context, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, r.bin, append([]string{"--root", r.root}, args...)...)
+	global := []string{"--root", r.root}
+	if r.noCgroups {
+		// runc's name for "ignore cgroup permission errors" (EPERM, EROFS,
+		// EACCES) where the config names no cgroup path: it applies no
+		// limits then. Nothing else of runc changes with it as root.
+		global = append(global, "--rootless", "true")
+	}
+	return exec.CommandContext(ctx, r.bin, append(global, args...)...)
 }
 
 // do runs a short runc command, its output going into its error.
@@ -105,7 +118,7 @@ func (r runc) start(ctx context.Context, id, bundle string, extra []*os.File, lo
 // delete first: the engine has usually killed the init already, and
 // --force costs 100 ms even then.
 func (r runc) remove(id string) error {
-	defer removeCgroups(id)
+	defer r.cgroups.removeCgroups(id)
 	if _, err := os.Stat(filepath.Join(r.root, id)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -20,7 +19,7 @@ import (
 // of them (its open-file limit allows 10,000) reach the ceiling, past which
 // every TCP connection of the host, serve's API included, stalls. pasta's
 // sockets on the host are charged the same way: it joins the container's
-// memory cgroup before it opens any (accountingCgroups).
+// memory cgroup before it opens any (cgroupLayout.accountingProcs).
 
 // defaultSocketMemory caps the socket buffers of a sandbox without a memory
 // limit (the default python template has none).
@@ -70,11 +69,11 @@ func hostTCPMemMax() int64 {
 // cgroup that charges it. Nothing to do on cgroup v2 or a kernel without the
 // file; a write that fails fails the start rather than run the sandbox
 // without the cap.
-func limitSocketMemory(id string, limit int64) error {
-	if !containerIDPattern.MatchString(id) {
+func (l cgroupLayout) limitSocketMemory(id string, limit int64) error {
+	f := l.socketMemoryFile(id)
+	if f == "" || !containerIDPattern.MatchString(id) {
 		return nil
 	}
-	f := filepath.Join(cgroupRoot, "memory", "sandpod", id, "memory.kmem.tcp.limit_in_bytes")
 	if _, err := os.Stat(f); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -82,13 +81,4 @@ func limitSocketMemory(id string, limit int64) error {
 		return fmt.Errorf("cap the sandbox's socket buffers: %w", err)
 	}
 	return nil
-}
-
-// socketLimitOf is socketMemoryLimit for a container's spec.
-func socketLimitOf(c containerSpec) int64 {
-	var mem int64
-	if c.Resources != nil && c.Resources.Memory != nil && c.Resources.Memory.Limit != nil {
-		mem = *c.Resources.Memory.Limit
-	}
-	return socketMemoryLimit(mem, hostTCPMemMax())
 }

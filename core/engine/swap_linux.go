@@ -139,8 +139,8 @@ func (p *process) killAllButInit() ([]int, error) {
 	if p.killing || p.frozen {
 		return nil, errNoSwap
 	}
-	f, ok := freezerOf(p.cgroup)
-	if !ok || p.cgroup == "" {
+	f, ok := p.cgroup.freezerFiles()
+	if !ok {
 		return nil, errNoSwap
 	}
 	if err := f.set(f.frozenIn, f.frozenOut); err != nil {
@@ -190,7 +190,7 @@ func (p *process) awaitGone(killed []int, limit time.Duration) error {
 
 // others lists the host PIDs of p's container other than its init.
 func (p *process) others() ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(p.cgroup, "cgroup.procs"))
+	b, err := os.ReadFile(p.cgroup.procs)
 	if err != nil {
 		return nil, err
 	}
@@ -221,9 +221,9 @@ func (e *Engine) swappableLocked(sb *sandbox) (*process, string) {
 	p := sb.proc
 	started := p != nil && p.respawn != nil
 	frozen := p != nil && p.frozen
-	freezer := p != nil && p.cgroup != ""
-	if freezer {
-		_, freezer = freezerOf(p.cgroup)
+	freezer := false
+	if p != nil {
+		_, freezer = p.cgroup.freezerFiles()
 	}
 	uid, _ := sb.rec.Spec.runAs()
 	why := swapRefusal(started, frozen, freezer, e.forkMethod == forkOverlay,

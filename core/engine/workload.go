@@ -149,7 +149,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		layered = sb.rec.Seeded && sb.rec.Layered
 		e.mu.Unlock()
 	}
-	if layered && isOverlayMount(wd) && e.cgroups.usable() {
+	if layered && isOverlayMount(wd) && e.cg.usable() {
 		swapBase = e.swapBase(rec)
 		if err := prepareSwapBase(swapBase); err != nil {
 			return nil, fmt.Errorf("workspace mount point: %w", err)
@@ -175,10 +175,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		c.AgentArgs = append([]string{"--"}, rec.Spec.Command...)
 	}
 	id := newContainerID(rec)
-	if e.cgroups.usable() {
-		c.CgroupsPath = "/sandpod/" + id
-		c.Resources = resources(rec.Spec)
-	}
+	c.CgroupsPath = e.cg.cgroupsPath(id)
 	return startProcess(launch{
 		ctx:       ctx,
 		runc:      e.runc,
@@ -189,7 +186,9 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		logPath:   e.logPath(rec),
 		secret:    rec.Secret,
 		egress:    !rec.Spec.NetIsolated,
-		cgroup:    e.freezerDir(id),
+		cgroups:   e.cg,
+		limits:    limitsOf(rec.Spec),
+		cgroup:    e.containerCgroup(id),
 		swapBase:  swapBase,
 		workspace: wd,
 		setupPID: func(pid int, start uint64) error {

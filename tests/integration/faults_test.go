@@ -110,10 +110,10 @@ spec:
 `
 
 func TestPoolThatCannotStartFailsClearlyWithoutSpinning(t *testing.T) {
-	if _, err := os.Stat("/sys/fs/cgroup/memory/sandpod"); err != nil {
-		t.Skip("needs a writable memory cgroup to make the sandbox unable to start")
-	}
+	// A 1 MiB memory limit is what keeps its sandboxes from starting:
+	// serve applies limits (it refuses to start otherwise).
 	srv := startServer(t, brokenConfig)
+	limitsLayout(t, srv)
 	c := srv.Client()
 	_, err := c.ClaimSandbox(ctx(t), &sandpodv1.ClaimSandboxRequest{Template: "broken"})
 	wantCode(t, err, codes.Unavailable, "failed to start")

@@ -61,33 +61,13 @@ func TestTemplateLimitsAndNetworkIsolation(t *testing.T) {
 	})
 
 	t.Run("memory, cpu and pids limits are in the sandbox's cgroup", func(t *testing.T) {
-		if _, err := os.Stat("/sys/fs/cgroup/memory/sandpod"); err != nil {
-			t.Skip("no cgroup v1 memory hierarchy writable here; the engine runs without limits")
-		}
-		// Read from the host: inside, the sandbox has its own cgroup
-		// namespace and no /sys.
-		paths := map[string]string{}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", initPID(t, name)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if f := strings.SplitN(line, ":", 3); len(f) == 3 {
-				paths[f[1]] = f[2]
-			}
-		}
-		var got []string
-		for _, f := range []string{"memory/memory.limit_in_bytes", "pids/pids.max", "cpu/cpu.cfs_quota_us"} {
-			ctl, file, _ := strings.Cut(f, "/")
-			v, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", ctl, paths[ctl], file))
-			if err != nil {
-				t.Fatalf("%s of the sandbox's init: %v (cgroups %v)", f, err, paths)
-			}
-			got = append(got, strings.TrimSpace(string(v)))
-		}
-		want := []string{"268435456", "4096", "50000"}
-		if strings.Join(got, " ") != strings.Join(want, " ") {
-			t.Fatalf("limits %v, want memory/pids/cpu quota %v", got, want)
+		// Read on the host, in the layout serve reported (inside, the
+		// sandbox has its own cgroup namespace and no /sys).
+		layout := limitsLayout(t, srv)
+		got := sandboxLimits(t, srv, name)
+		want := wantLimits(layout, 256<<20, 500, 4096, hasSwapAccounting())
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("cgroup %s limit files %v, want %v", layout, got, want)
 		}
 		if r := sh(t, c, name, "cat /proc/self/cgroup"); strings.Contains(r.stdout, "sandpod") {
 			t.Fatalf("the sandbox sees the host's cgroup paths: %q", r.stdout)

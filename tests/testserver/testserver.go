@@ -58,6 +58,9 @@ type Options struct {
 	ExtraArgs []string
 	// DialOptions replace the plaintext credentials of Conn (e.g. TLS).
 	DialOptions []grpc.DialOption
+	// Wrap, when set, is a command that runs serve: the sandpod binary
+	// and its arguments are appended (e.g. a mount namespace of its own).
+	Wrap []string
 	// ProcessGroup starts serve as the leader of a process group of its
 	// own, as a shell starts a foreground job, so that Interrupt reaches
 	// every process of the group as a terminal's Ctrl-C does.
@@ -175,6 +178,9 @@ func (s *Server) start(t testing.TB) {
 	}
 	defer logf.Close()
 	s.cmd = exec.Command(s.bin, args...)
+	if len(s.opts.Wrap) > 0 {
+		s.cmd = exec.Command(s.opts.Wrap[0], append(append(s.opts.Wrap[1:len(s.opts.Wrap):len(s.opts.Wrap)], s.bin), args...)...)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if s.opts.ProcessGroup {
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

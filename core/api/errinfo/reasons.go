@@ -256,7 +256,8 @@ const (
 	ReasonSandboxInTransition Why = "SANDBOX_IN_TRANSITION"
 	// ReasonFreezeFailed: the sandbox's processes could not be frozen
 	// (pause; they were continued) or thawed (resume; they are restarted)
-	// (INTERNAL).
+	// (INTERNAL); or there is no freezer: a pause on a local server run
+	// with --no-limits (FAILED_PRECONDITION).
 	ReasonFreezeFailed Why = "FREEZE_FAILED"
 	// ReasonCodeContextNotFound: the code context a call names does not
 	// exist (never did, was deleted, or died) (NOT_FOUND).
