@@ -179,9 +179,12 @@ func (d *disks) reattach(dir string, r *record) error {
 
 func (d *disks) mount(img, dir string, fresh bool) error {
 	// Two mounts of one ext4 at once would corrupt it: an unmount the
-	// kernel finishes lazily (MNT_DETACH) still holds the image.
-	if err := awaitDetached(img, detachWait); err != nil {
-		return err
+	// kernel finishes lazily (MNT_DETACH) still holds the image. An image
+	// just made was never attached.
+	if !fresh {
+		if err := awaitDetached(img, detachWait); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return err
@@ -191,9 +194,6 @@ func (d *disks) mount(img, dir string, fresh bool) error {
 	}
 	if err := attachImage(img, dir); err != nil {
 		return fmt.Errorf("mount the sandbox's disk %s: %w", img, err)
-	}
-	if fresh {
-		_ = os.Remove(filepath.Join(dir, "lost+found"))
 	}
 	return nil
 }

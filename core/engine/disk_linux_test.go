@@ -30,8 +30,8 @@ func TestDiskEnsureReattachRelease(t *testing.T) {
 	if !isMountPoint(dir) || len(loopDevicesOf(d.image(r))) != 1 {
 		t.Fatalf("mounted %v, loop devices %v", isMountPoint(dir), loopDevicesOf(d.image(r)))
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Errorf("a new disk holds %v", ents)
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 || ents[0].Name() != "lost+found" {
+		t.Errorf("a new disk holds %v, want lost+found only", ents)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("kept"), 0o600); err != nil {
 		t.Fatal(err)
