@@ -305,6 +305,14 @@ func copySparseFile(dst, src string) error {
 		out.Close()
 		return err
 	}
+	// Written back here, by the start that made it: left dirty, its
+	// megabytes would be flushed by the next fsync of the host's file
+	// system (ext4 orders data before a journal commit), the store's
+	// commit of a claim among them.
+	if err := unix.Fdatasync(int(out.Fd())); err != nil {
+		out.Close()
+		return err
+	}
 	return out.Close()
 }
 
