@@ -234,6 +234,12 @@ func (s *server) cleanup(pool string) []string {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	if os.Getenv("SANDPOD_BENCH_KEEP") == "" {
+		// A member the pool refilled after the deletes keeps its disk
+		// mounted (a loop device on its image): purge unmounts them, else
+		// the removal would empty the mounted disks and leave the mounts.
+		if out, err := exec.Command(s.bin, "purge", "--state-dir", filepath.Join(s.dir, "state")).CombinedOutput(); err != nil {
+			notes = append(notes, fmt.Sprintf("cleanup: sandpod purge: %v: %s", err, bytes.TrimSpace(out)))
+		}
 		_ = os.RemoveAll(s.dir)
 	}
 	return notes

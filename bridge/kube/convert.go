@@ -103,6 +103,9 @@ func templateToProto(t *v1alpha1.SandboxTemplate) *sandpodv1.Template {
 		if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
 			out.CpuLimitMillis = q.MilliValue()
 		}
+		if q, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
+			out.DiskLimitBytes = q.Value() // the kubelet evicts a pod past it
+		}
 	}
 	switch {
 	case pod.RuntimeClassName != nil:

@@ -191,6 +191,10 @@ type Template struct {
 	MemoryLimitBytes int64
 	CPULimitMillis   int64
 	PIDsLimit        int64
+	// DiskLimitBytes and InodeLimit bound what one sandbox writes to its
+	// node's disk (ephemeral-storage); 0: not enforced.
+	DiskLimitBytes int64
+	InodeLimit     int64
 }
 
 func templateFromProto(t *pb.Template) Template {
@@ -207,6 +211,8 @@ func templateFromProto(t *pb.Template) Template {
 		MemoryLimitBytes: t.GetMemoryLimitBytes(),
 		CPULimitMillis:   t.GetCpuLimitMillis(),
 		PIDsLimit:        t.GetPidsLimit(),
+		DiskLimitBytes:   t.GetDiskLimitBytes(),
+		InodeLimit:       t.GetInodeLimit(),
 	}
 }
 

@@ -616,6 +616,9 @@ func (e *Engine) ListTemplates(_ context.Context, ns string) ([]*sandpodv1.Templ
 			IdleAction:      protoconv.IdleAction(rs.IdleAction),
 			NetworkIsolated: rs.NetIsolated, MemoryLimitBytes: rs.MemoryBytes, CpuLimitMillis: rs.CPUMillis, PidsLimit: rs.PidsLimit,
 		}
+		if e.disks.enforced() {
+			t.DiskLimitBytes, t.InodeLimit = rs.DiskBytes, rs.DiskInodes
+		}
 		if rs.IdleTimeout.Duration > 0 {
 			t.IdleTimeout = durationpb.New(rs.IdleTimeout.Duration)
 		}

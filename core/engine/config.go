@@ -231,12 +231,16 @@ func checkName(kind, name string) error {
 // runSpec is everything the engine needs to run a sandbox of a template,
 // resolved once and stored with each sandbox so it outlives config changes.
 type runSpec struct {
-	Template    string              `json:"template"`
-	Command     []string            `json:"command,omitempty"`
-	Env         map[string]string   `json:"env,omitempty"`
-	MemoryBytes int64               `json:"memoryBytes,omitempty"`
-	CPUMillis   int64               `json:"cpuMillis,omitempty"`
-	PidsLimit   int64               `json:"pidsLimit,omitempty"`
+	Template    string            `json:"template"`
+	Command     []string          `json:"command,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	MemoryBytes int64             `json:"memoryBytes,omitempty"`
+	CPUMillis   int64             `json:"cpuMillis,omitempty"`
+	PidsLimit   int64             `json:"pidsLimit,omitempty"`
+	// DiskBytes and DiskInodes bound what the sandbox writes to the host's
+	// disk (disklimit.go); 0 in a sandbox made before disk limits.
+	DiskBytes   int64               `json:"diskBytes,omitempty"`
+	DiskInodes  int64               `json:"diskInodes,omitempty"`
 	NetIsolated bool                `json:"netIsolated,omitempty"`
 	AutoResume  bool                `json:"autoResume,omitempty"`
 	IdleTimeout metav1.Duration     `json:"idleTimeout,omitempty"`
@@ -319,6 +323,10 @@ func resolveTemplate(t *v1alpha1.SandboxTemplate) (runSpec, error) {
 	}
 	if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
 		rs.CPUMillis = q.MilliValue()
+	}
+	var err error
+	if rs.DiskBytes, rs.DiskInodes, err = diskLimits(&c); err != nil {
+		return rs, fmt.Errorf("config: SandboxTemplate %s: %w", t.Name, err)
 	}
 	if _, err := lifecycle.CheckEgress(t.Spec.NetworkPolicy); err != nil {
 		return rs, fmt.Errorf("config: SandboxTemplate %s: %w", t.Name, err)

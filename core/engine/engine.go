@@ -96,6 +96,8 @@ type Engine struct {
 	forkMethod string
 	forkOwners string // how a fork's files get its ids
 	limits     SnapshotLimits
+	// disks bound what each sandbox writes to the host (disk_linux.go).
+	disks *disks
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -217,6 +219,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		orphans:     map[string]bool{},
 		snaps:       map[string]*snapRecord{},
 		limits:      fromDefs.Snapshots.withDefaults(),
+		disks:       detectDisks(abs),
 		kick:        make(chan struct{}, 1),
 	}
 	for _, d := range rep.Orphans {
@@ -238,6 +241,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, err
 		}
 		e.templates[t.Namespace+"/"+t.Name] = rs
+	}
+	if e.disks.enforced() {
+		go e.disks.warm(diskSizes(e.templates))
 	}
 	recs, reqs, overrides, err := st.loadAll()
 	if err != nil {
@@ -263,7 +269,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.log.Warn("running WITHOUT sandbox limits (--no-limits): sandboxes get no memory, pids or cpu limit, " +
 			"a runaway one can take the whole machine, and pause is refused; drop --no-limits to have serve apply them")
 	}
-	e.log.Info("local engine", "state", abs, "limits", e.cg.String(),
+	e.log.Info("local engine", "state", abs, "limits", e.cg.String(), "disk", e.disks.String(),
 		"agentHealthCheck", fmt.Sprintf("every %s, timeout %s, %d failures kill", cfg.AgentHealthCheck.Period.Duration, cfg.AgentHealthCheck.Timeout.Duration, cfg.AgentHealthCheck.FailureThreshold),
 		"agentRestart", fmt.Sprintf("%s, back-off %s..%s, reset after %s", cfg.AgentRestart.Policy, cfg.AgentRestart.InitialBackoff.Duration, cfg.AgentRestart.MaxBackoff.Duration, cfg.AgentRestart.ResetAfter.Duration),
 		"isolation", "runc "+runcBin+": user namespace on a host id range of its own, pid, mount, network, uts, ipc and cgroup namespaces, own root file system, seccomp, no_new_privs")
@@ -334,6 +340,9 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 		}
 	}
 	e.reconcileIDRanges()
+	// Each sandbox's disk first (after a reboot or a purge): nothing may
+	// read or write its directory before its own file system is on it.
+	e.reattachDisks()
 	var wg sync.WaitGroup
 	for _, sb := range e.sandboxes {
 		wg.Add(1)
@@ -344,6 +353,7 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	}
 	wg.Wait()
 	e.sweepSockets()
+	e.sweepBundles()
 	e.sweepContainers()
 	if n := sweepPastaDirs(os.TempDir(), time.Now()); n > 0 {
 		e.log.Info("removed pasta directories left by an earlier exit", "count", n)

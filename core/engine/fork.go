@@ -133,7 +133,7 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 	if ent != nil {
 		e.requests[reqKey] = *ent
 	}
-	e.log.Info("snapshot taken", "snapshot", s.key(), "sandbox", source, "bytes", s.Bytes, "entries", s.Entries, "by", s.TakenBy, "took", s.Took)
+	e.log.Info("snapshot taken", "snapshot", s.key(), "sandbox", source, "bytes", s.Bytes, "onDisk", st.Alloc, "entries", s.Entries, "by", s.TakenBy, "took", s.Took)
 	e.poke() // a pool may be waiting for it
 	return s, nil
 }
@@ -438,6 +438,9 @@ func (e *Engine) seedWorkspace(sb *sandbox, oldGone <-chan struct{}) error {
 	base, err := e.idBase(&rec)
 	if err != nil {
 		return err
+	}
+	if err := e.disks.ensure(sandboxDir(e.cfg.StateDir, &rec), &rec); err != nil {
+		return fmt.Errorf("the sandbox's disk: %w", err)
 	}
 	if err := privateToSandbox(sandboxDir(e.cfg.StateDir, &rec), base); err != nil {
 		return err

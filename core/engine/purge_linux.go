@@ -60,6 +60,14 @@ func Purge(stateDir string) (int, error) {
 	for _, mp := range mountsUnder(abs) {
 		_ = unmount(mp)
 	}
+	// Then the sandboxes' disks they were on (disk_linux.go): the images
+	// stay, the next serve mounts them again.
+	for _, mp := range diskMountsUnder(abs) {
+		_ = detachDisk(mp)
+	}
+	if err := awaitDisksDetached(abs); err != nil {
+		return killed, err
+	}
 	return killed, nil
 }
 

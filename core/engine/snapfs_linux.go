@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,11 +41,12 @@ func mapID(id, from, to uint32) uint32 {
 	return to + 65534
 }
 
-// copyStats is what a copy kept and skipped.
+// copyStats is what a copy kept and skipped: Bytes of file data (apparent
+// sizes), Alloc of them on disk (holes not counted; what the quota counts).
 type copyStats struct {
-	Bytes, Entries int64
-	Skipped        []string
-	Reflinked      bool
+	Bytes, Alloc, Entries int64
+	Skipped               []string
+	Reflinked             bool
 }
 
 func (s *copyStats) skip(path, why string) {
@@ -190,8 +190,7 @@ func (c *copier) file(sfd, dfd int, name, path string) error {
 		}
 		return fmt.Errorf("open %s: %w", path, err)
 	}
-	src := os.NewFile(uintptr(in), path)
-	defer src.Close()
+	defer unix.Close(in)
 	var st unix.Stat_t
 	if err := unix.Fstat(in, &st); err != nil {
 		return err
@@ -199,26 +198,35 @@ func (c *copier) file(sfd, dfd int, name, path string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return errChanged
 	}
-	if c.maxBytes > 0 && c.stats.Bytes+st.Size > c.maxBytes {
-		return fmt.Errorf("more than %d bytes of files: %w", c.maxBytes, errCopyLimit)
+	// What a file takes on disk counts, not its apparent size: a sparse
+	// file's holes are kept as holes (copySparse).
+	alloc := st.Blocks * 512
+	if c.maxBytes > 0 && c.stats.Alloc+alloc > c.maxBytes {
+		return fmt.Errorf("more than %d bytes of files on disk: %w", c.maxBytes, errCopyLimit)
 	}
 	out, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	dst := os.NewFile(uintptr(out), path)
-	defer dst.Close()
+	defer unix.Close(out)
 	if st.Size > 0 {
 		if unix.IoctlFileClone(out, in) != nil {
 			c.stats.Reflinked = false
-			// Bounded by the size seen: a file growing meanwhile is cut
-			// there, so the quota holds.
-			if _, err := io.Copy(dst, io.LimitReader(src, st.Size)); err != nil {
+			// Bounded by the size seen and by what the quota has left: a
+			// file growing or filling its holes meanwhile is cut there.
+			budget := int64(0)
+			if c.maxBytes > 0 {
+				budget = c.maxBytes - c.stats.Alloc
+			}
+			n, err := copySparse(out, in, st.Size, budget)
+			if err != nil {
 				return fmt.Errorf("copy %s: %w", path, err)
 			}
+			alloc = max(alloc, n)
 		}
 	}
 	c.stats.Bytes += st.Size
+	c.stats.Alloc += alloc
 	return c.meta(out, "", &st)
 }
 

@@ -129,6 +129,9 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 	defer userns.release()
 	uid, gid := rec.Spec.runAs()
 	dir := sandboxDir(e.cfg.StateDir, rec)
+	if err := e.disks.ensure(dir, rec); err != nil {
+		return nil, fmt.Errorf("the sandbox's disk: %w", err)
+	}
 	if err := privateToSandbox(dir, base); err != nil {
 		return nil, err
 	}
@@ -181,7 +184,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		ctx:       ctx,
 		runc:      e.runc,
 		id:        id,
-		bundle:    filepath.Join(dir, "bundle"),
+		bundle:    e.bundleDir(rec),
 		container: c,
 		socket:    e.socketPath(rec),
 		logPath:   e.logPath(rec),
@@ -510,6 +513,10 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 	if err := unmount(e.workDir(&rec)); err != nil { // a workspace layered on a snapshot
 		return fmt.Errorf("unmount the workspace of %s: %w", rec.key(), err)
 	}
+	if err := e.disks.release(sandboxDir(e.cfg.StateDir, &rec), &rec); err != nil {
+		return fmt.Errorf("remove the disk of %s: %w", rec.key(), err)
+	}
+	_ = os.RemoveAll(e.bundleDir(&rec))
 	if err := os.RemoveAll(sandboxDir(e.cfg.StateDir, &rec)); err != nil {
 		// A start that seeded its workspace from a snapshot may have mounted
 		// it after the unmount above: once more.

@@ -2,7 +2,8 @@
 # What the local engine needs on the host, installed by the project itself:
 # runc (built from its Go module with seccomp, the same build the node bed
 # uses, cached in ${SANDPOD_CACHE:-$HOME/.cache/sandpod}/runc-VERSION) and
-# pasta (Debian's passt package) for sandboxes with egress, and Debian's
+# pasta (Debian's passt package) for sandboxes with egress, e2fsprogs
+# (mkfs.ext4) for the sandboxes' disks, and Debian's
 # python3-numpy and python3-matplotlib for run_code. Links runc next
 # to the sandpod binary (bin/runc), where `sandpod serve` looks first.
 #
@@ -23,6 +24,8 @@ command -v gcc >/dev/null || need+=(gcc libc6-dev)   # runc's seccomp support is
 command -v pasta >/dev/null || need+=(passt)
 command -v nsenter >/dev/null || need+=(util-linux)
 command -v iptables >/dev/null || need+=(iptables)   # keeps egress sandboxes off the host's own addresses
+# Each sandbox's disk is an ext4 image serve formats (core/engine/disk_linux.go).
+command -v mkfs.ext4 >/dev/null || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)
 # run_code's figures: sandboxes see the host's /usr read-only, so Debian's
 # python3 with numpy and matplotlib is what `sb.run_code(...)` imports.
 if command -v /usr/bin/python3 >/dev/null; then

@@ -265,6 +265,10 @@ class Template:
     memory_limit_bytes: int = 0
     cpu_limit_millis: int = 0
     pids_limit: int = 0
+    #: What one sandbox may write to the disk (``ephemeral-storage``), and
+    #: how many files, directories and links; 0: not enforced.
+    disk_limit_bytes: int = 0
+    inode_limit: int = 0
     #: What ``idle_timeout`` does: ``"suspend"`` (the default) or ``"pause"``.
     idle_action: str = "suspend"
 
@@ -283,6 +287,8 @@ class Template:
             memory_limit_bytes=pb.memory_limit_bytes,
             cpu_limit_millis=pb.cpu_limit_millis,
             pids_limit=pb.pids_limit,
+            disk_limit_bytes=pb.disk_limit_bytes,
+            inode_limit=pb.inode_limit,
             idle_action="pause" if pb.idle_action == sandbox_pb2.IDLE_ACTION_PAUSE else "suspend",
         )
 

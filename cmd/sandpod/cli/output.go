@@ -66,6 +66,8 @@ type templateView struct {
 	MemoryLimitBytes int64  `json:"memoryLimitBytes,omitempty"`
 	CPULimitMillis   int64  `json:"cpuLimitMillis,omitempty"`
 	PIDsLimit        int64  `json:"pidsLimit,omitempty"`
+	DiskLimitBytes   int64  `json:"diskLimitBytes,omitempty"`
+	InodeLimit       int64  `json:"inodeLimit,omitempty"`
 }
 
 type poolView struct {
@@ -133,6 +135,7 @@ func templateViewOf(t sandpod.Template) templateView {
 		IdleTimeout: seconds(t.IdleTimeout), DefaultTTL: seconds(t.DefaultTTL), ShutdownPolicy: string(t.ShutdownPolicy),
 		AutoResume: t.AutoResume, NetworkIsolated: t.NetworkIsolated,
 		MemoryLimitBytes: t.MemoryLimitBytes, CPULimitMillis: t.CPULimitMillis, PIDsLimit: t.PIDsLimit,
+		DiskLimitBytes: t.DiskLimitBytes, InodeLimit: t.InodeLimit,
 	}
 }
 

@@ -541,6 +541,12 @@ type Template struct {
 	PidsLimit      int64 `protobuf:"varint,12,opt,name=pids_limit,json=pidsLimit,proto3" json:"pids_limit,omitempty"`
 	// What idle_timeout does: suspend (default) or pause.
 	IdleAction IdleAction `protobuf:"varint,13,opt,name=idle_action,json=idleAction,proto3,enum=sandpod.v1.IdleAction" json:"idle_action,omitempty"`
+	// What one sandbox may write to the host's disk (its workspace and root
+	// file system), from the container's ephemeral-storage limit, and how many
+	// files, directories and links it may have; 0: not enforced (the local
+	// engine says why in its start log).
+	DiskLimitBytes int64 `protobuf:"varint,14,opt,name=disk_limit_bytes,json=diskLimitBytes,proto3" json:"disk_limit_bytes,omitempty"`
+	InodeLimit     int64 `protobuf:"varint,15,opt,name=inode_limit,json=inodeLimit,proto3" json:"inode_limit,omitempty"`
 	// The lease of sandboxes created or claimed without one; unset: none.
 	DefaultLease  *durationpb.Duration `protobuf:"bytes,44,opt,name=default_lease,json=defaultLease,proto3" json:"default_lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -666,6 +672,20 @@ func (x *Template) GetIdleAction() IdleAction {
 		return x.IdleAction
 	}
 	return IdleAction_IDLE_ACTION_UNSPECIFIED
+}
+
+func (x *Template) GetDiskLimitBytes() int64 {
+	if x != nil {
+		return x.DiskLimitBytes
+	}
+	return 0
+}
+
+func (x *Template) GetInodeLimit() int64 {
+	if x != nil {
+		return x.InodeLimit
+	}
+	return 0
 }
 
 func (x *Template) GetDefaultLease() *durationpb.Duration {
@@ -804,7 +824,7 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\x11lease_expire_time\x18- \x01(\v2\x1a.google.protobuf.TimestampR\x0fleaseExpireTime\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfb\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc6\x05\n" +
 	"\bTemplate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x14\n" +
@@ -823,7 +843,10 @@ const file_sandpod_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"pids_limit\x18\f \x01(\x03R\tpidsLimit\x127\n" +
 	"\vidle_action\x18\r \x01(\x0e2\x16.sandpod.v1.IdleActionR\n" +
-	"idleAction\x12>\n" +
+	"idleAction\x12(\n" +
+	"\x10disk_limit_bytes\x18\x0e \x01(\x03R\x0ediskLimitBytes\x12\x1f\n" +
+	"\vinode_limit\x18\x0f \x01(\x03R\n" +
+	"inodeLimit\x12>\n" +
 	"\rdefault_lease\x18, \x01(\v2\x19.google.protobuf.DurationR\fdefaultLease\"\xc6\x01\n" +
 	"\bWarmPool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +

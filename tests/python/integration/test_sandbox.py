@@ -199,8 +199,11 @@ def test_create_cold_and_with_a_name(client, labels):
 
 
 def test_list_templates_and_pools(client):
-    names = {t.name for t in client.templates()}
-    assert {"python", "cold"} <= names
+    templates = {t.name: t for t in client.templates()}
+    assert {"python", "cold"} <= templates.keys()
+    # No ephemeral-storage limit: the local engine's default disk and inodes.
+    assert templates["python"].disk_limit_bytes == 10 << 30
+    assert templates["python"].inode_limit == (10 << 30) // (16 << 10)
     [pool] = [p for p in client.pools() if p.name == "python"]
     assert pool.template == "python" and pool.replicas == 5
     assert client.pool("python").replicas == 5

@@ -118,7 +118,7 @@ class Sandbox(_message.Message):
     def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., template: _Optional[str] = ..., pool: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., phase: _Optional[_Union[Phase, str]] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., last_activity_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., claimed: _Optional[bool] = ..., env_keys: _Optional[_Iterable[str]] = ..., service_fqdn: _Optional[str] = ..., agent_restarts: _Optional[int] = ..., pod_restarts: _Optional[int] = ..., snapshot: _Optional[str] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Template(_message.Message):
-    __slots__ = ("name", "namespace", "image", "runtime_class_name", "idle_timeout", "default_ttl", "shutdown_policy", "auto_resume", "network_isolated", "memory_limit_bytes", "cpu_limit_millis", "pids_limit", "idle_action", "default_lease")
+    __slots__ = ("name", "namespace", "image", "runtime_class_name", "idle_timeout", "default_ttl", "shutdown_policy", "auto_resume", "network_isolated", "memory_limit_bytes", "cpu_limit_millis", "pids_limit", "idle_action", "disk_limit_bytes", "inode_limit", "default_lease")
     NAME_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +132,8 @@ class Template(_message.Message):
     CPU_LIMIT_MILLIS_FIELD_NUMBER: _ClassVar[int]
     PIDS_LIMIT_FIELD_NUMBER: _ClassVar[int]
     IDLE_ACTION_FIELD_NUMBER: _ClassVar[int]
+    DISK_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    INODE_LIMIT_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_LEASE_FIELD_NUMBER: _ClassVar[int]
     name: str
     namespace: str
@@ -146,8 +148,10 @@ class Template(_message.Message):
     cpu_limit_millis: int
     pids_limit: int
     idle_action: IdleAction
+    disk_limit_bytes: int
+    inode_limit: int
     default_lease: _duration_pb2.Duration
-    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., image: _Optional[str] = ..., runtime_class_name: _Optional[str] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., default_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., auto_resume: _Optional[bool] = ..., network_isolated: _Optional[bool] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_millis: _Optional[int] = ..., pids_limit: _Optional[int] = ..., idle_action: _Optional[_Union[IdleAction, str]] = ..., default_lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., image: _Optional[str] = ..., runtime_class_name: _Optional[str] = ..., idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., default_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., shutdown_policy: _Optional[_Union[ShutdownPolicy, str]] = ..., auto_resume: _Optional[bool] = ..., network_isolated: _Optional[bool] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_millis: _Optional[int] = ..., pids_limit: _Optional[int] = ..., idle_action: _Optional[_Union[IdleAction, str]] = ..., disk_limit_bytes: _Optional[int] = ..., inode_limit: _Optional[int] = ..., default_lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class WarmPool(_message.Message):
     __slots__ = ("name", "namespace", "template", "replicas", "ready_replicas", "pending_replicas")
