@@ -259,8 +259,12 @@ func (c *codeContext) pump(r *os.File, fd int) {
 }
 
 // interrupt raises KeyboardInterrupt in the cell (the interpreter only,
-// as Jupyter does: not the processes the cell started).
-func (c *codeContext) interrupt() { _ = syscall.Kill(c.pid, syscall.SIGINT) }
+// as Jupyter does: not the processes the cell started). The signal goes to
+// the interpreter's main thread, which runs the cell: sent to the process,
+// the kernel may hand it to another thread (numpy's BLAS threads), and
+// Python then raises only once the main thread's blocking call (a sleep)
+// returns by itself, past the interrupt's grace.
+func (c *codeContext) interrupt() { _ = syscall.Tgkill(c.pid, c.pid, syscall.SIGINT) }
 
 // kill ends the interpreter and everything it started.
 func (c *codeContext) kill() {
