@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"strconv"
 	"strings"
@@ -169,6 +170,16 @@ type watcher struct {
 
 func newWatchers() *watchers { return &watchers{byID: map[string]*watcher{}} }
 
+// watcher is the watcher id names, after checking that the caller may use
+// the sandbox: its events are the sandbox's file names.
+func (f filesystemService) watcher(ctx context.Context, h http.Header, id string) (*watcher, error) {
+	_, name, key := f.s.sandbox(h)
+	if _, err := f.s.lookup(withToken(ctx, h), name); err != nil {
+		return nil, connectError(err)
+	}
+	return f.s.watch.get(key, id)
+}
+
 func (ws *watchers) get(sbx, id string) (*watcher, error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -224,8 +235,7 @@ func (f filesystemService) CreateWatcher(ctx context.Context, req *connect.Reque
 }
 
 func (f filesystemService) GetWatcherEvents(ctx context.Context, req *connect.Request[filesystem.GetWatcherEventsRequest]) (*connect.Response[filesystem.GetWatcherEventsResponse], error) {
-	_, _, key := f.s.sandbox(req.Header())
-	w, err := f.s.watch.get(key, req.Msg.GetWatcherId())
+	w, err := f.watcher(ctx, req.Header(), req.Msg.GetWatcherId())
 	if err != nil {
 		return nil, err
 	}
@@ -276,8 +286,7 @@ func (w *watcher) wait(ctx context.Context) {
 }
 
 func (f filesystemService) RemoveWatcher(ctx context.Context, req *connect.Request[filesystem.RemoveWatcherRequest]) (*connect.Response[filesystem.RemoveWatcherResponse], error) {
-	_, _, key := f.s.sandbox(req.Header())
-	w, err := f.s.watch.get(key, req.Msg.GetWatcherId())
+	w, err := f.watcher(ctx, req.Header(), req.Msg.GetWatcherId())
 	if err != nil {
 		return nil, err
 	}
