@@ -2,8 +2,10 @@ package integration
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -13,8 +15,70 @@ import (
 	"github.com/sandpod/sandpod/bridge/e2b/envd/filesystem/filesystemconnect"
 	"github.com/sandpod/sandpod/bridge/e2b/envd/process"
 	"github.com/sandpod/sandpod/bridge/e2b/envd/process/processconnect"
+	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 	"github.com/sandpod/sandpod/tests/testserver"
 )
+
+// e2bListen is a free loopback address for --e2b-listen.
+func e2bListen(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	return lis.Addr().String()
+}
+
+// A server without tokens: a web page the user opens must not use its E2B
+// API, neither by a cross-origin "simple" request (a text/plain POST needs
+// no preflight) nor by DNS rebinding (a name of the page's re-pointed at
+// 127.0.0.1: same-origin, it could read the answers and run commands). The
+// E2B SDK's own calls (no Origin, Host an address) still work.
+func TestE2BWithoutTokensRefusesWebPages(t *testing.T) {
+	addr := e2bListen(t)
+	srv := testserver.Start(t, testserver.Options{ExtraArgs: []string{"--e2b-listen", addr}})
+	post := func(host, origin string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, "http://"+addr+"/sandboxes", strings.NewReader(`{"templateID": "python", "timeout": 300}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "text/plain")
+		if host != "" {
+			req.Host = host
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	for name, tc := range map[string]struct{ host, origin, want string }{
+		"a rebound name":            {host: "rebind.attacker.example:80", origin: "http://rebind.attacker.example", want: "DNS rebinding"},
+		"a rebound name, no Origin": {host: "rebind.attacker.example", want: "DNS rebinding"},
+		"a cross-origin page":       {origin: "https://attacker.example", want: "web page"},
+	} {
+		if code, body := post(tc.host, tc.origin); code != http.StatusForbidden || !strings.Contains(body, tc.want) {
+			t.Errorf("create from %s: %d %s, want 403 naming %q", name, code, body, tc.want)
+		}
+	}
+	list, err := srv.Client().ListSandboxes(ctx(t), &sandpodv1.ListSandboxesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(list.GetSandboxes()); n != 0 {
+		t.Fatalf("%d sandboxes made by refused requests: %v", n, list.GetSandboxes())
+	}
+	if code, body := post("", ""); code != http.StatusCreated {
+		t.Fatalf("create by the SDK's way: %d %s, want 201", code, body)
+	}
+}
 
 // A caller without the API key, or with a wrong one, must not attach to a
 // command started through the E2B front door (its output is the
@@ -22,12 +86,7 @@ import (
 // no secrets (a pid is a small number, the id is in URLs and logs).
 func TestE2BFollowersNeedTheKey(t *testing.T) {
 	const key = "e2b-owner-key-0123456789"
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
+	addr := e2bListen(t)
 	srv := testserver.Start(t, testserver.Options{Token: key, ExtraArgs: []string{"--e2b-listen", addr}})
 	sb, _ := claim(t, srv.Client(), "python")
 
