@@ -14,14 +14,20 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sandpod/sandpod/bridge/e2b/envd/filesystem"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// maxWatcherEvents bounds the events a polled watcher (CreateWatcher)
-// keeps between two GetWatcherEvents; past it the oldest are dropped.
-const maxWatcherEvents = 10_000
+// maxWatcherEvents and maxWatcherBytes (encoded) bound the events
+// a polled watcher (CreateWatcher) keeps in serve's memory between two
+// GetWatcherEvents; past either the oldest are dropped. The sandbox's code
+// makes them: names run to 4 KiB each.
+const (
+	maxWatcherEvents = 10_000
+	maxWatcherBytes  = 1 << 20
+)
 
 // fsEvents maps a batch of sandpod file events under root (a sandbox
 // path) to envd's: the name is relative to the watched directory, a
@@ -164,8 +170,26 @@ type watcher struct {
 	more    chan struct{} // signalled when events arrive
 	mu      sync.Mutex
 	events  []*filesystem.FilesystemEvent
+	bytes   int // the encoded size of events
 	err     error
 	dropped int
+}
+
+// keep adds evs, dropping the oldest past the bounds; w.mu is held.
+func (w *watcher) keep(evs []*filesystem.FilesystemEvent) {
+	for _, ev := range evs {
+		w.bytes += proto.Size(ev)
+	}
+	w.events = append(w.events, evs...)
+	n := 0
+	for len(w.events)-n > maxWatcherEvents || (w.bytes > maxWatcherBytes && n < len(w.events)) {
+		w.bytes -= proto.Size(w.events[n])
+		n++
+	}
+	if n > 0 {
+		// A new slice: the dropped events' memory goes with the old one.
+		w.events, w.dropped = append([]*filesystem.FilesystemEvent(nil), w.events[n:]...), w.dropped+n
+	}
 }
 
 func newWatchers() *watchers { return &watchers{byID: map[string]*watcher{}} }
@@ -178,6 +202,18 @@ func (f filesystemService) watcher(ctx context.Context, h http.Header, id string
 		return nil, connectError(err)
 	}
 	return f.s.watch.get(key, id)
+}
+
+// forget ends and drops the watchers of a deleted sandbox.
+func (ws *watchers) forget(sbx string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for id, w := range ws.byID {
+		if w.sbx == sbx {
+			w.cancel()
+			delete(ws.byID, id)
+		}
+	}
 }
 
 func (ws *watchers) get(sbx, id string) (*watcher, error) {
@@ -214,10 +250,7 @@ func (f filesystemService) CreateWatcher(ctx context.Context, req *connect.Reque
 				f.withEntries(wctx, ns, name, root, evs)
 			}
 			w.mu.Lock()
-			w.events = append(w.events, evs...)
-			if n := len(w.events) - maxWatcherEvents; n > 0 {
-				w.events, w.dropped = w.events[n:], w.dropped+n
-			}
+			w.keep(evs)
 			if err != nil && wctx.Err() == nil {
 				w.err = connectError(err)
 			}
@@ -243,10 +276,14 @@ func (f filesystemService) GetWatcherEvents(ctx context.Context, req *connect.Re
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.events) == 0 && w.err != nil {
+		// Its watch has ended and everything it saw has been taken.
+		f.s.watch.mu.Lock()
+		delete(f.s.watch.byID, req.Msg.GetWatcherId())
+		f.s.watch.mu.Unlock()
 		return nil, w.err
 	}
 	evs := w.events
-	w.events = nil
+	w.events, w.bytes = nil, 0
 	return connect.NewResponse(&filesystem.GetWatcherEventsResponse{Events: evs}), nil
 }
 

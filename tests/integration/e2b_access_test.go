@@ -163,3 +163,76 @@ func TestE2BFollowersNeedTheKey(t *testing.T) {
 		})
 	}
 }
+
+// A polled watcher (CreateWatcher) keeps the events nobody has taken yet
+// in serve's memory: code in the sandbox makes them (long names, many
+// files), so what one watcher keeps is bounded in bytes, not only in
+// count, else a few watchers of one sandbox pin gigabytes of serve.
+func TestE2BWatcherEventsAreBounded(t *testing.T) {
+	const key = "e2b-owner-key-0123456789"
+	const most = 1 << 20 // maxWatcherBytes
+	addr := e2bListen(t)
+	srv := testserver.Start(t, testserver.Options{Token: key, ExtraArgs: []string{"--e2b-listen", addr}})
+	sb, _ := claim(t, srv.Client(), "python")
+	fs := filesystemconnect.NewFilesystemClient(http.DefaultClient, "http://"+addr)
+	headers := func(h http.Header) {
+		h.Set("E2b-Sandbox-Id", sb.GetName())
+		h.Set("E2b-Sandbox-Port", e2b.EnvdPort)
+		h.Set("X-Access-Token", key)
+	}
+	create := connect.NewRequest(&filesystem.CreateWatcherRequest{Path: "/home/user", Recursive: true})
+	headers(create.Header())
+	wres, err := fs.CreateWatcher(ctx(t), create)
+	if err != nil {
+		t.Fatalf("create watcher: %v", err)
+	}
+	// A streamed watch of the same tree tells when the last file is made.
+	sctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	wd := connect.NewRequest(&filesystem.WatchDirRequest{Path: "/home/user", Recursive: true})
+	headers(wd.Header())
+	stream, err := fs.WatchDir(sctx, wd)
+	if err != nil || !stream.Receive() {
+		t.Fatalf("watch dir: %v %v", err, stream.Err())
+	}
+
+	// 3000 files whose names (relative to the watch) are ~1000 bytes: 3 MB
+	// of events.
+	r := sh(t, srv.Client(), sb.Name, `cd /workspace && python3 -c '
+import os
+d = "/".join(["d" * 200] * 4)
+os.makedirs(d)
+for i in range(3000):
+    open(os.path.join(d, "f%05d" % i + "x" * 150), "w").close()
+open("done", "w").close()
+print("ok")'`)
+	if !strings.Contains(r.stdout, "ok") {
+		t.Fatalf("making the files: %+v", r)
+	}
+	for stream.Receive() {
+		if ev := stream.Msg().GetFilesystem(); ev != nil && ev.GetName() == "done" {
+			break
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("watch dir: %v", err)
+	}
+	cancel()
+
+	get := connect.NewRequest(&filesystem.GetWatcherEventsRequest{WatcherId: wres.Msg.GetWatcherId()})
+	headers(get.Header())
+	res, err := fs.GetWatcherEvents(ctx(t), get)
+	if err != nil {
+		t.Fatalf("watcher events: %v", err)
+	}
+	var size int
+	for _, ev := range res.Msg.GetEvents() {
+		size += len(ev.GetName())
+	}
+	if size > most || len(res.Msg.GetEvents()) == 0 {
+		t.Fatalf("one poll got %d events, %d bytes of names: want some, at most %d bytes kept", len(res.Msg.GetEvents()), size, most)
+	}
+	if last := res.Msg.GetEvents()[len(res.Msg.GetEvents())-1]; last.GetName() != "done" {
+		t.Errorf("last event %v, want the newest (done) kept", last)
+	}
+}
