@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,24 +18,13 @@ import (
 	"github.com/sandpod/sandpod/tests/testserver"
 )
 
-// e2bListen is a free loopback address for --e2b-listen.
-func e2bListen(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	return lis.Addr().String()
-}
-
 // A server without tokens: a web page the user opens must not use its E2B
 // API, neither by a cross-origin "simple" request (a text/plain POST needs
 // no preflight) nor by DNS rebinding (a name of the page's re-pointed at
 // 127.0.0.1: same-origin, it could read the answers and run commands). The
 // E2B SDK's own calls (no Origin, Host an address) still work.
 func TestE2BWithoutTokensRefusesWebPages(t *testing.T) {
-	addr := e2bListen(t)
+	addr := testserver.FreeAddr(t)
 	srv := testserver.Start(t, testserver.Options{ExtraArgs: []string{"--e2b-listen", addr}})
 	post := func(host, origin string) (int, string) {
 		t.Helper()
@@ -86,7 +74,7 @@ func TestE2BWithoutTokensRefusesWebPages(t *testing.T) {
 // no secrets (a pid is a small number, the id is in URLs and logs).
 func TestE2BFollowersNeedTheKey(t *testing.T) {
 	const key = "e2b-owner-key-0123456789"
-	addr := e2bListen(t)
+	addr := testserver.FreeAddr(t)
 	srv := testserver.Start(t, testserver.Options{Token: key, ExtraArgs: []string{"--e2b-listen", addr}})
 	sb, _ := claim(t, srv.Client(), "python")
 
@@ -171,7 +159,7 @@ func TestE2BFollowersNeedTheKey(t *testing.T) {
 func TestE2BWatcherEventsAreBounded(t *testing.T) {
 	const key = "e2b-owner-key-0123456789"
 	const most = 1 << 20 // maxWatcherBytes
-	addr := e2bListen(t)
+	addr := testserver.FreeAddr(t)
 	srv := testserver.Start(t, testserver.Options{Token: key, ExtraArgs: []string{"--e2b-listen", addr}})
 	sb, _ := claim(t, srv.Client(), "python")
 	fs := filesystemconnect.NewFilesystemClient(http.DefaultClient, "http://"+addr)
