@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
@@ -222,5 +224,49 @@ print("ok")'`)
 	}
 	if last := res.Msg.GetEvents()[len(res.Msg.GetEvents())-1]; last.GetName() != "done" {
 		t.Errorf("last event %v, want the newest (done) kept", last)
+	}
+}
+
+// The upload limit holds for what an upload writes, not only for what it
+// sends: a gzip-encoded body of a few KiB inflates to gigabytes.
+func TestE2BGzipUploadIsBounded(t *testing.T) {
+	const key = "e2b-owner-key-0123456789"
+	const limit = 1 << 20
+	addr := testserver.FreeAddr(t)
+	srv := testserver.Start(t, testserver.Options{Token: key, ExtraArgs: []string{"--e2b-listen", addr, "--http-max-upload", "1048576"}})
+	sb, _ := claim(t, srv.Client(), "python")
+	upload := func(size int) (int, string) {
+		t.Helper()
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		if _, err := zw.Write(make([]byte, size)); err != nil {
+			t.Fatal(err)
+		}
+		zw.Close()
+		req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, "http://"+addr+"/files?path=/home/user/bomb", &gz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("E2b-Sandbox-Id", sb.GetName())
+		req.Header.Set("X-Access-Token", key)
+		req.Header.Set("Content-Type", "application/octet-stream")
+		req.Header.Set("Content-Encoding", "gzip")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := upload(limit); code != http.StatusOK {
+		t.Fatalf("a gzip upload of exactly the limit: %d %s, want 200", code, body)
+	}
+	if code, body := upload(8 * limit); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a gzip upload inflating to 8 times the limit: %d %s, want 413", code, body)
+	}
+	r := sh(t, srv.Client(), sb.Name, "stat -c %s /workspace/bomb")
+	if n := strings.TrimSpace(r.stdout); n == "8388608" {
+		t.Fatalf("the refused upload wrote all %s bytes", n)
 	}
 }
