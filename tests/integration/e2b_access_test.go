@@ -20,6 +20,18 @@ import (
 	"github.com/sandpod/sandpod/tests/testserver"
 )
 
+// do sends req and returns the answer's status and body.
+func do(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
 // A server without tokens: a web page the user opens must not use its E2B
 // API, neither by a cross-origin "simple" request (a text/plain POST needs
 // no preflight) nor by DNS rebinding (a name of the page's re-pointed at
@@ -41,13 +53,7 @@ func TestE2BWithoutTokensRefusesWebPages(t *testing.T) {
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		return do(t, req)
 	}
 	for name, tc := range map[string]struct{ host, origin, want string }{
 		"a rebound name":            {host: "rebind.attacker.example:80", origin: "http://rebind.attacker.example", want: "DNS rebinding"},
@@ -251,13 +257,7 @@ func TestE2BGzipUploadIsBounded(t *testing.T) {
 		req.Header.Set("X-Access-Token", key)
 		req.Header.Set("Content-Type", "application/octet-stream")
 		req.Header.Set("Content-Encoding", "gzip")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		return do(t, req)
 	}
 	if code, body := upload(limit); code != http.StatusOK {
 		t.Fatalf("a gzip upload of exactly the limit: %d %s, want 200", code, body)
