@@ -258,6 +258,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.procs.forget(s.opts.Namespace, name)
+	s.watch.forget(sbxKey(s.opts.Namespace, name))
 	if _, err := s.api.DeleteSandbox(ctx, &sandpodv1.DeleteSandboxRequest{Name: name, Namespace: s.opts.Namespace}); err != nil {
 		writeStatus(w, err)
 		return

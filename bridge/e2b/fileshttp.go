@@ -62,6 +62,30 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// inflateLimit reads r up to limit bytes, then fails as
+// http.MaxBytesReader does.
+type inflateLimit struct {
+	r           io.Reader
+	left, limit int64
+}
+
+func (l *inflateLimit) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		// One byte more tells a body of exactly limit bytes from a larger one.
+		var b [1]byte
+		if n, err := l.r.Read(b[:]); n == 0 {
+			return 0, err
+		}
+		return 0, &http.MaxBytesError{Limit: l.limit}
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
 // writeInfo is envd's answer entry for a written file.
 type writeInfo struct {
 	Name string `json:"name"`
@@ -86,7 +110,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "the gzip-encoded body is not valid gzip: "+err.Error())
 			return
 		}
-		body = zr
+		// The limit is on what is written: a small gzip body inflates a
+		// thousandfold.
+		body = &inflateLimit{r: zr, left: s.opts.MaxUploadBytes, limit: s.opts.MaxUploadBytes}
 	}
 	q := r.URL.Query().Get("path")
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))

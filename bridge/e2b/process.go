@@ -94,10 +94,11 @@ func (p processService) Start(ctx context.Context, req *connect.Request[process.
 }
 
 func (p processService) Connect(ctx context.Context, req *connect.Request[process.ConnectRequest], out *connect.ServerStream[process.ConnectResponse]) error {
-	_, _, key := p.s.sandbox(req.Header())
-	pr := p.s.procs.find(key, req.Msg.GetProcess())
-	if pr == nil {
-		return processNotFound(req.Msg.GetProcess())
+	// Following a command reads its output: the caller must be allowed to
+	// use the sandbox, as for input and signals.
+	pr, err := p.target(ctx, req.Header(), req.Msg.GetProcess())
+	if err != nil {
+		return err
 	}
 	f := pr.follow()
 	if f == nil {

@@ -17,6 +17,7 @@ package e2b
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 
 	"github.com/sandpod/sandpod/bridge/e2b/envd/filesystem/filesystemconnect"
 	"github.com/sandpod/sandpod/bridge/e2b/envd/process/processconnect"
+	"github.com/sandpod/sandpod/bridge/httpapi"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -90,6 +92,10 @@ func New(conn grpc.ClientConnInterface, o Options) *Server {
 // (envd or the code interpreter, by E2b-Sandbox-Port), without it for the
 // control API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if msg := s.browserRefusal(r); msg != "" {
+		writeError(w, http.StatusForbidden, msg)
+		return
+	}
 	if r.Header.Get("E2b-Sandbox-Id") == "" {
 		s.ctl.ServeHTTP(w, r)
 		return
@@ -105,6 +111,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusBadGateway, "port "+port+" of sandbox "+r.Header.Get("E2b-Sandbox-Id")+" is not served: sandpod's E2B front door reaches envd (49983) and the code interpreter (49999); use sandpod's ExposePort for other ports")
 	}
+}
+
+// browserRefusal is why a request to a server without tokens is refused
+// ("" when it is not): any web page the user opens can send requests to
+// loopback. One from a page (it has an Origin) could create sandboxes
+// without a preflight (a text/plain POST), and one to a name the page
+// re-points at 127.0.0.1 (DNS rebinding) is same-origin to itself and
+// could run commands and read files. With tokens a page has no key to
+// send. The rules of the HTTP API (bridge/httpapi/origin.go), without its
+// allowed origins: E2B's SDKs call from servers, not from web pages.
+func (s *Server) browserRefusal(r *http.Request) string {
+	if !s.opts.Open {
+		return ""
+	}
+	if !httpapi.LocalHost(r.Host) {
+		return "Host " + strconv.Quote(r.Host) + ": a server without tokens answers only requests to an IP address or localhost (a guard against DNS rebinding); give it --token-file to be reached by name"
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		return "a request from a web page (Origin " + strconv.Quote(o) + ") is refused by a server without tokens; give it --token-file"
+	}
+	return ""
 }
 
 // withToken returns ctx with the caller's API key as the bearer token of

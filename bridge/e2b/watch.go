@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"strconv"
 	"strings"
@@ -13,14 +14,20 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sandpod/sandpod/bridge/e2b/envd/filesystem"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// maxWatcherEvents bounds the events a polled watcher (CreateWatcher)
-// keeps between two GetWatcherEvents; past it the oldest are dropped.
-const maxWatcherEvents = 10_000
+// maxWatcherEvents and maxWatcherBytes (encoded) bound the events
+// a polled watcher (CreateWatcher) keeps in serve's memory between two
+// GetWatcherEvents; past either the oldest are dropped. The sandbox's code
+// makes them: names run to 4 KiB each.
+const (
+	maxWatcherEvents = 10_000
+	maxWatcherBytes  = 1 << 20
+)
 
 // fsEvents maps a batch of sandpod file events under root (a sandbox
 // path) to envd's: the name is relative to the watched directory, a
@@ -163,11 +170,51 @@ type watcher struct {
 	more    chan struct{} // signalled when events arrive
 	mu      sync.Mutex
 	events  []*filesystem.FilesystemEvent
+	bytes   int // the encoded size of events
 	err     error
 	dropped int
 }
 
+// keep adds evs, dropping the oldest past the bounds; w.mu is held.
+func (w *watcher) keep(evs []*filesystem.FilesystemEvent) {
+	for _, ev := range evs {
+		w.bytes += proto.Size(ev)
+	}
+	w.events = append(w.events, evs...)
+	n := 0
+	for len(w.events)-n > maxWatcherEvents || (w.bytes > maxWatcherBytes && n < len(w.events)) {
+		w.bytes -= proto.Size(w.events[n])
+		n++
+	}
+	if n > 0 {
+		// A new slice: the dropped events' memory goes with the old one.
+		w.events, w.dropped = append([]*filesystem.FilesystemEvent(nil), w.events[n:]...), w.dropped+n
+	}
+}
+
 func newWatchers() *watchers { return &watchers{byID: map[string]*watcher{}} }
+
+// watcher is the watcher id names, after checking that the caller may use
+// the sandbox: its events are the sandbox's file names.
+func (f filesystemService) watcher(ctx context.Context, h http.Header, id string) (*watcher, error) {
+	_, name, key := f.s.sandbox(h)
+	if _, err := f.s.lookup(withToken(ctx, h), name); err != nil {
+		return nil, connectError(err)
+	}
+	return f.s.watch.get(key, id)
+}
+
+// forget ends and drops the watchers of a deleted sandbox.
+func (ws *watchers) forget(sbx string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for id, w := range ws.byID {
+		if w.sbx == sbx {
+			w.cancel()
+			delete(ws.byID, id)
+		}
+	}
+}
 
 func (ws *watchers) get(sbx, id string) (*watcher, error) {
 	ws.mu.Lock()
@@ -203,10 +250,7 @@ func (f filesystemService) CreateWatcher(ctx context.Context, req *connect.Reque
 				f.withEntries(wctx, ns, name, root, evs)
 			}
 			w.mu.Lock()
-			w.events = append(w.events, evs...)
-			if n := len(w.events) - maxWatcherEvents; n > 0 {
-				w.events, w.dropped = w.events[n:], w.dropped+n
-			}
+			w.keep(evs)
 			if err != nil && wctx.Err() == nil {
 				w.err = connectError(err)
 			}
@@ -224,8 +268,7 @@ func (f filesystemService) CreateWatcher(ctx context.Context, req *connect.Reque
 }
 
 func (f filesystemService) GetWatcherEvents(ctx context.Context, req *connect.Request[filesystem.GetWatcherEventsRequest]) (*connect.Response[filesystem.GetWatcherEventsResponse], error) {
-	_, _, key := f.s.sandbox(req.Header())
-	w, err := f.s.watch.get(key, req.Msg.GetWatcherId())
+	w, err := f.watcher(ctx, req.Header(), req.Msg.GetWatcherId())
 	if err != nil {
 		return nil, err
 	}
@@ -233,10 +276,14 @@ func (f filesystemService) GetWatcherEvents(ctx context.Context, req *connect.Re
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.events) == 0 && w.err != nil {
+		// Its watch has ended and everything it saw has been taken.
+		f.s.watch.mu.Lock()
+		delete(f.s.watch.byID, req.Msg.GetWatcherId())
+		f.s.watch.mu.Unlock()
 		return nil, w.err
 	}
 	evs := w.events
-	w.events = nil
+	w.events, w.bytes = nil, 0
 	return connect.NewResponse(&filesystem.GetWatcherEventsResponse{Events: evs}), nil
 }
 
@@ -276,8 +323,7 @@ func (w *watcher) wait(ctx context.Context) {
 }
 
 func (f filesystemService) RemoveWatcher(ctx context.Context, req *connect.Request[filesystem.RemoveWatcherRequest]) (*connect.Response[filesystem.RemoveWatcherResponse], error) {
-	_, _, key := f.s.sandbox(req.Header())
-	w, err := f.s.watch.get(key, req.Msg.GetWatcherId())
+	w, err := f.watcher(ctx, req.Header(), req.Msg.GetWatcherId())
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ import (
 // checkBrowser applies the rules; it answers preflights and refusals itself
 // and returns false then.
 func (s *Server) checkBrowser(w http.ResponseWriter, r *http.Request) bool {
-	if s.opts.Open && !localHost(r.Host) {
+	if s.opts.Open && !LocalHost(r.Host) {
 		writeStatus(w, status.Convert(errinfo.Newf(codes.PermissionDenied, errinfo.ReasonHostNotAllowed,
 			"Host %q: a server without tokens answers only requests to an IP address or localhost (a guard against DNS rebinding); give it --token-file to be reached by name", r.Host)).Proto(), http.StatusForbidden)
 		return false
@@ -61,9 +61,9 @@ func (s *Server) checkBrowser(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// localHost says whether a Host header names this machine by address or
+// LocalHost says whether a Host header names this machine by address or
 // as localhost.
-func localHost(hostport string) bool {
+func LocalHost(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h

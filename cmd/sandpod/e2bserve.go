@@ -7,7 +7,6 @@ import (
 
 	"github.com/sandpod/sandpod/bridge"
 	"github.com/sandpod/sandpod/bridge/e2b"
-	"github.com/sandpod/sandpod/bridge/httpapi"
 )
 
 // e2bFlags are the flags of the E2B-compatible API (docs/e2b.md), shared
@@ -35,7 +34,7 @@ func serveE2B(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridge
 	}
 	api := e2b.New(conn, e2b.Options{
 		Namespace: f.e2b.namespace, DefaultTemplate: f.e2b.template,
-		Open: len(bo.Authenticators) == 0, MaxUploadBytes: httpapi.DefaultMaxUploadBytes,
+		Open: len(bo.Authenticators) == 0, MaxUploadBytes: f.http.maxUpload,
 	})
 	stopSrv, err := serveHandler(ctx, log, f.e2b.listen, api, f.tlsConfig, "sandpod E2B API listening")
 	if err != nil {

@@ -25,7 +25,7 @@ type httpFlags struct {
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "http-listen", "", "also serve the API as HTTP/JSON on this address (e.g. 127.0.0.1:50052), with the same tokens and TLS; off when empty")
-	fs.Int64Var(&f.maxUpload, "http-max-upload", httpapi.DefaultMaxUploadBytes, "largest HTTP upload (PUT .../files/content) or exec standard input, in bytes; larger is answered 413")
+	fs.Int64Var(&f.maxUpload, "http-max-upload", httpapi.DefaultMaxUploadBytes, "largest HTTP upload (PUT .../files/content, the E2B API's POST /files, decompressed) or exec standard input, in bytes; larger is answered 413")
 	fs.Var(&f.origins, "http-allow-origin", "a web origin (https://app.example.com, or *) whose pages may call the HTTP API, with CORS (repeatable; default: requests from web pages are refused)")
 }
 

@@ -75,7 +75,7 @@ func copyTree(src, dst string, from, to uint32, maxBytes int64) (*copyStats, err
 		return nil, err
 	}
 	defer unix.Close(dfd)
-	c := &copier{from: from, to: to, maxBytes: maxBytes, stats: &copyStats{Reflinked: true}}
+	c := &copier{from: from, to: to, maxBytes: maxBytes, stats: &copyStats{Reflinked: true}, root: dfd, links: map[[2]uint64]string{}}
 	var st unix.Stat_t
 	if err := unix.Fstat(sfd, &st); err != nil {
 		return nil, err
@@ -96,6 +96,13 @@ type copier struct {
 	from, to uint32
 	maxBytes int64
 	stats    *copyStats
+	// root is the copy's directory; links, by device and inode, the path
+	// under it of the first copy of each file with hard links: its other
+	// names become links to that copy, as in the workspace. Copied once
+	// per name, a file linked a thousand times would cost the host a
+	// thousand times the disk it costs its sandbox.
+	root  int
+	links map[[2]uint64]string
 }
 
 func (c *copier) dir(sfd, dfd int, path string, depth int) error {
@@ -198,6 +205,15 @@ func (c *copier) file(sfd, dfd int, name, path string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return errChanged
 	}
+	inode := [2]uint64{st.Dev, st.Ino}
+	if first, ok := c.links[inode]; ok && st.Nlink > 1 {
+		// The copy's tree is the engine's own (directories it made, in a
+		// root-only directory): first's components are no links.
+		if err := unix.Linkat(c.root, first, dfd, name, 0); err != nil {
+			return fmt.Errorf("link %s to %s: %w", path, first, err)
+		}
+		return nil
+	}
 	// What a file takes on disk counts, not its apparent size: a sparse
 	// file's holes are kept as holes (copySparse).
 	alloc := st.Blocks * 512
@@ -227,6 +243,9 @@ func (c *copier) file(sfd, dfd int, name, path string) error {
 	}
 	c.stats.Bytes += st.Size
 	c.stats.Alloc += alloc
+	if st.Nlink > 1 {
+		c.links[inode] = path
+	}
 	return c.meta(out, "", &st)
 }
 

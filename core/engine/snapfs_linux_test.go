@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -216,5 +217,46 @@ func TestOverlayIdmappedLower(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sbDir, "lower")); !os.IsNotExist(err) {
 		t.Errorf("the idmapped view was left: %v", err)
+	}
+}
+
+// A file's hard links stay links to one copy: its bytes are copied and
+// counted once, whatever the number of its names.
+func TestCopyTreeKeepsHardLinks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown into id ranges")
+	}
+	src := filepath.Join(t.TempDir(), "work")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(src, "d/e"), 0o755))
+	data := strings.Repeat("x", 4096) // one block on disk
+	must(os.WriteFile(filepath.Join(src, "a"), []byte(data), 0o644))
+	for _, n := range []string{"b", "d/c", "d/e/f"} {
+		must(os.Link(filepath.Join(src, "a"), filepath.Join(src, n)))
+	}
+	dst := filepath.Join(t.TempDir(), "files")
+	st, err := copyTree(src, dst, firstIDBase, snapshotIDBase, 6000)
+	if err != nil {
+		t.Fatalf("copy of one 4 KiB file with 4 names under a 6000-byte limit: %v", err)
+	}
+	if st.Bytes != 4096 {
+		t.Errorf("bytes %d, want 4096", st.Bytes)
+	}
+	first, err := os.Stat(filepath.Join(dst, "a"))
+	must(err)
+	for _, n := range []string{"b", "d/c", "d/e/f"} {
+		fi, err := os.Stat(filepath.Join(dst, n))
+		must(err)
+		if !os.SameFile(first, fi) {
+			t.Errorf("%s is not a link to a's copy", n)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "d/e/f")); string(b) != data {
+		t.Errorf("d/e/f: %q", b)
 	}
 }

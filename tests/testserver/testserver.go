@@ -144,7 +144,7 @@ func Start(t testing.TB, opts Options) *Server {
 			t.Fatal(err)
 		}
 	}
-	s.addr = freeAddr(t)
+	s.addr = FreeAddr(t)
 	s.start(t)
 	t.Cleanup(func() { s.cleanup(t) })
 	return s
@@ -360,7 +360,8 @@ func (s *Server) cleanup(t testing.TB) {
 	}
 }
 
-func freeAddr(t testing.TB) string {
+// FreeAddr is a free loopback address (127.0.0.1:port) to listen on.
+func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
