@@ -41,6 +41,9 @@ RACE_BIN := bin/sandpod-race
 # suites (tests/, bench/) drive servers, which run from $(RACE_BIN); hack/
 # holds tools (chartdiff takes 6 min under -race).
 SUITES := -e /tests/ -e /bench -e /hack/
+# tests/e2e needs the node bed: `make e2e` runs it (hack/testbed/e2e.sh),
+# with the same skip check; test-go leaves it out.
+E2E_PKG := /tests/e2e$$
 export GORACE := halt_on_error=1
 # The Go modules: the root (the server) and, nested, the Go client and the
 # stubs it imports (their own modules, so that importing the client does not
@@ -125,7 +128,7 @@ test-go: build-race skipcheck
 	@test -x "$$(hack/kube/build.sh --print)/kube-apiserver" || { echo "the kwok bed is not built: hack/kube/build.sh"; exit 1; }
 	set -o pipefail; $(GO) test -race -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v $(SUITES)) | $(SKIPCHECK) go
 	set -o pipefail; SANDPOD_KUBE_BIN=$$(hack/kube/build.sh --print) SANDPOD_BIN=$(CURDIR)/$(RACE_BIN) \
-	  $(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep $(SUITES)) | $(SKIPCHECK) go
+	  $(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep $(SUITES) | grep -v '$(E2E_PKG)') | $(SKIPCHECK) go
 	@# `go list -m all` first fetches every go.mod of a module's graph into
 	@# the module cache (a fresh machine has only what the builds needed):
 	@# clients/go's TestConsumerNeedsOnlyTheClient lists a consumer's graph
