@@ -264,7 +264,7 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 	if err := e.store.put(&rec, p.namespace+"/"+p.requestID, ent); err != nil {
 		return nil, false, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save sandbox: %v", err)
 	}
-	sb := &sandbox{rec: rec}
+	sb := makeSandbox(rec)
 	e.sandboxes[rec.key()] = sb
 	if ent != nil {
 		e.requests[p.namespace+"/"+p.requestID] = *ent
@@ -344,7 +344,7 @@ func (e *Engine) waitReady(ctx context.Context, sb *sandbox) (*sandpodv1.Sandbox
 		cur := sb.toProto()
 		// A sandbox being deleted is gone too: its phase on the way out
 		// must not read as a start that ended.
-		gone := e.sandboxes[sb.rec.key()] != sb || sb.rec.Deleting
+		gone := e.sandboxes[sb.key()] != sb || sb.rec.Deleting
 		e.mu.Unlock()
 		switch {
 		case gone:

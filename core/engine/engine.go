@@ -319,7 +319,7 @@ func (e *Engine) Limits() string { return e.cg.String() }
 // recover rebuilds the in-memory state from records after a (re)start.
 func (e *Engine) recover(ctx context.Context, recs []record) {
 	for _, r := range recs {
-		sb := &sandbox{rec: r}
+		sb := makeSandbox(r)
 		e.sandboxes[r.key()] = sb
 		cg := e.containerCgroup(r.Container)
 		if f, ok := cg.freezerFiles(); ok {
@@ -397,7 +397,7 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 	case sb.proc != nil && lifecycle.ShouldRunWorkload(sb.observed()):
 		paused, err := e.recoverFrozen(sb)
 		if err != nil {
-			e.log.Warn("could not make the freezer follow the record; restarting the sandbox", "sandbox", sb.rec.key(), "paused", paused, "err", err)
+			e.log.Warn("could not make the freezer follow the record; restarting the sandbox", "sandbox", sb.key(), "paused", paused, "err", err)
 			_ = sb.proc.kill(10 * time.Second)
 			e.agentDown(sb, "could not be frozen or thawed when the engine started: "+err.Error())
 			return
@@ -411,7 +411,7 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 			return
 		}
 		if err := e.awaitAgent(ctx, sb, sb.proc); err != nil {
-			e.log.Warn("running sandbox did not answer after restart; restarting it", "sandbox", sb.rec.key(), "err", err)
+			e.log.Warn("running sandbox did not answer after restart; restarting it", "sandbox", sb.key(), "err", err)
 			_ = sb.proc.kill(10 * time.Second)
 			e.agentDown(sb, "did not answer when the engine started")
 			return

@@ -281,14 +281,14 @@ func (e *Engine) newForks(p newParams, idx []int, rid string) (all, fresh []*san
 			reqs[p.namespace+"/"+rec.RequestID] = requestEntry{Op: p.op, Sandbox: rec.Name, UID: rec.UID}
 		}
 		recs = append(recs, &rec)
-		sb := &sandbox{rec: rec}
+		sb := makeSandbox(rec)
 		slots[j] = sb
 		e.sandboxes[rec.key()] = sb // reserves the name for the next generateName
 		fresh = append(fresh, sb)
 	}
 	if err := e.store.putMany(recs, reqs); err != nil {
 		for _, sb := range fresh {
-			delete(e.sandboxes, sb.rec.key())
+			delete(e.sandboxes, sb.key())
 		}
 		return nil, nil, unavailable("save sandboxes", err)
 	}
@@ -372,9 +372,9 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 				inPlace, inPlaceProc, inPlacePIDs = true, p, pids
 				seeded = time.Since(t0)
 			case killed:
-				e.log.Warn("restore in place failed; starting a new container", "sandbox", sb.rec.key(), "err", serr)
+				e.log.Warn("restore in place failed; starting a new container", "sandbox", sb.key(), "err", serr)
 			case serr != errNoSwap:
-				e.log.Warn("restore in place refused; starting a new container", "sandbox", sb.rec.key(), "err", serr)
+				e.log.Warn("restore in place refused; starting a new container", "sandbox", sb.key(), "err", serr)
 			}
 		}
 	}
@@ -396,7 +396,7 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 		e.poke()
 		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "restore %q to %q: %v", req.GetName(), req.GetSnapshot(), err)
 	}
-	e.log.Info("sandbox restored", "sandbox", sb.rec.key(), "snapshot", s.Name, "in_place", inPlace, "stop", stopped.Round(time.Microsecond), "files", seeded.Round(time.Microsecond))
+	e.log.Info("sandbox restored", "sandbox", sb.key(), "snapshot", s.Name, "in_place", inPlace, "stop", stopped.Round(time.Microsecond), "files", seeded.Round(time.Microsecond))
 	if inPlace {
 		if req.GetNoWait() {
 			go e.finishInPlace(context.WithoutCancel(ctx), sb, inPlaceProc, inPlacePIDs)

@@ -63,10 +63,10 @@ func (e *Engine) reconcileIDRanges() {
 		}
 		if sb.proc != nil {
 			e.log.Warn("a running sandbox shares its host id range with another engine's sandbox (both chosen before the host-wide registry); delete one of them to end it",
-				"sandbox", sb.rec.key(), "idBase", sb.rec.IDBase)
+				"sandbox", sb.key(), "idBase", sb.rec.IDBase)
 			continue
 		}
-		e.log.Info("sandbox takes a new host id range at its next start: another engine's sandbox holds its old one", "sandbox", sb.rec.key(), "idBase", sb.rec.IDBase)
+		e.log.Info("sandbox takes a new host id range at its next start: another engine's sandbox holds its old one", "sandbox", sb.key(), "idBase", sb.rec.IDBase)
 		e.moveRange[sb.rec.UID] = true
 	}
 }

@@ -123,7 +123,7 @@ func (e *Engine) probed(pr probe, err error) {
 		return
 	}
 	sb.healthFails++
-	failures, key := sb.healthFails, sb.rec.key()
+	failures, key := sb.healthFails, sb.key()
 	if !agentHung(failures, e.cfg.AgentHealthCheck.FailureThreshold) {
 		e.mu.Unlock()
 		e.log.Warn("agent health check failed", "sandbox", key, "failures", failures, "err", err)

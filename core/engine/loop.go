@@ -157,12 +157,12 @@ func (e *Engine) act(ctx context.Context, a action) {
 	switch a.kind {
 	case "delete":
 		if a.lease {
-			e.log.Info("lease expired: deleting", "sandbox", a.sb.rec.key())
+			e.log.Info("lease expired: deleting", "sandbox", a.sb.key())
 		}
 		if err := e.markDeleting(a.sb); err == nil {
 			go func() {
 				if err := e.finishDelete(a.sb); err != nil {
-					e.log.Error("delete", "sandbox", a.sb.rec.key(), "err", err)
+					e.log.Error("delete", "sandbox", a.sb.key(), "err", err)
 				}
 			}()
 		}
@@ -187,17 +187,17 @@ func (e *Engine) act(ctx context.Context, a action) {
 	case "restart":
 		e.restartAgent(a.sb)
 	case "suspend":
-		e.log.Info("idle timeout: suspending", "sandbox", a.sb.rec.key())
+		e.log.Info("idle timeout: suspending", "sandbox", a.sb.key())
 		_, _ = e.SuspendSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name)
 	case "pause":
 		if !e.cg.usable() {
-			e.log.Info("idle timeout: suspending (pause needs the cgroup freezer, and serve runs with --no-limits)", "sandbox", a.sb.rec.key())
+			e.log.Info("idle timeout: suspending (pause needs the cgroup freezer, and serve runs with --no-limits)", "sandbox", a.sb.key())
 			_, _ = e.SuspendSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name)
 			return
 		}
-		e.log.Info("idle timeout: pausing", "sandbox", a.sb.rec.key())
+		e.log.Info("idle timeout: pausing", "sandbox", a.sb.key())
 		if _, err := e.PauseSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name); err != nil {
-			e.log.Warn("idle pause", "sandbox", a.sb.rec.key(), "err", err)
+			e.log.Warn("idle pause", "sandbox", a.sb.key(), "err", err)
 		}
 	case "create":
 		e.createMember(a.pool)

@@ -58,7 +58,7 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 		if sb.rec.Mode == v1alpha1.OperatingModePaused && sb.proc == p {
 			sb.rec.Mode, sb.rec.Message = prev.Mode, prev.Message
 			if perr := e.store.put(&sb.rec, "", nil); perr != nil {
-				e.log.Warn("save sandbox", "sandbox", sb.rec.key(), "err", perr)
+				e.log.Warn("save sandbox", "sandbox", sb.key(), "err", perr)
 			}
 		}
 		e.mu.Unlock()
@@ -66,7 +66,7 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 		if err == errGone {
 			return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxInTransition, "sandbox %q was stopped while it was being paused", name)
 		}
-		e.log.Error("pause", "sandbox", sb.rec.key(), "err", err)
+		e.log.Error("pause", "sandbox", sb.key(), "err", err)
 		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonFreezeFailed, "pause %q: %v", name, err)
 	}
 	e.publish(sb)

@@ -83,6 +83,12 @@ type record struct {
 
 func (r *record) key() string { return r.Namespace + "/" + r.Name }
 
+// makeSandbox is the in-memory sandbox of a record.
+func makeSandbox(rec record) *sandbox { return &sandbox{rec: rec, name: rec.key()} }
+
+// key is the sandbox's "namespace/name", readable without Engine.mu.
+func (sb *sandbox) key() string { return sb.name }
+
 // message is the sandbox's message: what happened last, else when and why
 // its agent last restarted.
 func (r *record) message() string {
@@ -94,7 +100,11 @@ func (r *record) message() string {
 
 // sandbox is a record plus what the engine observes at run time.
 type sandbox struct {
-	rec      record
+	rec record
+	// name is rec.key(), kept apart: a sandbox's namespace and name never
+	// change, while rec is replaced under Engine.mu (a save, a delete), so
+	// code without the lock (logs, goroutines) reads name, not rec.
+	name     string
 	workload lifecycle.WorkloadState
 	proc     *process
 	// busy is set while a start or stop is in progress.

@@ -310,7 +310,7 @@ func (e *Engine) finishInPlace(ctx context.Context, sb *sandbox, p *process, kil
 		err = gerr
 	}
 	now := time.Now()
-	e.log.Info("restore in place: agent back", "sandbox", sb.rec.key(), "took", now.Sub(t0).Round(time.Microsecond))
+	e.log.Info("restore in place: agent back", "sandbox", sb.key(), "took", now.Sub(t0).Round(time.Microsecond))
 	e.mu.Lock()
 	if sb.proc != p {
 		e.mu.Unlock()
@@ -319,7 +319,7 @@ func (e *Engine) finishInPlace(ctx context.Context, sb *sandbox, p *process, kil
 	if err != nil {
 		sb.killedFor = "the agent did not come back after a restore: " + err.Error()
 		e.mu.Unlock()
-		e.log.Error("restore in place", "sandbox", sb.rec.key(), "err", err)
+		e.log.Error("restore in place", "sandbox", sb.key(), "err", err)
 		p.sendKill() // watchExit hands it to the restart policy
 		return
 	}

@@ -356,7 +356,7 @@ func (e *Engine) watchExit(sb *sandbox, p *process) {
 		}
 		e.mu.Unlock()
 		p.release()
-		e.log.Warn("sandbox process tree ended", "sandbox", sb.rec.key(), "how", how)
+		e.log.Warn("sandbox process tree ended", "sandbox", sb.key(), "how", how)
 		e.agentDown(sb, how)
 	}()
 }
@@ -458,7 +458,7 @@ func (e *Engine) stop(sb *sandbox) {
 	e.mu.Unlock()
 	if p != nil {
 		if err := p.kill(10 * time.Second); err != nil {
-			e.log.Error("stop sandbox", "sandbox", sb.rec.key(), "err", err)
+			e.log.Error("stop sandbox", "sandbox", sb.key(), "err", err)
 		}
 		p.release()
 	}
@@ -478,7 +478,7 @@ func (e *Engine) stopDetached(sb *sandbox) (gone <-chan struct{}) {
 	sb.proc = nil
 	sb.workload = lifecycle.WorkloadAbsent
 	sb.rec.PID, sb.rec.PIDStart, sb.rec.Container = 0, 0, ""
-	key := sb.rec.key()
+	key := sb.key()
 	e.mu.Unlock()
 	done := make(chan struct{})
 	if p == nil {
