@@ -155,8 +155,10 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 
 // lineBuffer joins a cell's stdout and stderr pieces into whole lines, as
 // Jupyter's kernel sends its stream output (print("a") is one "a\n", not
-// "a" and "\n"): a partial line waits for its end, or for any other
-// message, which sends it first.
+// "a" and "\n"): a partial line waits for its end, for the other stream,
+// or for the cell's end, which send it first. A result does not: the agent
+// reads output and results from two pipes, so the rest of a line may come
+// after a result the cell produced later.
 type lineBuffer struct {
 	kind string // "stdout" or "stderr": what buf holds
 	buf  []byte
@@ -171,7 +173,7 @@ func (l *lineBuffer) add(res *sandpodv1.RunCodeResponse, now time.Time) []map[st
 	case *sandpodv1.RunCodeResponse_Stderr:
 		kind, data = "stderr", m.Stderr
 	}
-	if len(l.buf) > 0 && kind != l.kind {
+	if len(l.buf) > 0 && ((kind != "" && kind != l.kind) || res.GetDone() != nil) {
 		out = append(out, map[string]any{"type": l.kind, "text": string(l.buf), "timestamp": now.UnixNano()})
 		l.buf = nil
 	}

@@ -37,10 +37,15 @@ func TestLineBuffer(t *testing.T) {
 	}
 	var l lineBuffer
 	var got []map[string]any
-	for _, res := range []*sandpodv1.RunCodeResponse{out("hel"), out("lo"), out("\npart"), errOut, out("tail"), done} {
+	result := &sandpodv1.RunCodeResponse{Msg: &sandpodv1.RunCodeResponse_Result{Result: &sandpodv1.CodeResult{
+		IsMainResult: true, Data: map[string][]byte{"text/plain": []byte("42")}}}}
+	// The rest of a line may come after a result (two pipes in the agent):
+	// the line stays whole.
+	for _, res := range []*sandpodv1.RunCodeResponse{out("hel"), out("lo"), result, out("\npart"), errOut, out("tail"), done} {
 		got = append(got, l.add(res, now)...)
 	}
 	want := []map[string]any{
+		resultLine(result.GetResult()),
 		line("stdout", "hello\n"),
 		line("stdout", "part"), // flushed by the stderr line
 		line("stderr", "e\n"),
