@@ -38,11 +38,8 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoin
 	if sb, err = b.reach(ctx, lifecycle.CallAgent, sb); err != nil {
 		return agentconn.Endpoint{}, err
 	}
-	phase := phaseOf(sb)
-	if sb.Spec.OperatingMode == v1alpha1.OperatingModePaused && phase == v1alpha1.SandboxRunning {
-		phase = v1alpha1.SandboxPaused // paused a moment ago; the controller has not reported it yet
-	}
-	switch phase {
+	// Paused or resumed a moment ago: the controller may not have reported it yet.
+	switch reportedPhase(sb) {
 	case v1alpha1.SandboxPaused:
 		if !sb.Spec.AutoResume {
 			return agentconn.Endpoint{}, pausedError(ns, name)
@@ -74,8 +71,8 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoin
 	if sb.Spec.OperatingMode == v1alpha1.OperatingModePaused {
 		return agentconn.Endpoint{}, pausedError(ns, name) // paused again meanwhile
 	}
-	if len(sb.Status.PodIPs) == 0 || phaseOf(sb) != v1alpha1.SandboxRunning {
-		return agentconn.Endpoint{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))
+	if len(sb.Status.PodIPs) == 0 || reportedPhase(sb) != v1alpha1.SandboxRunning {
+		return agentconn.Endpoint{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q is not running right now (%s); retry", name, reportedPhase(sb))
 	}
 	ep, err := b.endpoint(ctx, sb)
 	if err != nil {

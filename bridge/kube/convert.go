@@ -29,6 +29,23 @@ func phaseOf(sb *v1alpha1.Sandbox) v1alpha1.SandboxPhase {
 	return sb.Status.Phase
 }
 
+// reportedPhase is the phase the API answers for sb: phaseOf, except for a
+// pause or a resume the controller has not reported yet. PauseSandbox
+// freezes the processes and resumePaused thaws them before they set
+// operatingMode, so while the controller still reports Running (Paused)
+// the mode Paused (Running) is already true; a GetSandbox right after a
+// pause answers Paused, as the pause itself did.
+func reportedPhase(sb *v1alpha1.Sandbox) v1alpha1.SandboxPhase {
+	phase, mode := phaseOf(sb), sb.Spec.OperatingMode
+	switch {
+	case phase == v1alpha1.SandboxRunning && mode == v1alpha1.OperatingModePaused:
+		return v1alpha1.SandboxPaused
+	case phase == v1alpha1.SandboxPaused && mode == v1alpha1.OperatingModeRunning:
+		return v1alpha1.SandboxRunning
+	}
+	return phase
+}
+
 // sandboxToProto is sb as the API answers it. clusterDomain is the cluster's
 // DNS domain (Options.ClusterDomain; empty: the default): a sandbox with a
 // service that the controller has not written a status for yet (one just
@@ -40,7 +57,7 @@ func sandboxToProto(sb *v1alpha1.Sandbox, clusterDomain string) *sandpodv1.Sandb
 		Namespace:      sb.Namespace,
 		Uid:            string(sb.UID),
 		Labels:         sb.Labels,
-		Phase:          protoconv.Phase(phaseOf(sb)),
+		Phase:          protoconv.Phase(reportedPhase(sb)),
 		Message:        sb.Status.Message,
 		CreateTime:     timestamppb.New(sb.CreationTimestamp.Time),
 		ShutdownPolicy: protoconv.Policy(lifecycle.EffectivePolicy(sb.Spec.Lifecycle.ShutdownPolicy, "")),

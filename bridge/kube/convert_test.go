@@ -60,3 +60,30 @@ func TestHubEventsInItsOwnDomain(t *testing.T) {
 		}
 	}
 }
+
+// A pause or resume answered before the controller reports it: the
+// operating mode, already carried out through the agent, wins over a
+// Running or Paused status; no other phase is changed.
+func TestReportedPhaseFollowsPauseAndResume(t *testing.T) {
+	cases := map[string]struct {
+		status v1alpha1.SandboxPhase
+		mode   v1alpha1.OperatingMode
+		want   sandpodv1.Phase
+	}{
+		"paused, not reported yet":  {v1alpha1.SandboxRunning, v1alpha1.OperatingModePaused, sandpodv1.Phase_PHASE_PAUSED},
+		"resumed, not reported yet": {v1alpha1.SandboxPaused, v1alpha1.OperatingModeRunning, sandpodv1.Phase_PHASE_RUNNING},
+		"paused and reported":       {v1alpha1.SandboxPaused, v1alpha1.OperatingModePaused, sandpodv1.Phase_PHASE_PAUSED},
+		"running":                   {v1alpha1.SandboxRunning, v1alpha1.OperatingModeRunning, sandpodv1.Phase_PHASE_RUNNING},
+		"running, no mode":          {v1alpha1.SandboxRunning, "", sandpodv1.Phase_PHASE_RUNNING},
+		"paused pod not back yet":   {v1alpha1.SandboxPending, v1alpha1.OperatingModePaused, sandpodv1.Phase_PHASE_PENDING},
+		"suspending":                {v1alpha1.SandboxRunning, v1alpha1.OperatingModeSuspended, sandpodv1.Phase_PHASE_RUNNING},
+		"suspended, resuming":       {v1alpha1.SandboxSuspended, v1alpha1.OperatingModeRunning, sandpodv1.Phase_PHASE_SUSPENDED},
+	}
+	for name, c := range cases {
+		sb := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "sb", Namespace: "ns"}}
+		sb.Status.Phase, sb.Spec.OperatingMode = c.status, c.mode
+		if got := sandboxToProto(sb, "").GetPhase(); got != c.want {
+			t.Errorf("%s: phase %v, want %v", name, got, c.want)
+		}
+	}
+}
