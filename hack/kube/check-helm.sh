@@ -22,3 +22,9 @@ on=(--set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabl
 "$helm" lint deploy/helm/sandpod "${on[@]}" >/dev/null
 "$helm" template sandpod deploy/helm/sandpod --namespace "$ns" --include-crds --skip-tests "${on[@]}" > "$tmp/monitoring.yaml"
 go run ./hack/kube/chartdiff -monitoring -monitor-label release=prom -monitor-interval 17s deploy/install.yaml "$tmp/monitoring.yaml"
+# The E2B-compatible API (bridge.e2b.enabled): the flags and the ports on.
+"$helm" lint deploy/helm/sandpod --set bridge.e2b.enabled=true >/dev/null
+"$helm" template sandpod deploy/helm/sandpod --namespace "$ns" --skip-tests --set bridge.e2b.enabled=true > "$tmp/e2b.yaml"
+for want in '--e2b-listen=:50054' '--e2b-namespace=default' '{name: e2b, containerPort: 50054}' '{name: e2b, port: 50054, targetPort: e2b, appProtocol: http}'; do
+  grep -qF -- "$want" "$tmp/e2b.yaml" || { echo "helm chart with bridge.e2b.enabled=true: no \"$want\""; exit 1; }
+done
