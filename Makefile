@@ -159,9 +159,11 @@ node-bed-down:
 	hack/testbed/down.sh
 
 # sandpod installed from deploy/install.yaml on the node bed, then the Go
-# (tests/e2e) and Python (tests/e2e/python) end-to-end suites. Starts the
+# (tests/e2e) and Python (tests/e2e/python) end-to-end suites, and E2B's SDK
+# against the bridge under runc and gVisor (hack/testbed/e2b.sh). Starts the
 # bed unless it is up, and stops it again if it started it; logs of a
-# failure land in _output/e2e-logs. E2E_RUN=Pattern narrows the Go suite.
+# failure land in _output/e2e-logs. E2E_RUN=Pattern narrows the Go suite
+# (and leaves out the E2B step unless E2E_E2B=1).
 e2e: venv
 	VERSION=$(VERSION) PYTEST=$(CURDIR)/$(VENV)/bin/pytest hack/testbed/e2e.sh
 

@@ -9,8 +9,9 @@
 #   3. installs sandpod like a user: kubectl apply --server-side -f
 #      deploy/install.yaml, and waits for its Deployments to be Available
 #      (restarted first when the bed was already up: the image may be new);
-#   4. runs the Go suite (tests/e2e) and the Python one (tests/e2e/python)
-#      when there is one;
+#   4. runs the Go suite (tests/e2e), the Python one (tests/e2e/python)
+#      when there is one, then E2B's SDK against the bridge under runc and
+#      gVisor (hack/testbed/e2b.sh: a subset of tests/python/e2b_sdk);
 #   5. on failure, gathers every component's log, the cluster's objects and
 #      events, and sandpod's pod logs into _output/e2e-logs/;
 #   6. always stops the bed if this run started it (KEEP_TESTBED=1: leave it
@@ -20,8 +21,9 @@
 # cluster, a missing precondition) fails the run unless
 # hack/test/skips.allow names it; so does a missing or empty kubeconfig.
 #
-# Environment: PYTEST (the pytest to run the Python suite with; default
-# .venv/bin/pytest), E2E_RUN (go test -run pattern), SANDPOD_TESTBED_DIR.
+# Environment: PYTEST (the pytest to run the Python suites with; default
+# .venv/bin/pytest), E2E_RUN (go test -run pattern; it also leaves out the
+# E2B step unless E2E_E2B=1), SANDPOD_TESTBED_DIR.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -151,5 +153,11 @@ if [ -d "$REPO/tests/e2e/python" ] && compgen -G "$REPO/tests/e2e/python/test_*.
   log "pytest tests/e2e/python"
   (cd "$REPO" && SANDPOD_E2E_KUBECONFIG=$KUBECONFIG_FILE SANDPOD_E2E_KUBECTL=$BIN/kubectl SANDPOD_E2E_LOGS=$LOGS \
     "$PYTEST" -q -rs --junitxml="$LOGS/pytest.xml" tests/e2e/python && py_suite "$LOGS/pytest.xml") || rc=1
+fi
+# E2B's SDK against the bridge, under runc and gVisor (hack/testbed/e2b.sh).
+# Not when E2E_RUN narrows the Go suite, unless E2E_E2B=1 asks for it.
+if [ -z "${E2E_RUN:-}" ] || [ "${E2E_E2B:-0}" = 1 ]; then
+  log "E2B SDK tests (hack/testbed/e2b.sh)"
+  PYTEST=$PYTEST SKIPCHECK=$SKIPCHECK "$HERE/e2b.sh" "$BIN/kubectl" "$KUBECONFIG_FILE" "$LOGS" || rc=1
 fi
 exit $rc

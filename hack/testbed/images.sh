@@ -7,8 +7,8 @@
 #   ghcr.io/sandpod/sandpod:latest  the sandpod binary, static (controller,
 #                                   agent install, bridge)
 #   ghcr.io/sandpod/python:3.11     the host's Debian python3.11 with the
-#                                   shared libraries it loads, busybox, and
-#                                   Debian's numpy and matplotlib (run_code)
+#                                   shared libraries it loads, busybox, bash,
+#                                   and Debian's numpy and matplotlib (run_code)
 #   registry.k8s.io/pause:3.10      the pod sandbox (hack/testbed/pause)
 #
 # usage: hack/testbed/images.sh [sandpod|pause|python]...   # default: all
@@ -133,6 +133,12 @@ python_image() {
   for a in $(/bin/busybox --list); do
     [ "$a" = busybox ] || ln -s busybox "$fs/bin/$a"
   done
+  # bash, with the libraries it loads: E2B's SDK runs every command as
+  # /bin/bash -l -c (hack/testbed/e2b.sh runs E2B's SDK against the bed).
+  cp /bin/bash "$fs/bin/bash"
+  while read -r dep; do
+    copy_lib "$fs" "$dep"
+  done < <(ldd /bin/bash | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}')
   cp $py "$fs/usr/bin/python3.11"
   ln -s python3.11 "$fs/usr/bin/python3"
   ln -s python3.11 "$fs/usr/bin/python"
@@ -165,6 +171,7 @@ python_image() {
   # The image must run the interpreter with what it carries: try it in a
   # chroot (as root; skipped otherwise).
   if [ "$(id -u)" = 0 ]; then
+    chroot "$fs" /bin/bash -l -c 'true' || { echo "images.sh: bash does not run in the python image root" >&2; exit 1; }
     chroot "$fs" /usr/bin/python3 -c 'import json, ssl, sqlite3, hashlib, ctypes, zlib, decimal' ||
       { echo "images.sh: python3 does not run in its image root" >&2; exit 1; }
     chroot "$fs" /bin/env MPLBACKEND=Agg HOME=/tmp /usr/bin/python3 -c \

@@ -10,10 +10,12 @@ from collections.abc import Iterator
 import pytest
 from e2b_code_interpreter import AsyncSandbox, Sandbox
 
+from .conftest import TEMPLATE
+
 
 @pytest.fixture
 def ci(e2b_server) -> Iterator[Sandbox]:
-    sb = Sandbox.create()
+    sb = Sandbox.create(TEMPLATE)
     yield sb
     sb.kill()
 
@@ -64,7 +66,7 @@ def test_other_languages_name_the_limit(ci) -> None:
 
 def test_async_code_interpreter(e2b_server) -> None:
     async def main() -> None:
-        sb = await AsyncSandbox.create()
+        sb = await AsyncSandbox.create(TEMPLATE)
         try:
             await sb.run_code("a = [1, 2]")
             ex = await sb.run_code("sum(a)")

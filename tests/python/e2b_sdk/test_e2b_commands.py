@@ -8,6 +8,8 @@ import asyncio
 import pytest
 from e2b import AsyncSandbox, CommandExitException
 
+from .conftest import TEMPLATE
+
 
 def test_run_output_and_exit_code(sbx) -> None:
     r = sbx.commands.run("echo out; echo err >&2; pwd")
@@ -54,7 +56,7 @@ def test_command_without_stdin_reads_eof(sbx) -> None:
 
 def test_async_commands(e2b_server) -> None:
     async def main() -> None:
-        sb = await AsyncSandbox.create()
+        sb = await AsyncSandbox.create(TEMPLATE)
         try:
             r = await sb.commands.run("echo a; exit 0")
             assert r.stdout == "a\n"
@@ -76,7 +78,7 @@ def test_async_commands(e2b_server) -> None:
 def test_kill_sandbox_during_a_command(e2b_server) -> None:
     from e2b import Sandbox, SandboxException
 
-    sb = Sandbox.create()
+    sb = Sandbox.create(TEMPLATE)
     h = sb.commands.run("sleep 600", background=True)
     sb.kill()
     with pytest.raises(SandboxException, match="killed or reached its end of life"):

@@ -11,6 +11,8 @@ import pytest
 from e2b import AsyncSandbox, FilesystemEventType, FileType, NotFoundException
 from e2b.sandbox.filesystem.filesystem import WriteEntry
 
+from .conftest import TEMPLATE
+
 
 def test_write_read_text_and_bytes(sbx) -> None:
     info = sbx.files.write("notes/a.txt", "hello")
@@ -73,7 +75,7 @@ def test_watch_dir_polled(sbx) -> None:
 
 def test_async_files_and_watch(e2b_server) -> None:
     async def main() -> None:
-        sb = await AsyncSandbox.create()
+        sb = await AsyncSandbox.create(TEMPLATE)
         try:
             await sb.files.make_dir("w")
             got: list = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
+from pathlib import Path
 
 import pytest
 from e2b import (
@@ -17,15 +18,20 @@ from e2b import (
     SandboxQuery,
 )
 
+from .conftest import RUNTIME, TEMPLATE
+
 
 def test_create_info_list_timeout_kill(e2b_server) -> None:
     tag = uuid.uuid4().hex[:10]
-    sb = Sandbox.create(metadata={"suite": "e2b", "tag": tag}, envs={"GREETING": "hi"}, timeout=300)
+    sb = Sandbox.create(
+        TEMPLATE, metadata={"suite": "e2b", "tag": tag}, envs={"GREETING": "hi"}, timeout=300
+    )
     try:
         assert sb.commands.run("echo $GREETING").stdout == "hi\n"
         info = sb.get_info()
         assert info.sandbox_id == sb.sandbox_id
-        assert info.template_id == "python"  # E2B's default "base" is sandpod's default template
+        # E2B's default "base" is sandpod's default template
+        assert info.template_id == (TEMPLATE or "python")
         assert info.metadata == {"suite": "e2b", "tag": tag}
         assert info.state.value == "running"
         left = info.end_at - datetime.datetime.now(datetime.timezone.utc)
@@ -51,7 +57,7 @@ def test_create_info_list_timeout_kill(e2b_server) -> None:
 
 def test_wrong_api_key_is_refused(e2b_server) -> None:
     with pytest.raises(AuthenticationException):
-        Sandbox.create(api_key="not-the-key")
+        Sandbox.create(TEMPLATE, api_key="not-the-key")
 
 
 def test_unknown_template_names_it(e2b_server) -> None:
@@ -76,7 +82,7 @@ def test_metrics_are_answered_not_supported(sbx) -> None:
 def test_async_create_connect_kill(e2b_server) -> None:
     async def main() -> None:
         tag = uuid.uuid4().hex[:10]
-        sb = await AsyncSandbox.create(metadata={"tag": tag})
+        sb = await AsyncSandbox.create(TEMPLATE, metadata={"tag": tag})
         try:
             assert (await sb.commands.run("echo async")).stdout == "async\n"
             assert await sb.is_running()
@@ -90,3 +96,17 @@ def test_async_create_connect_kill(e2b_server) -> None:
         assert not await sb.is_running()
 
     asyncio.run(main())
+
+
+def test_runs_under_the_templates_runtime(sbx) -> None:
+    # SANDPOD_E2B_RUNTIME names the template's runtime (the node bed runs the
+    # tests on the same host as the test): gVisor has a kernel of its own,
+    # runc and the local engine share the host's.
+    version = sbx.commands.run("cat /proc/version").stdout.strip()
+    host = Path("/proc/version").read_text().strip()
+    if RUNTIME == "gvisor":
+        assert version != host
+        assert "Starting gVisor" in sbx.commands.run("dmesg").stdout
+    else:
+        assert RUNTIME == "runc", f"SANDPOD_E2B_RUNTIME={RUNTIME!r}: want runc or gvisor"
+        assert version == host
