@@ -484,12 +484,16 @@ func (e *Env) Agent(t testing.TB, sb *v1alpha1.Sandbox) *Agent {
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	// A sandbox is Ready once its container has started (there is no
-	// readiness probe); its agent listens a few milliseconds later. The
-	// bridge waits for it the same way.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// readiness probe); its agent listens a few milliseconds later, or
+	// seconds on a loaded bed (gVisor). The bridge waits for it the same
+	// way. A connection that failed leaves the channel idle: connect again.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn.Connect()
 	for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
+		if s == connectivity.Idle {
+			conn.Connect()
+		}
 		if !conn.WaitForStateChange(ctx, s) {
 			t.Fatalf("agent %s of %s not reachable: %s", target, sb.Name, s)
 		}
