@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -21,18 +22,18 @@ type Server struct {
 	sandpodv1.UnimplementedSandboxServiceServer
 
 	backend  Backend
-	agents   *agentConns
+	agents   *agentconn.Conns
 	previews *previews
 	now      func() time.Time
 }
 
 // New returns a bridge over backend.
 func New(backend Backend) *Server {
-	return &Server{backend: backend, agents: newAgentConns(), previews: newPreviews(), now: time.Now}
+	return &Server{backend: backend, agents: agentconn.NewConns(), previews: newPreviews(), now: time.Now}
 }
 
 // Close drops the connections to agents.
-func (s *Server) Close() { s.agents.closeAll() }
+func (s *Server) Close() { s.agents.CloseAll() }
 
 // Options configure the gRPC server of the bridge.
 type Options struct {
@@ -253,7 +254,7 @@ func (s *Server) DeleteSandbox(ctx context.Context, req *sandpodv1.DeleteSandbox
 	if err := s.backend.DeleteSandbox(ctx, req.GetNamespace(), req.GetName()); err != nil {
 		return nil, err
 	}
-	s.agents.forget(req.GetNamespace(), req.GetName())
+	s.agents.Forget(req.GetNamespace(), req.GetName())
 	s.previews.suspending(req.GetNamespace(), req.GetName(), false)
 	s.previews.closeSandbox(req.GetNamespace(), req.GetName())
 	return &sandpodv1.DeleteSandboxResponse{}, nil

@@ -95,7 +95,7 @@ func (b *Backend) endpoint(ctx context.Context, sb *v1alpha1.Sandbox) (agentconn
 	var err error
 	switch {
 	case sb.Status.AgentAuth == v1alpha1.AgentAuthClientCertificate:
-		creds.tls, err = b.agentCA.config(ctx, b.live, sb)
+		creds.tls, err = b.agentCA.Config(ctx, b.live, sb)
 	case b.secrets == nil:
 		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonAgentLegacyPod,
 			"sandbox %q: its pod was made by an earlier sandpod controller, whose agent authenticates with a per-sandbox Secret that this bridge does not read: "+

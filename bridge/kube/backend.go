@@ -22,9 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/adopt"
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
 	apischeme "github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lowmem"
 )
 
 // DefaultNamespace is used when a request names none (as in the local engine).
@@ -48,7 +49,7 @@ type Options struct {
 	// service name of a sandbox the controller has not given one yet.
 	ClusterDomain string
 	// AgentCANamespace holds the agents' bridge CA, Secret sandpod-agent-ca
-	// (default: agenttls.OwnNamespace).
+	// (default: agentconn.OwnNamespace).
 	AgentCANamespace string
 	// LegacyAgentSecrets lets the bridge reach agents of pods an earlier
 	// controller made (status.agentAuth empty) with their per-sandbox
@@ -74,7 +75,7 @@ type Backend struct {
 	// uncertain: takes whose write's outcome was lost (uncertain.go).
 	uncertain uncertainTakes
 	secrets   *secretCache // nil unless Options.LegacyAgentSecrets
-	agentCA   *agentCA
+	agentCA   *agentconn.BridgeCA
 	activity  *activity
 	log       *slog.Logger
 	now       func() time.Time
@@ -110,7 +111,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	// metadata: the bridge caches every sandbox of its namespaces.
 	// Sandboxes are also kept without their pod template (slim.go).
 	co := crcache.Options{Scheme: scheme, DefaultTransform: crcache.TransformStripManagedFields(),
-		ByObject: map[client.Object]crcache.ByObject{&v1alpha1.Sandbox{}: {Transform: sandboxTransform()}}}
+		ByObject: map[client.Object]crcache.ByObject{&v1alpha1.Sandbox{}: {Transform: lowmem.SandboxTransform()}}}
 	if len(o.Namespaces) > 0 {
 		co.DefaultNamespaces = map[string]crcache.Config{}
 		for _, ns := range o.Namespaces {
@@ -154,7 +155,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	taken.Keep = slimCopy
 	b := &Backend{
 		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: taken, members: adopt.NewIndex(), recent: recent,
-		agentCA: newAgentCA(agenttls.OwnNamespace(o.AgentCANamespace), time.Now, ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
+		agentCA: agentconn.NewBridgeCA(agentconn.OwnNamespace(o.AgentCANamespace), time.Now, agentconn.ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
 		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
@@ -215,7 +216,7 @@ func (b *Backend) onSandbox(o any, t eventType) {
 	b.hub.wake(sandboxKey(sb.Namespace, sb.Name))
 	if t == eventDeleted {
 		b.secrets.forget(sb.UID)
-		b.agentCA.forget(sb.UID)
+		b.agentCA.Forget(sb.UID)
 		b.activity.forget(sb.Namespace, sb.Name)
 	}
 	b.hub.publish(t, sb)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lowmem"
 )
 
 // fullMember is a pool member as the API server sends it: pod template,
@@ -63,7 +64,7 @@ func fullMember() *v1alpha1.Sandbox {
 // the informer's transform changes nothing a caller sees.
 func TestSlimSandboxAnswersAlike(t *testing.T) {
 	full := fullMember()
-	out, err := sandboxTransform()(full.DeepCopy())
+	out, err := lowmem.SandboxTransform()(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}

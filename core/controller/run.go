@@ -20,14 +20,8 @@ import (
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/sandbox"
 	"github.com/sandpod/sandpod/core/controller/template"
+	"github.com/sandpod/sandpod/core/lowmem"
 )
-
-// DefaultGCPercent is the controller's GOGC. Go's default, 100, lets the
-// heap grow to twice what is live; at 5,000 sandboxes that was about 60 MiB
-// of a 115 MiB RSS. The controller's CPU is small beside kube-apiserver's
-// (a tenth of it in the kwok bench's bursts), so it collects more often to
-// hold half as much garbage.
-const DefaultGCPercent = 50
 
 // Run is `sandpod controller`: it parses its flags from args and runs the
 // manager until ctx is done.
@@ -51,7 +45,7 @@ func Run(ctx context.Context, args []string) error {
 	burst := fs.Int("kube-api-burst", 400, "client burst to the API server")
 	pprofAddr := fs.String("pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling (default: off)")
 	verbosity := fs.String("v", "0", "log verbosity (1: also a line per bound SandboxClaim, \"claim timing\", with where its time went in the controller)")
-	gcPercent := fs.Int("gc-percent", DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection (half of it during the start, until 30s after the caches have synced)")
+	gcPercent := fs.Int("gc-percent", lowmem.DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection (half of it during the start, until 30s after the caches have synced)")
 	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain), in each sandbox's status.serviceFQDN")
 	untrack := fs.Bool("untrack-pool-members", true, "clear new warm pool members' managedFields before their first status: kube-apiserver then tracks neither that status nor the claim's take, less of its CPU per claim than the one write per member this costs (false: 5 writes per refilled member instead of 6; the take still clears them)")
 	dnsEgress := fs.String("dns-egress", "", "DNS servers besides the pods in kube-system that managed NetworkPolicies let sandboxes reach on port 53: comma-separated addresses or CIDRs of at most 256 addresses, e.g. NodeLocal DNSCache's 169.254.20.10")
@@ -76,7 +70,7 @@ func Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("-v: %w", err)
 	}
 	ctrl.SetLogger(klog.NewKlogr())
-	if limit, err := ApplyGCSettings(*gcPercent, *memLimit); err != nil {
+	if limit, err := lowmem.ApplyGCSettings(*gcPercent, *memLimit); err != nil {
 		return err
 	} else if limit > 0 {
 		klog.InfoS("soft memory limit", "bytes", limit)
@@ -85,7 +79,7 @@ func Run(ctx context.Context, args []string) error {
 	// everything at once (startupGCPercent); put back once the caches
 	// have synced and the first passes are done (below).
 	gcSteady := debug.SetGCPercent(-1)
-	debug.SetGCPercent(startupGCPercent(gcSteady))
+	debug.SetGCPercent(lowmem.StartupGCPercent(gcSteady))
 
 	cfg, err := LoadConfig(*kubeconfig)
 	if err != nil {
@@ -157,34 +151,15 @@ func Run(ctx context.Context, args []string) error {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(startupWindow):
+		case <-time.After(lowmem.StartupWindow):
 		}
 		debug.SetGCPercent(gcSteady)
 	}()
 	return mgr.Start(ctx)
 }
 
-// A start decodes every cached object in a second or two and then
-// reconciles every sandbox at once: the heap grows from nothing to what is
-// live while most of what it allocates is garbage, and with 5,000
-// sandboxes that, not the steady state, set the controller's peak RSS
-// (the kwok bench: 84-89 MiB anonymous at the start against 75-77 at
-// 5,000 once running). The GC target is halved for that spell: more collections for a
-// few seconds, a lower peak. It ends startupWindow after the caches have
-// synced (the first pass over every sandbox took 2-6 s with 5,000).
-const startupWindow = 30 * time.Second
-
-// startupGCPercent is the GC target during the start for a steady one of
-// p: half of it, not under 10; off (negative) stays off.
-func startupGCPercent(p int) int {
-	if p < 0 {
-		return p
-	}
-	return max(p/2, min(p, 10))
-}
-
 func pageOut(when string) {
-	if n, err := PageOutBinary(); err != nil {
+	if n, err := lowmem.PageOutBinary(); err != nil {
 		klog.V(1).InfoS("page out the binary's read-only pages", "when", when, "err", err)
 	} else {
 		klog.V(1).InfoS("paged out the binary's read-only pages", "when", when, "bytes", n)

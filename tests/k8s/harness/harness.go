@@ -34,7 +34,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/controller"
 )
 
@@ -177,8 +177,8 @@ func (e *Env) start(ctx context.Context, bin string) error {
 	}
 	// sandpod's own namespace, as install.yaml makes it: the controller
 	// keeps the agents' bridge CA there (core/controller/agentca).
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agenttls.DefaultNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("namespace %s: %w", agenttls.DefaultNamespace, err)
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentconn.DefaultNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: %w", agentconn.DefaultNamespace, err)
 	}
 	err = e.startKwok(ctx, bin)
 	if errors.Is(err, errKwokExited) && strings.Contains(e.Logs("kwok", 1000), "concurrent map") {

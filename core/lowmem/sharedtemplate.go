@@ -1,4 +1,4 @@
-package controller
+package lowmem
 
 import (
 	"hash/maphash"
@@ -29,10 +29,10 @@ import (
 // equal (reflect.DeepEqual: nil and empty differ) to the one kept, so what
 // any reader sees is what the API server sent.
 
-// defaultTransform is the cache's default transform: managedFields dropped
+// DefaultTransform is the cache's default transform: managedFields dropped
 // from every object, its shared strings interned (intern.go) and, for a
 // Sandbox, its pod template shared.
-func defaultTransform(in any) (any, error) {
+func DefaultTransform(in any) (any, error) {
 	out, err := stripManagedFields(in)
 	if err != nil {
 		return out, err

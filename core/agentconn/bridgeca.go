@@ -1,4 +1,4 @@
-package kube
+package agentconn
 
 import (
 	"context"
@@ -13,28 +13,27 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
-// agentCA is how the bridge reaches the agents of pods made with the bridge
+// BridgeCA is how the bridge reaches the agents of pods made with the bridge
 // CA (status.agentAuth ClientCertificate): it reads the CA Secret the
 // controller keeps in its namespace (one GET by name; again, with back-off,
 // while it is missing or unreadable), mints its own short-lived client
-// certificate from it (agenttls.ClientCerts), and keeps one TLS config per
+// certificate from it (ClientCerts), and keeps one TLS config per
 // sandbox incarnation (its identity comes from the UID).
-type agentCA struct {
+type BridgeCA struct {
 	ns  string
 	now func() time.Time
 
 	// reviews authenticates agents by their identity tokens (shared by
 	// every sandbox: one TokenReview per agent pod per token).
-	reviews *agenttls.Reviews
+	reviews *Reviews
 
 	mu      sync.Mutex
-	certs   *agenttls.ClientCerts
-	check   *agenttls.AgentCheck
+	certs   *ClientCerts
+	check   *AgentCheck
 	lastTry time.Time
 	wait    time.Duration // before the next read after a failed one
 	lastErr error
@@ -48,31 +47,31 @@ const (
 	caRetryMax = 30 * time.Second
 )
 
-func newAgentCA(ns string, now func() time.Time, review agenttls.ReviewFunc) *agentCA {
-	return &agentCA{ns: ns, now: now, byUID: map[types.UID]*tls.Config{},
-		reviews: agenttls.NewReviews(review, v1alpha1.AgentTokenAudience, now)}
+func NewBridgeCA(ns string, now func() time.Time, review ReviewFunc) *BridgeCA {
+	return &BridgeCA{ns: ns, now: now, byUID: map[types.UID]*tls.Config{},
+		reviews: NewReviews(review, v1alpha1.AgentTokenAudience, now)}
 }
 
 // ReviewAgentToken is a ReviewFunc asking the API server (create tokenreviews,
 // which the bridge has for --token-review too; the review is stored
 // nowhere).
-func ReviewAgentToken(c client.Client) agenttls.ReviewFunc {
-	return func(ctx context.Context, token string) (agenttls.Review, error) {
+func ReviewAgentToken(c client.Client) ReviewFunc {
+	return func(ctx context.Context, token string) (Review, error) {
 		tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{v1alpha1.AgentTokenAudience}}}
 		if err := c.Create(ctx, tr); err != nil {
-			return agenttls.Review{}, err
+			return Review{}, err
 		}
 		extra := map[string][]string{}
 		for k, v := range tr.Status.User.Extra {
 			extra[k] = v
 		}
-		return agenttls.Review{Authenticated: tr.Status.Authenticated, Audiences: tr.Status.Audiences,
+		return Review{Authenticated: tr.Status.Authenticated, Audiences: tr.Status.Audiences,
 			Username: tr.Status.User.Username, Extra: extra, Error: tr.Status.Error}, nil
 	}
 }
 
-// config is the TLS to sb's agent.
-func (a *agentCA) config(ctx context.Context, r client.Reader, sb *v1alpha1.Sandbox) (*tls.Config, error) {
+// Config is the TLS to sb's agent.
+func (a *BridgeCA) Config(ctx context.Context, r client.Reader, sb *v1alpha1.Sandbox) (*tls.Config, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if cfg, ok := a.byUID[sb.UID]; ok {
@@ -85,8 +84,8 @@ func (a *agentCA) config(ctx context.Context, r client.Reader, sb *v1alpha1.Sand
 	// (core/controller/sandbox/pod.go); its UID changes with each pod and
 	// is not in the sandbox's status, so the namespace is the boundary: a
 	// pod of that name there is the sandbox's, whoever made it.
-	want := agenttls.Expect{Identity: agenttls.Identity(string(sb.UID)), Namespace: sb.Namespace, PodName: sb.Name}
-	cfg := agenttls.ClientConfig(want, a.certs.Get, a.check)
+	want := Expect{Identity: Identity(string(sb.UID)), Namespace: sb.Namespace, PodName: sb.Name}
+	cfg := ClientConfig(want, a.certs.Get, a.check)
 	a.byUID[sb.UID] = cfg
 	return cfg, nil
 }
@@ -94,7 +93,7 @@ func (a *agentCA) config(ctx context.Context, r client.Reader, sb *v1alpha1.Sand
 // loadLocked reads the CA unless it was read, or was tried too recently.
 // The CA is immutable, so once read it is kept for the bridge's life (a
 // new CA means restarting the bridge, docs/security.md).
-func (a *agentCA) loadLocked(ctx context.Context, r client.Reader) error {
+func (a *BridgeCA) loadLocked(ctx context.Context, r client.Reader) error {
 	if a.certs != nil {
 		return nil
 	}
@@ -104,12 +103,12 @@ func (a *agentCA) loadLocked(ctx context.Context, r client.Reader) error {
 	}
 	a.lastTry = now
 	sec := &corev1.Secret{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: agenttls.CASecretName}, sec)
+	err := r.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: CASecretName}, sec)
 	if err == nil {
-		var ca *agenttls.CA
-		if ca, err = agenttls.ParseCA(sec.Data[agenttls.SecretKeyCACert], sec.Data[agenttls.SecretKeyCAKey]); err == nil {
-			a.certs, a.lastErr, a.wait = agenttls.NewClientCerts(ca, a.now), nil, 0
-			a.check = &agenttls.AgentCheck{CA: ca, Reviews: a.reviews}
+		var ca *CA
+		if ca, err = ParseCA(sec.Data[SecretKeyCACert], sec.Data[SecretKeyCAKey]); err == nil {
+			a.certs, a.lastErr, a.wait = NewClientCerts(ca, a.now), nil, 0
+			a.check = &AgentCheck{CA: ca, Reviews: a.reviews}
 			return nil
 		}
 	}
@@ -119,7 +118,7 @@ func (a *agentCA) loadLocked(ctx context.Context, r client.Reader) error {
 	}
 	a.wait = min(max(2*a.wait, caRetryMin), caRetryMax)
 	a.lastErr = errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentCANotReady,
-		"the agents' CA (Secret %s/%s) %s; retry", a.ns, agenttls.CASecretName, what)
+		"the agents' CA (Secret %s/%s) %s; retry", a.ns, CASecretName, what)
 	return a.lastErr
 }
 
@@ -130,7 +129,7 @@ func errString(err error) string {
 	return err.Error()
 }
 
-func (a *agentCA) forget(uid types.UID) {
+func (a *BridgeCA) Forget(uid types.UID) {
 	a.mu.Lock()
 	delete(a.byUID, uid)
 	a.mu.Unlock()

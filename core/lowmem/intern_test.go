@@ -1,4 +1,4 @@
-package controller
+package lowmem
 
 import (
 	"strings"
@@ -83,7 +83,7 @@ func TestTransformsKeepTheValues(t *testing.T) {
 	pod := fullPod()
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
 	wantPod := TrimPod(pod.DeepCopy())
-	gotPod, err := trimPodTransform(pod)
+	gotPod, err := PodTransform(pod)
 	if err != nil || !equality.Semantic.DeepEqual(gotPod, wantPod) {
 		t.Errorf("pod transform changed what it keeps (%v):\n got %+v\nwant %+v", err, gotPod, wantPod)
 	}
@@ -95,7 +95,7 @@ func TestTransformsKeepTheValues(t *testing.T) {
 			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "PodReady", Message: "m"}}},
 	}
 	wantSB := sb.DeepCopy()
-	gotSB, err := defaultTransform(sb)
+	gotSB, err := DefaultTransform(sb)
 	if err != nil || !equality.Semantic.DeepEqual(gotSB, wantSB) {
 		t.Errorf("sandbox transform changed it (%v):\n got %+v\nwant %+v", err, gotSB, wantSB)
 	}

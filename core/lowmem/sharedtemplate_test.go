@@ -1,4 +1,4 @@
-package controller
+package lowmem
 
 import (
 	"testing"
@@ -133,11 +133,11 @@ func TestSandboxTransformSharesTheTemplate(t *testing.T) {
 			Spec:       v1alpha1.SandboxSpec{PodTemplate: podTemplate()},
 		}
 	}
-	a, err := defaultTransform(sandboxOf())
+	a, err := DefaultTransform(sandboxOf())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := defaultTransform(sandboxOf())
+	b, _ := DefaultTransform(sandboxOf())
 	sa, sb := a.(*v1alpha1.Sandbox), b.(*v1alpha1.Sandbox)
 	if &sa.Spec.PodTemplate.Spec.Containers[0] != &sb.Spec.PodTemplate.Spec.Containers[0] {
 		t.Errorf("two sandboxes of one template keep a copy each")
@@ -150,7 +150,7 @@ func TestSandboxTransformSharesTheTemplate(t *testing.T) {
 		t.Errorf("CachedForm does not share the template")
 	}
 	// Other kinds only lose managedFields.
-	svc, _ := defaultTransform(&corev1.Service{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}})
+	svc, _ := DefaultTransform(&corev1.Service{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}})
 	if svc.(*corev1.Service).ManagedFields != nil {
 		t.Errorf("managedFields kept on a Service")
 	}
@@ -184,6 +184,6 @@ func BenchmarkSandboxTransform(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := range sbs {
-		_, _ = defaultTransform(sbs[i])
+		_, _ = DefaultTransform(sbs[i])
 	}
 }

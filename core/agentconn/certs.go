@@ -24,7 +24,7 @@
 // The agent's serving certificate is self-signed and not checked against
 // any CA: its name catches a stale pod IP now held by another sandbox's
 // agent early (VerifyAgent), its sealed token proves the pod.
-package agenttls
+package agentconn
 
 import (
 	"crypto/ecdsa"

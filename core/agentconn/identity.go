@@ -1,4 +1,4 @@
-package agenttls
+package agentconn
 
 // The agent's proof of which pod it is (the bridge authenticates the agent):
 //

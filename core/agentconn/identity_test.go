@@ -1,4 +1,4 @@
-package agenttls
+package agentconn
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package bridge
+package agentconn
 
 import (
 	"context"
@@ -13,22 +13,21 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// agentConns keeps one gRPC connection per agent, reused by every call. A
+// Conns keeps one gRPC connection per agent, reused by every call. A
 // connection belongs to one sandbox at one address: with TLS its
 // credentials pin that sandbox's certificate, so a pod IP that another
 // sandbox reuses gets a connection of its own.
-type agentConns struct {
+type Conns struct {
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn // ns/name@target -> conn
 	target map[string]string           // ns/name -> its conn's key
 }
 
-func newAgentConns() *agentConns {
-	return &agentConns{conns: map[string]*grpc.ClientConn{}, target: map[string]string{}}
+func NewConns() *Conns {
+	return &Conns{conns: map[string]*grpc.ClientConn{}, target: map[string]string{}}
 }
 
 // agentBackoff reconnects quickly: a just-started agent refuses connections
@@ -42,14 +41,14 @@ var agentBackoff = grpc.ConnectParams{
 // is tried anyway (and fails UNAVAILABLE if the agent is still unreachable).
 const readyWait = 3 * time.Second
 
-// client returns an agent client for ep and a context carrying its secret.
-func (a *agentConns) client(ctx context.Context, ns, name string, ep agentconn.Endpoint) (sandpodv1.AgentServiceClient, context.Context, error) {
+// Client returns an agent client for ep and a context carrying its secret.
+func (a *Conns) Client(ctx context.Context, ns, name string, ep Endpoint) (sandpodv1.AgentServiceClient, context.Context, error) {
 	conn, err := a.conn(ns, name, ep)
 	if err != nil {
 		return nil, nil, err
 	}
 	awaitReady(ctx, conn, readyWait)
-	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, agentconn.SecretMetadataKey, ep.Secret), nil
+	return sandpodv1.NewAgentServiceClient(conn), metadata.AppendToOutgoingContext(ctx, SecretMetadataKey, ep.Secret), nil
 }
 
 // awaitReady gives a just-started agent a moment to listen: on Kubernetes a
@@ -72,7 +71,7 @@ func awaitReady(ctx context.Context, conn *grpc.ClientConn, limit time.Duration)
 	}
 }
 
-func (a *agentConns) conn(ns, name string, ep agentconn.Endpoint) (*grpc.ClientConn, error) {
+func (a *Conns) conn(ns, name string, ep Endpoint) (*grpc.ClientConn, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := nsKey(ns, name)
@@ -106,8 +105,8 @@ func (a *agentConns) conn(ns, name string, ep agentconn.Endpoint) (*grpc.ClientC
 	return conn, nil
 }
 
-// forget closes the connection of a deleted sandbox.
-func (a *agentConns) forget(ns, name string) {
+// Forget closes the connection of a deleted sandbox.
+func (a *Conns) Forget(ns, name string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := nsKey(ns, name)
@@ -117,14 +116,14 @@ func (a *agentConns) forget(ns, name string) {
 	}
 }
 
-func (a *agentConns) closeLocked(connKey string) {
+func (a *Conns) closeLocked(connKey string) {
 	if c, ok := a.conns[connKey]; ok {
 		_ = c.Close()
 		delete(a.conns, connKey)
 	}
 }
 
-func (a *agentConns) closeAll() {
+func (a *Conns) CloseAll() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for t := range a.conns {

@@ -1,4 +1,4 @@
-package controller
+package lowmem
 
 import (
 	"testing"
@@ -97,12 +97,12 @@ func TestTrimPod(t *testing.T) {
 }
 
 func TestTrimPodTransform(t *testing.T) {
-	out, err := trimPodTransform(fullPod())
+	out, err := PodTransform(fullPod())
 	if err != nil || out.(*corev1.Pod).Spec.NodeName != "" {
 		t.Errorf("pods are not trimmed: %v %+v", err, out)
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
-	out, err = trimPodTransform(sec)
+	out, err = PodTransform(sec)
 	if err != nil || out.(*corev1.Secret).ManagedFields != nil {
 		t.Errorf("other objects keep managedFields: %v %+v", err, out)
 	}

@@ -1,4 +1,4 @@
-package kube
+package agentconn
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
@@ -31,41 +30,41 @@ func TestAgentCAReadsWithBackOff(t *testing.T) {
 		},
 	}).Build()
 	now := time.Now()
-	a := newAgentCA("sandpod-system", func() time.Time { return now }, nil)
+	a := NewBridgeCA("sandpod-system", func() time.Time { return now }, nil)
 	sb := &v1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "sb", UID: "0b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44"}}
 	ctx := context.Background()
 
-	_, err := a.config(ctx, c, sb)
+	_, err := a.Config(ctx, c, sb)
 	if status.Code(err) != codes.Unavailable || errinfo.Reason(err) != errinfo.ReasonAgentCANotReady {
 		t.Fatalf("no CA yet: %v, want UNAVAILABLE %s", err, errinfo.ReasonAgentCANotReady)
 	}
-	if _, err := a.config(ctx, c, sb); err == nil || reads != 1 {
+	if _, err := a.Config(ctx, c, sb); err == nil || reads != 1 {
 		t.Fatalf("read again within the back-off: %d reads, %v", reads, err)
 	}
 
-	ca, _ := agenttls.NewCA(now)
+	ca, _ := NewCA(now)
 	certPEM, keyPEM, _ := ca.PEM()
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "sandpod-system", Name: agenttls.CASecretName},
-		Data: map[string][]byte{agenttls.SecretKeyCACert: certPEM, agenttls.SecretKeyCAKey: keyPEM}}); err != nil {
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "sandpod-system", Name: CASecretName},
+		Data: map[string][]byte{SecretKeyCACert: certPEM, SecretKeyCAKey: keyPEM}}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(caRetryMin + time.Millisecond)
-	cfg, err := a.config(ctx, c, sb)
+	cfg, err := a.Config(ctx, c, sb)
 	if err != nil || reads != 2 {
 		t.Fatalf("after the back-off: %d reads, %v", reads, err)
 	}
-	if cfg.ServerName != agenttls.Identity(string(sb.UID)) {
+	if cfg.ServerName != Identity(string(sb.UID)) {
 		t.Errorf("ServerName %q, want the sandbox's identity", cfg.ServerName)
 	}
-	if again, _ := a.config(ctx, c, sb); again != cfg || reads != 2 {
+	if again, _ := a.Config(ctx, c, sb); again != cfg || reads != 2 {
 		t.Errorf("the same incarnation got another config or read the CA again (%d reads)", reads)
 	}
 	cert, err := cfg.GetClientCertificate(nil)
 	if err != nil || len(cert.Certificate) != 2 {
 		t.Fatalf("client certificate: %v, chain of %d", err, len(cert.Certificate))
 	}
-	a.forget(sb.UID)
-	if fresh, _ := a.config(ctx, c, sb); fresh == cfg {
+	a.Forget(sb.UID)
+	if fresh, _ := a.Config(ctx, c, sb); fresh == cfg {
 		t.Error("a forgotten sandbox kept its config")
 	}
 }

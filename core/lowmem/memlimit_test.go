@@ -1,4 +1,4 @@
-package controller
+package lowmem
 
 import (
 	"math"
@@ -51,8 +51,8 @@ func TestStartupGCPercent(t *testing.T) {
 		{-1, -1},  // GC off stays off
 	}
 	for _, c := range cases {
-		if got := startupGCPercent(c.steady); got != c.want {
-			t.Errorf("startupGCPercent(%d) = %d, want %d", c.steady, got, c.want)
+		if got := StartupGCPercent(c.steady); got != c.want {
+			t.Errorf("StartupGCPercent(%d) = %d, want %d", c.steady, got, c.want)
 		}
 	}
 }

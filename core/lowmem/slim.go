@@ -1,4 +1,4 @@
-package kube
+package lowmem
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -21,9 +21,9 @@ import (
 // changes (never an update of a cached object), so a slim object is never
 // written back; TestSlimSandboxIsNeverRead checks no reader needs the pod.
 
-// sandboxTransform is the sandbox informer's transform: managedFields and
+// SandboxTransform is the sandbox informer's transform: managedFields and
 // spec.podTemplate dropped before the object is stored.
-func sandboxTransform() toolscache.TransformFunc {
+func SandboxTransform() toolscache.TransformFunc {
 	strip := crcache.TransformStripManagedFields()
 	return func(o any) (any, error) {
 		o, err := strip(o)

@@ -1,4 +1,4 @@
-package controller
+package lowmem
 
 import (
 	"strings"
@@ -20,14 +20,14 @@ import (
 // in the controller reads them, and they are a third of an object's size.
 var stripManagedFields = cache.TransformStripManagedFields()
 
-// trimPodTransform is the cache transform of pods (see TrimPod).
-func trimPodTransform(in any) (any, error) {
+// PodTransform is the cache transform of pods (see TrimPod).
+func PodTransform(in any) (any, error) {
 	if pod, ok := in.(*corev1.Pod); ok {
 		out := TrimPod(pod)
 		internPod(out) // writes what it shares with pod, the transform's own
 		return out, nil
 	}
-	return defaultTransform(in)
+	return DefaultTransform(in)
 }
 
 // TrimPod is what the controller keeps of a sandbox pod: the identity the
@@ -140,9 +140,9 @@ func CachedForm(obj client.Object) client.Object {
 		return nil // never cached: read by name (ClientOptions)
 	case *corev1.Pod:
 		// A copy: internPod writes what TrimPod shares with its input.
-		out, _ = trimPodTransform(o.DeepCopy())
+		out, _ = PodTransform(o.DeepCopy())
 	default:
-		out, _ = defaultTransform(obj.DeepCopyObject())
+		out, _ = DefaultTransform(obj.DeepCopyObject())
 	}
 	return out.(client.Object)
 }

@@ -2,7 +2,7 @@
 // (core/agenttls): one Secret, sandpod-agent-ca, in the controller's own
 // namespace, made by the first controller that finds none. Sandbox pods get
 // only the pin of its public key.
-package agentca
+package agentconn
 
 import (
 	"context"
@@ -16,11 +16,10 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
-// How long Ensure looks for the Secret of a controller that won the create.
+// How long EnsureCA looks for the Secret of a controller that won the create.
 const (
 	winnerReads = 50
 	winnerWait  = 200 * time.Millisecond
@@ -30,26 +29,26 @@ const (
 // by hand (deploy/base/rbac.yaml, the chart's controller.yaml), not a
 // kubebuilder marker: a marker's namespace is fixed, the chart's is not.
 
-// Ensure returns the pin of the bridge CA in namespace ns and its public key
-// (agenttls.PublicKey, which agents seal their identity tokens to), making
+// EnsureCA returns the pin of the bridge CA in namespace ns and its public key
+// (PublicKey, which agents seal their identity tokens to), making
 // the CA Secret when there is none. Two controllers starting at once both
 // try to create it; the loser reads the winner's. The Secret is immutable:
 // a new CA means deleting it and restarting the controller and the bridge
 // (the controller then replaces the pods whose agents trust the old one).
-func Ensure(ctx context.Context, c client.Client, ns string, clk clock.Clock) (pin, key string, err error) {
+func EnsureCA(ctx context.Context, c client.Client, ns string, clk clock.Clock) (pin, key string, err error) {
 	cert, err := ensureCert(ctx, c, ns, clk)
 	if err != nil {
 		return "", "", err
 	}
-	return agenttls.Pin(cert), agenttls.PublicKey(cert), nil
+	return Pin(cert), PublicKey(cert), nil
 }
 
 func ensureCert(ctx context.Context, c client.Client, ns string, clk clock.Clock) (*x509.Certificate, error) {
-	key := client.ObjectKey{Namespace: ns, Name: agenttls.CASecretName}
+	key := client.ObjectKey{Namespace: ns, Name: CASecretName}
 	sec := &corev1.Secret{}
 	err := c.Get(ctx, key, sec)
 	if apierrors.IsNotFound(err) {
-		ca, caErr := agenttls.NewCA(clk.Now())
+		ca, caErr := NewCA(clk.Now())
 		if caErr != nil {
 			return nil, caErr
 		}
@@ -62,7 +61,7 @@ func ensureCert(ctx context.Context, c client.Client, ns string, clk clock.Clock
 			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns, Labels: map[string]string{v1alpha1.LabelAppName: v1alpha1.AppName}},
 			Type:       corev1.SecretTypeOpaque,
 			Immutable:  &immutable,
-			Data:       map[string][]byte{agenttls.SecretKeyCACert: certPEM, agenttls.SecretKeyCAKey: keyPEM},
+			Data:       map[string][]byte{SecretKeyCACert: certPEM, SecretKeyCAKey: keyPEM},
 		}
 		err = c.Create(ctx, sec)
 		if err == nil {
@@ -90,7 +89,7 @@ func ensureCert(ctx context.Context, c client.Client, ns string, clk clock.Clock
 	if err != nil {
 		return nil, fmt.Errorf("read the agent CA Secret %s/%s: %w", ns, key.Name, err)
 	}
-	ca, err := agenttls.ParseCA(sec.Data[agenttls.SecretKeyCACert], sec.Data[agenttls.SecretKeyCAKey])
+	ca, err := ParseCA(sec.Data[SecretKeyCACert], sec.Data[SecretKeyCAKey])
 	if err != nil {
 		return nil, fmt.Errorf("Secret %s/%s: %w (delete it to make a new CA)", ns, key.Name, err)
 	}
