@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/sandpod/sandpod/core/agentconn"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // Controllers starting at once make one CA between them: the losers of the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // TestAgentIdentityTokenReview: what the bridge's TokenReview of an agent's

@@ -27,7 +27,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // BenchmarkClaimPatchCost splits what kube-apiserver spends on one warm

@@ -5,7 +5,6 @@ package testserver
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"net"
 	"os"
@@ -22,28 +21,16 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/sandpod/sandpod/hack/fixtures"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
 // PythonTemplate is the YAML of the "python" SandboxTemplate the tests and
-// benchmarks share (python-template.yaml, also read by the Python tests).
-//
-//go:embed python-template.yaml
-var PythonTemplate string
+// benchmarks share (hack/fixtures).
+var PythonTemplate = fixtures.PythonTemplate
 
 // PythonPool is PythonTemplate with a warm pool "python" of replicas.
-func PythonPool(replicas int) string {
-	return PythonTemplate + fmt.Sprintf(`---
-apiVersion: sandpod.dev/v1alpha1
-kind: SandboxWarmPool
-metadata:
-  name: python
-spec:
-  templateRef:
-    name: python
-  replicas: %d
-`, replicas)
-}
+func PythonPool(replicas int) string { return fixtures.PythonPool(replicas) }
 
 // DefaultConfig is the python template with a pool of 2.
 var DefaultConfig = PythonPool(2)
