@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/sandpod/sandpod/bridge/check"
+	"github.com/sandpod/sandpod/bridge/preview"
 	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -23,13 +25,15 @@ type Server struct {
 
 	backend  Backend
 	agents   *agentconn.Conns
-	previews *previews
+	previews *preview.Server
 	now      func() time.Time
 }
 
 // New returns a bridge over backend.
 func New(backend Backend) *Server {
-	return &Server{backend: backend, agents: agentconn.NewConns(), previews: newPreviews(), now: time.Now}
+	s := &Server{backend: backend, agents: agentconn.NewConns(), now: time.Now}
+	s.previews = newPreviews(s)
+	return s
 }
 
 // Close drops the connections to agents.
@@ -192,8 +196,8 @@ func (s *Server) SuspendSandbox(ctx context.Context, req *sandpodv1.SuspendSandb
 	if err != nil {
 		return nil, err
 	}
-	s.previews.suspending(req.GetNamespace(), req.GetName(), true)
-	s.previews.closeSandbox(req.GetNamespace(), req.GetName())
+	s.previews.Suspending(req.GetNamespace(), req.GetName(), true)
+	s.previews.CloseSandbox(req.GetNamespace(), req.GetName())
 	return &sandpodv1.SuspendSandboxResponse{Sandbox: sb}, nil
 }
 
@@ -206,7 +210,7 @@ func (s *Server) ResumeSandbox(ctx context.Context, req *sandpodv1.ResumeSandbox
 	if err != nil {
 		return nil, err
 	}
-	s.previews.suspending(req.GetNamespace(), req.GetName(), false)
+	s.previews.Suspending(req.GetNamespace(), req.GetName(), false)
 	return &sandpodv1.ResumeSandboxResponse{Sandbox: sb}, nil
 }
 
@@ -255,8 +259,8 @@ func (s *Server) DeleteSandbox(ctx context.Context, req *sandpodv1.DeleteSandbox
 		return nil, err
 	}
 	s.agents.Forget(req.GetNamespace(), req.GetName())
-	s.previews.suspending(req.GetNamespace(), req.GetName(), false)
-	s.previews.closeSandbox(req.GetNamespace(), req.GetName())
+	s.previews.Suspending(req.GetNamespace(), req.GetName(), false)
+	s.previews.CloseSandbox(req.GetNamespace(), req.GetName())
 	return &sandpodv1.DeleteSandboxResponse{}, nil
 }
 
@@ -337,11 +341,4 @@ func checkPolicy(p sandpodv1.ShutdownPolicy) error {
 	return nil
 }
 
-func firstError(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func firstError(errs ...error) error { return check.First(errs...) }

@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/sandpod/sandpod/bridge/check"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 )
 
@@ -47,30 +46,12 @@ func invalid(reason errinfo.Why, field, format string, args ...any) error {
 	return errinfo.Invalid(reason, field, format, args...)
 }
 
-// quote quotes a caller's value for a message, cut to its first 64 bytes:
-// an error must not echo megabytes back.
-func quote(s string) string {
-	if len(s) <= 64 {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(s[:64]) + fmt.Sprintf("… (%d bytes)", len(s))
-}
-
-// checkName checks a sandbox, template or pool name: a DNS-1123 label.
-func checkName(field, name string, required bool) error {
-	if name == "" {
-		if required {
-			return invalid(errinfo.ReasonInvalidName, field, "is required")
-		}
-		return nil
-	}
-	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return invalid(errinfo.ReasonInvalidName, field, "%s is not a valid name: %s", quote(name), strings.Join(errs, "; "))
-	}
-	return nil
-}
-
-func checkNamespace(ns string) error { return checkName("namespace", ns, false) }
+// The name checks and quote are bridge/check's, shared with the previews.
+var (
+	quote          = check.Quote
+	checkName      = check.Name
+	checkNamespace = check.Namespace
+)
 
 func checkLabels(field string, m map[string]string) error {
 	if len(m) > MaxLabels {

@@ -1,4 +1,4 @@
-package bridge
+package preview
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sandpod/sandpod/bridge/check"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -32,8 +33,8 @@ const (
 	defaultExposeWait = 30 * time.Second
 )
 
-// PreviewOptions turn previews on.
-type PreviewOptions struct {
+// Options turn previews on.
+type Options struct {
 	// URLTemplate is the preview URL with "*" for the host label, e.g.
 	// "http://*.preview.localhost:50053".
 	URLTemplate string
@@ -56,7 +57,7 @@ type exposure struct {
 }
 
 type previews struct {
-	opts PreviewOptions
+	opts Options
 	// store keeps the exposures when the backend does (Kubernetes); byID
 	// is then unused.
 	store ExposureStore
@@ -98,7 +99,7 @@ func (p *previews) suspending(ns, name string, on bool) {
 
 // EnablePreviews turns on ExposePort; serve the handler of PreviewHandler
 // on a listener of its own.
-func (s *Server) EnablePreviews(o PreviewOptions) error {
+func (s *Server) EnablePreviews(o Options) error {
 	if len(o.Key) < 32 {
 		return fmt.Errorf("previews: the signing key must be at least 32 bytes")
 	}
@@ -224,16 +225,16 @@ func (p *previews) toProto(e *exposure) *sandpodv1.ExposedPort {
 // the agent's own.
 func checkPreviewPort(port int32) error {
 	if port < 1 || port > 65535 {
-		return invalid(errinfo.ReasonInvalidPort, "port", "must be 1..65535, got %d", port)
+		return errinfo.Invalid(errinfo.ReasonInvalidPort, "port", "must be 1..65535, got %d", port)
 	}
 	if port == v1alpha1.AgentPort || port == v1alpha1.AgentHealthPort {
-		return invalid(errinfo.ReasonInvalidPort, "port", "%d is the sandbox agent's own port and cannot be exposed", port)
+		return errinfo.Invalid(errinfo.ReasonInvalidPort, "port", "%d is the sandbox agent's own port and cannot be exposed", port)
 	}
 	return nil
 }
 
 func checkExposePort(req *sandpodv1.ExposePortRequest) error {
-	return firstError(
+	return check.First(
 		checkSandboxRef(req.GetSandbox(), req.GetNamespace()),
 		checkPreviewPort(req.GetPort()),
 		checkPortProtocol(req.GetProtocol()),
@@ -243,7 +244,7 @@ func checkExposePort(req *sandpodv1.ExposePortRequest) error {
 
 func checkPortProtocol(p sandpodv1.PortProtocol) error {
 	if _, ok := sandpodv1.PortProtocol_name[int32(p)]; !ok {
-		return invalid(errinfo.ReasonInvalidPort, "protocol", "unknown protocol %d; use PORT_PROTOCOL_HTTP or PORT_PROTOCOL_TCP", p)
+		return errinfo.Invalid(errinfo.ReasonInvalidPort, "protocol", "unknown protocol %d; use PORT_PROTOCOL_HTTP or PORT_PROTOCOL_TCP", p)
 	}
 	return nil
 }
@@ -254,7 +255,7 @@ func checkPreviewTTL(req *sandpodv1.ExposePortRequest) error {
 		return nil
 	}
 	if err := t.CheckValid(); err != nil || t.AsDuration() < time.Second || t.AsDuration() > MaxPreviewTTL {
-		return invalid(errinfo.ReasonInvalidDuration, "signed_url_ttl", "must be between 1s and %s", MaxPreviewTTL)
+		return errinfo.Invalid(errinfo.ReasonInvalidDuration, "signed_url_ttl", "must be between 1s and %s", MaxPreviewTTL)
 	}
 	return nil
 }
@@ -304,7 +305,7 @@ func (s *Server) ExposePort(ctx context.Context, req *sandpodv1.ExposePortReques
 		ctx, cancel = context.WithTimeout(ctx, defaultExposeWait)
 		defer cancel()
 	}
-	wctx, cancel := beforeDeadline(ctx)
+	wctx, cancel := s.beforeDeadline(ctx)
 	defer cancel()
 	if err := s.waitPort(wctx, ns, name, port, proto); err != nil {
 		return nil, err
@@ -423,7 +424,7 @@ func (p *previews) checkNewLocked(ns, name, uid string, port int32) error {
 
 // UnexposePort closes a preview; its links stop working.
 func (s *Server) UnexposePort(ctx context.Context, req *sandpodv1.UnexposePortRequest) (*sandpodv1.UnexposePortResponse, error) {
-	if err := firstError(checkSandboxRef(req.GetSandbox(), req.GetNamespace()), checkPreviewPort(req.GetPort())); err != nil {
+	if err := check.First(checkSandboxRef(req.GetSandbox(), req.GetNamespace()), checkPreviewPort(req.GetPort())); err != nil {
 		return nil, err
 	}
 	ns := req.GetNamespace()
@@ -536,5 +537,5 @@ func (p *previews) key() []byte {
 
 // checkSandboxRef checks the sandbox a preview call names (field "sandbox").
 func checkSandboxRef(name, ns string) error {
-	return firstError(checkName("sandbox", name, true), checkNamespace(ns))
+	return check.First(check.Name("sandbox", name, true), check.Namespace(ns))
 }

@@ -1,4 +1,4 @@
-package bridge
+package preview
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // its own objects (Kubernetes: the sandbox's AnnotationExposedPorts), so
 // that a restarted bridge, and every replica of it, serves the same
 // previews. Without one (the local engine) the bridge keeps them itself,
-// in memory and in PreviewOptions.StatePath.
+// in memory and in Options.StatePath.
 type ExposureStore interface {
 	// Exposures returns the ports recorded on a sandbox and its UID.
 	Exposures(ctx context.Context, namespace, name string) (uid string, ports []v1alpha1.ExposedPort, err error)

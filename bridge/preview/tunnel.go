@@ -1,4 +1,4 @@
-package bridge
+package preview
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func (s *Server) dialPort(ctx context.Context, ns, name string, port int32) (net
 	}
 	if err != nil {
 		done()
-		return nil, agentError(name, err)
+		return nil, s.agentError(name, err)
 	}
 	opened := make(chan error, 1)
 	go func() {
@@ -71,7 +71,7 @@ func (s *Server) dialPort(ctx context.Context, ns, name string, port int32) (net
 		if agent.IsPortClosed(err) {
 			return nil, fmt.Errorf("sandbox %q port %d: %w", name, port, errPortClosed)
 		}
-		return nil, agentError(name, err)
+		return nil, s.agentError(name, err)
 	}
 	return &tunnel{stream: stream, cancel: cancel, release: done, port: port}, nil
 }

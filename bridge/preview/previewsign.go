@@ -1,4 +1,4 @@
-package bridge
+package preview
 
 import (
 	"crypto/hmac"

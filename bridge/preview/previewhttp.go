@@ -1,4 +1,4 @@
-package bridge
+package preview
 
 import (
 	"context"
@@ -28,13 +28,18 @@ type exposureKey struct{}
 
 type previewHandler struct {
 	s      *Server
-	authns []Authenticator
+	authns []Authenticate
 	proxy  *httputil.ReverseProxy
 }
 
+// Authenticate is one of the API's authenticators: whether it knows token
+// (a token it does not know leaves it to the next) and, if it does, the
+// caller's namespace check (nil: every namespace).
+type Authenticate func(ctx context.Context, token string) (known bool, allow func(ctx context.Context, ns string) error, err error)
+
 // PreviewHandler serves the previews of s with the API's authenticators.
-func (s *Server) PreviewHandler(o Options) http.Handler {
-	h := &previewHandler{s: s, authns: o.Authenticators}
+func (s *Server) PreviewHandler(authns []Authenticate) http.Handler {
+	h := &previewHandler{s: s, authns: authns}
 	h.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			e := pr.In.Context().Value(exposureKey{}).(*exposure)
@@ -190,16 +195,16 @@ func (h *previewHandler) authorize(w http.ResponseWriter, r *http.Request, e *ex
 			continue
 		}
 		for _, au := range h.authns {
-			c, err := au.Authenticate(r.Context(), token)
+			known, allow, err := au(r.Context(), token)
 			if err != nil {
 				previewError(w, http.StatusServiceUnavailable, status.Convert(err).Message())
 				return false
 			}
-			if c == nil {
+			if !known {
 				continue
 			}
-			if c.Allow != nil {
-				if err := c.Allow(r.Context(), e.Namespace); err != nil {
+			if allow != nil {
+				if err := allow(r.Context(), e.Namespace); err != nil {
 					previewError(w, http.StatusForbidden, status.Convert(err).Message())
 					return false
 				}

@@ -1,4 +1,4 @@
-package bridge
+package preview
 
 // nsKey names a sandbox in the bridge's maps; "" is the default namespace.
 func nsKey(ns, name string) string {
