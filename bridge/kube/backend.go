@@ -5,7 +5,7 @@
 // a Sandbox's operating mode. Reads come from an informer cache; a call that
 // waits (cold claim, create, resume) waits on that cache's watch events,
 // never on a polling loop. Exec and file calls reach the agent at the pod's
-// IP over TLS with the bridge's client certificate (agentca.go; the secret
+// IP over TLS with the bridge's client certificate (agentconn.BridgeCA; the secret
 // of the sandbox's Secret for pods of earlier controllers).
 package kube
 
@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	}
 	// managedFields are never read here and are most of a cached sandbox's
 	// metadata: the bridge caches every sandbox of its namespaces.
-	// Sandboxes are also kept without their pod template (slim.go).
+	// Sandboxes are also kept without their pod template (lowmem.SandboxTransform).
 	co := crcache.Options{Scheme: scheme, DefaultTransform: crcache.TransformStripManagedFields(),
 		ByObject: map[client.Object]crcache.ByObject{&v1alpha1.Sandbox{}: {Transform: lowmem.SandboxTransform()}}}
 	if len(o.Namespaces) > 0 {

@@ -46,7 +46,7 @@ type Config struct {
 	// made before ClientCertAuth).
 	Secret string
 	// ClientCertAuth: callers are authenticated by the TLS handshake (a
-	// client certificate of the bridge CA: core/agenttls), and there is no
+	// client certificate of the bridge CA: core/agentconn), and there is no
 	// secret. Every call must then come over such a handshake.
 	ClientCertAuth bool
 	// Env is the base environment of every command.
@@ -115,7 +115,7 @@ func (s *Server) touch() { s.lastActivity.Store(time.Now().UnixNano()) }
 
 func (s *Server) authorize(ctx context.Context) error {
 	if s.cfg.ClientCertAuth {
-		// The handshake checked the certificate (agenttls.VerifyClient);
+		// The handshake checked the certificate (agentconn.VerifyClient);
 		// this only makes sure the call came over one, should a listener
 		// ever be served without the TLS config.
 		if p, ok := peer.FromContext(ctx); ok {

@@ -47,6 +47,8 @@ const (
 	caRetryMax = 30 * time.Second
 )
 
+// NewBridgeCA reads the CA from namespace ns when first needed and checks
+// agents with review.
 func NewBridgeCA(ns string, now func() time.Time, review ReviewFunc) *BridgeCA {
 	return &BridgeCA{ns: ns, now: now, byUID: map[types.UID]*tls.Config{},
 		reviews: NewReviews(review, v1alpha1.AgentTokenAudience, now)}

@@ -1,7 +1,8 @@
-// Package agentca keeps the bridge CA of the agents of Kubernetes sandboxes
-// (core/agenttls): one Secret, sandpod-agent-ca, in the controller's own
+// The controller keeps the bridge CA of the agents of Kubernetes sandboxes
+// (certs.go): one Secret, sandpod-agent-ca, in the controller's own
 // namespace, made by the first controller that finds none. Sandbox pods get
 // only the pin of its public key.
+
 package agentconn
 
 import (

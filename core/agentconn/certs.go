@@ -1,4 +1,4 @@
-// Package agenttls is how the bridge and the agents of Kubernetes sandboxes
+// The agents' TLS on Kubernetes: how the bridge and the agents of Kubernetes sandboxes
 // authenticate each other without any per-sandbox credential:
 //
 //   - The controller owns one CA (NewCA; kept in the Secret
@@ -24,6 +24,7 @@
 // The agent's serving certificate is self-signed and not checked against
 // any CA: its name catches a stale pod IP now held by another sandbox's
 // agent early (VerifyAgent), its sealed token proves the pod.
+
 package agentconn
 
 import (

@@ -26,6 +26,7 @@ type Conns struct {
 	target map[string]string           // ns/name -> its conn's key
 }
 
+// NewConns has no connection yet.
 func NewConns() *Conns {
 	return &Conns{conns: map[string]*grpc.ClientConn{}, target: map[string]string{}}
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Legacy: pods made by controllers before the bridge CA (core/agenttls).
+// Legacy: pods made by controllers before the bridge CA (certs.go).
 // Every such sandbox has its own self-signed certificate (kept in the
 // sandbox's Secret next to the agent secret): the agent serves TLS with it
 // and the bridge trusts exactly that certificate for that sandbox.

@@ -88,8 +88,8 @@ func NewScheme() (*runtime.Scheme, error) { return scheme.New() }
 
 // CacheOptions narrow the informers of children to sandpod's own objects, so
 // the controller never caches every pod of the cluster, and trim what is
-// cached to what the reconcilers read (cachetrim.go), the sandboxes' pod
-// templates shared (sharedtemplate.go). Secrets are never cached
+// cached to what the reconcilers read (core/lowmem/cachetrim.go), the sandboxes' pod
+// templates shared (core/lowmem/sharedtemplate.go). Secrets are never cached
 // (ClientOptions).
 func CacheOptions() cache.Options {
 	own, _ := labels.NewRequirement(v1alpha1.LabelSandbox, selection.Exists, nil)
@@ -106,7 +106,7 @@ func CacheOptions() cache.Options {
 
 // ClientOptions make the manager's client read Secrets from the API server,
 // one by one, and never through an informer: the controller may only get and
-// create Secrets in its own namespace (the bridge CA, core/controller/agentca)
+// create Secrets in its own namespace (the bridge CA, core/agentconn.EnsureCA)
 // and never list or watch them.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}

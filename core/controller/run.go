@@ -87,7 +87,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		return err
 	}
 	// The pages of the binary that the start touched and the controller
-	// will not touch again (pageout.go): once now, past every package's
+	// will not touch again (core/lowmem/pageout.go): once now, past every package's
 	// init and the manager's setup, and once the caches have synced.
 	pageOut("setup")
 	go func() {

@@ -1,6 +1,6 @@
 // Package sandbox reconciles Sandboxes: one durable pod with a stable
 // identity, its PVCs and headless Service. It makes no Secret: the agent
-// admits the bridge by its client certificate (core/agenttls).
+// admits the bridge by its client certificate (core/agentconn).
 package sandbox
 
 import (
