@@ -311,6 +311,27 @@ current-context: test
 	return err
 }
 
+// Main runs the tests and benchmarks of m, with a kwok bed in *env when
+// $SANDPOD_KUBE_BIN is set (else *env stays nil and they skip), and exits
+// with their code. It is a package's TestMain.
+func Main(m *testing.M, env **Env) {
+	if os.Getenv(EnvBin) != "" {
+		var err error
+		if *env, err = Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "kwok bed:", err)
+			if *env != nil {
+				(*env).Stop()
+			}
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	if *env != nil {
+		(*env).Stop()
+	}
+	os.Exit(code)
+}
+
 // RepoRoot is the repository root (found from this file's location).
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)

@@ -1,4 +1,4 @@
-package k8s_test
+package apicost_test
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ import (
 // No controller runs (the claims name no template). 32 writers; run with a
 // fixed count:
 //
-//	SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) go test -run '^$' -bench ClaimWriteCost -benchtime 300x ./tests/k8s/
+//	SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) go test -run '^$' -bench ClaimWriteCost -benchtime 300x ./bench/apicost/
 //
 // Compare the apiserver-ms/op columns, not ns/op (the machine is shared).
 func BenchmarkClaimWriteCost(b *testing.B) {
@@ -37,7 +37,7 @@ func BenchmarkClaimWriteCost(b *testing.B) {
 	create := func(prefix string, n int) []*v1alpha1.SandboxClaim {
 		out := make([]*v1alpha1.SandboxClaim, n)
 		parallel(b, n, func(i int) error {
-			out[i] = makeClaim(ns, fmt.Sprintf("%s-%d", prefix, i), "none")
+			out[i] = harness.Claim(ns, fmt.Sprintf("%s-%d", prefix, i), "none")
 			return env.Client.Create(ctx, out[i])
 		})
 		return out
@@ -64,7 +64,7 @@ func BenchmarkClaimWriteCost(b *testing.B) {
 	b.Run("create", func(b *testing.B) {
 		prefix := fmt.Sprintf("cr-%d", time.Now().UnixNano()%100000)
 		measurePatches(b, b.N, func(i int) error {
-			return env.Client.Create(ctx, makeClaim(ns, fmt.Sprintf("%s-%d", prefix, i), "none"))
+			return env.Client.Create(ctx, harness.Claim(ns, fmt.Sprintf("%s-%d", prefix, i), "none"))
 		})
 	})
 	b.Run("status-tracked", statusRun(true))

@@ -1,4 +1,4 @@
-package k8s_test
+package apicost_test
 
 import (
 	"encoding/json"
@@ -58,7 +58,7 @@ import (
 // Each op is one patch; 32 writers, as the bench's bursts. Run with a fixed
 // count (the members are made once):
 //
-//	SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) go test -run '^$' -bench ClaimPatchCost -benchtime 200x ./tests/k8s/
+//	SANDPOD_KUBE_BIN=$(hack/kube/build.sh --print) go test -run '^$' -bench ClaimPatchCost -benchtime 200x ./bench/apicost/
 //
 // It reports kube-apiserver's and etcd's CPU per patch (from /proc), so
 // compare the apiserver-ms/op columns, not ns/op (the machine is shared).
@@ -67,10 +67,10 @@ func BenchmarkClaimPatchCost(b *testing.B) {
 	const poolSize = 210 // enough for -benchtime 200x after the first run of 1
 	ns := env.Namespace(b)
 	stop := env.StartStoppableManager(b, harness.ManagerOptions{}, ns)
-	if err := env.Client.Create(ctx, makeTemplate(ns, "warm")); err != nil {
+	if err := env.Client.Create(ctx, harness.Template(ns, "warm")); err != nil {
 		b.Fatal(err)
 	}
-	if err := env.Client.Create(ctx, makePool(ns, "pool", "warm", poolSize)); err != nil {
+	if err := env.Client.Create(ctx, harness.Pool(ns, "pool", "warm", poolSize)); err != nil {
 		b.Fatal(err)
 	}
 	var members []v1alpha1.Sandbox
