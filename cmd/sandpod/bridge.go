@@ -90,7 +90,7 @@ func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeco
 		return err
 	}
 	// The pages of the binary the start touched and the bridge will not
-	// touch again: its caches have synced (core/controller/pageout.go).
+	// touch again: its caches have synced (core/lowmem/pageout.go).
 	if n, err := lowmem.PageOutBinary(); err != nil {
 		log.Debug("page out the binary's read-only pages", "err", err)
 	} else {
