@@ -155,6 +155,9 @@ class AsyncWorker:
         return self._task.done()
 
 
+# --- the exec sender ----------------------------------------------------------------
+
+
 async def _send(call: Any, req: exec_pb2.ExecRequest) -> bool:
     """Writes one message after the first; False if the RPC already ended.
 

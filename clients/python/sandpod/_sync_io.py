@@ -138,6 +138,9 @@ class Worker:
         return not self._thread.is_alive()
 
 
+# --- the exec sender ----------------------------------------------------------------
+
+
 class ExecSender:
     """The request stream of one exec: gRPC's sending thread iterates it, the caller's
     threads queue stdin and signals, and whoever reads the responses passes them to
