@@ -19,11 +19,12 @@ import (
 )
 
 // Defaults of the limits on what callers hold open (docs/security.md,
-// "Streams and connections"). Each stream costs the server about 20 KiB
-// and a goroutine or two; a connection about 100 KiB of buffers.
+// "Streams and connections"). Each stream costs the server 20 to 35 KiB
+// and a goroutine or two, an idle connection about 25 KiB (measured on
+// serve).
 const (
 	// DefaultStreamsPerCaller bounds the streams one caller (one token, or
-	// every caller without a token together) holds open at once: ~20 MiB.
+	// every caller without a token together) holds open at once: ~35 MiB.
 	DefaultStreamsPerCaller = 1024
 	// DefaultStreamsPerConn is gRPC's MaxConcurrentStreams on network
 	// connections; above DefaultStreamsPerCaller, so that a caller on one
