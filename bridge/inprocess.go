@@ -13,9 +13,9 @@ import (
 // connection to it, for the HTTP gateway (bridge/httpapi): its calls pass
 // the same interceptors (authentication, namespaces) and validation as a
 // network caller's, without a TCP hop, and without TLS (nothing leaves the
-// process; o's ServerOptions, such as TLS credentials, and StreamsPerConn are not
-// used; its streams count against the same Streams limiter). stop
-// closes both ends.
+// process; o's ServerOptions, such as TLS credentials, and StreamsPerConn
+// are not used; its streams count against the same Streams limiter).
+// stop closes both ends.
 func (s *Server) InProcess(o Options) (conn *grpc.ClientConn, stop func(), err error) {
 	lis := bufconn.Listen(1 << 20)
 	g, _ := s.GRPCServer(Options{Authenticators: o.Authenticators, Streams: o.Streams})
