@@ -5,7 +5,7 @@
 // a Sandbox's operating mode. Reads come from an informer cache; a call that
 // waits (cold claim, create, resume) waits on that cache's watch events,
 // never on a polling loop. Exec and file calls reach the agent at the pod's
-// IP over TLS with the bridge's client certificate (agentconn.BridgeCA; the secret
+// IP over TLS with the bridge's client certificate (kubeca.BridgeCA; the secret
 // of the sandbox's Secret for pods of earlier controllers).
 package kube
 
@@ -23,6 +23,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
 	apischeme "github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lowmem"
@@ -75,7 +76,7 @@ type Backend struct {
 	// uncertain: takes whose write's outcome was lost (uncertain.go).
 	uncertain uncertainTakes
 	secrets   *secretCache // nil unless Options.LegacyAgentSecrets
-	agentCA   *agentconn.BridgeCA
+	agentCA   *kubeca.BridgeCA
 	activity  *activity
 	log       *slog.Logger
 	now       func() time.Time
@@ -155,7 +156,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	taken.Keep = slimCopy
 	b := &Backend{
 		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: taken, members: adopt.NewIndex(), recent: recent,
-		agentCA: agentconn.NewBridgeCA(agentconn.OwnNamespace(o.AgentCANamespace), time.Now, agentconn.ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
+		agentCA: kubeca.NewBridgeCA(agentconn.OwnNamespace(o.AgentCANamespace), time.Now, kubeca.ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
 		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)

@@ -9,8 +9,9 @@
 //     CA, its pin and the bridge's client certificates (certs.go), the
 //     handshake checks of both sides (config.go), the agent's identity by
 //     its pod's bound token (identity.go).
-//   - The CA's Secret: made by the controller (casecret.go, EnsureCA), read
-//     by the bridge (bridgeca.go, BridgeCA).
+//   - The CA's Secret: made by the controller (kubeca.EnsureCA), read by
+//     the bridge (kubeca.BridgeCA): the subpackage kubeca, which alone
+//     needs a Kubernetes client.
 //   - The pinned per-sandbox TLS of pods made by earlier controllers
 //     (pinned.go, ClientTLS; their Secret holds the certificate).
 //

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
 	"github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/claim"
@@ -106,7 +107,7 @@ func CacheOptions() cache.Options {
 
 // ClientOptions make the manager's client read Secrets from the API server,
 // one by one, and never through an informer: the controller may only get and
-// create Secrets in its own namespace (the bridge CA, core/agentconn.EnsureCA)
+// create Secrets in its own namespace (the bridge CA, core/agentconn/kubeca.EnsureCA)
 // and never list or watch them.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
@@ -144,7 +145,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Secrets are read past the cache (ClientOptions), so this works before
 	// the manager starts. Every replica does it, leader or not: it is one
 	// read, and a follower that becomes leader needs the pin at once.
-	caPin, caKey, err := agentconn.EnsureCA(ctx, c, agentconn.OwnNamespace(o.AgentCANamespace), o.Clock)
+	caPin, caKey, err := kubeca.EnsureCA(ctx, c, agentconn.OwnNamespace(o.AgentCANamespace), o.Clock)
 	if err != nil {
 		return err
 	}

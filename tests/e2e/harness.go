@@ -52,6 +52,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -463,7 +464,7 @@ func (e *Env) AgentCA(t testing.TB) *agentconn.CA {
 func (e *Env) AgentTLS(t testing.TB, sb *v1alpha1.Sandbox) *tls.Config {
 	t.Helper()
 	ca := e.AgentCA(t)
-	check := &agentconn.AgentCheck{CA: ca, Reviews: agentconn.NewReviews(agentconn.ReviewAgentToken(e.Client), v1alpha1.AgentTokenAudience, nil)}
+	check := &agentconn.AgentCheck{CA: ca, Reviews: agentconn.NewReviews(kubeca.ReviewAgentToken(e.Client), v1alpha1.AgentTokenAudience, nil)}
 	want := agentconn.Expect{Identity: agentconn.Identity(string(sb.UID)), Namespace: sb.Namespace, PodName: sb.Name}
 	return agentconn.ClientConfig(want, agentconn.NewClientCerts(ca, nil).Get, check)
 }

@@ -24,6 +24,7 @@ import (
 
 	sandpod "github.com/sandpod/sandpod/clients/go"
 	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
@@ -215,7 +216,7 @@ func TestRedteamExternalIPServiceRefused(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(victimNS).List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
 		t.Errorf("the API server with the agent's identity token: %v, want 401 Unauthorized", err)
 	}
-	review, err := agentconn.ReviewAgentToken(env.Client)(ctx, own)
+	review, err := kubeca.ReviewAgentToken(env.Client)(ctx, own)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
 	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
@@ -24,7 +25,7 @@ func TestAgentCAIsMadeOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pins[i], _, errs[i] = agentconn.EnsureCA(ctx, env.Client, ns, clock.RealClock{})
+			pins[i], _, errs[i] = kubeca.EnsureCA(ctx, env.Client, ns, clock.RealClock{})
 		}()
 	}
 	wg.Wait()
@@ -41,7 +42,7 @@ func TestAgentCAIsMadeOnce(t *testing.T) {
 	if err != nil || agentconn.Pin(ca.Cert) != pins[0] || sec.Immutable == nil || !*sec.Immutable {
 		t.Fatalf("the CA Secret: %v, pin %s, immutable %v", err, pins[0], sec.Immutable)
 	}
-	again, _, err := agentconn.EnsureCA(ctx, env.Client, ns, clock.RealClock{})
+	again, _, err := kubeca.EnsureCA(ctx, env.Client, ns, clock.RealClock{})
 	if err != nil || again != pins[0] {
 		t.Errorf("a restart: pin %s (%v), want %s", again, err, pins[0])
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/hack/kube/harness"
 )
@@ -50,7 +51,7 @@ func TestAgentIdentityTokenReview(t *testing.T) {
 		}
 		return tr.Status.Token
 	}
-	review := agentconn.ReviewAgentToken(env.Client)
+	review := kubeca.ReviewAgentToken(env.Client)
 	agentToken := token(v1alpha1.AgentTokenAudience)
 	r, err := review(ctx, agentToken)
 	if err != nil {

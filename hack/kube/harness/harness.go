@@ -176,7 +176,7 @@ func (e *Env) start(ctx context.Context, bin string) error {
 		return fmt.Errorf("crds: %w", err)
 	}
 	// sandpod's own namespace, as install.yaml makes it: the controller
-	// keeps the agents' bridge CA there (core/agentconn.EnsureCA).
+	// keeps the agents' bridge CA there (core/agentconn/kubeca.EnsureCA).
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentconn.DefaultNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("namespace %s: %w", agentconn.DefaultNamespace, err)
 	}

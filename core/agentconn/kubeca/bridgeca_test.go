@@ -1,4 +1,4 @@
-package agentconn
+package kubeca
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
@@ -36,16 +37,16 @@ func TestAgentCAReadsWithBackOff(t *testing.T) {
 
 	_, err := a.Config(ctx, c, sb)
 	if status.Code(err) != codes.Unavailable || errinfo.Reason(err) != errinfo.ReasonAgentCANotReady {
-		t.Fatalf("no CA yet: %v, want UNAVAILABLE %s", err, errinfo.ReasonAgentCANotReady)
+		t.Fatalf("no agentconn.CA yet: %v, want UNAVAILABLE %s", err, errinfo.ReasonAgentCANotReady)
 	}
 	if _, err := a.Config(ctx, c, sb); err == nil || reads != 1 {
 		t.Fatalf("read again within the back-off: %d reads, %v", reads, err)
 	}
 
-	ca, _ := NewCA(now)
+	ca, _ := agentconn.NewCA(now)
 	certPEM, keyPEM, _ := ca.PEM()
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "sandpod-system", Name: CASecretName},
-		Data: map[string][]byte{SecretKeyCACert: certPEM, SecretKeyCAKey: keyPEM}}); err != nil {
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "sandpod-system", Name: agentconn.CASecretName},
+		Data: map[string][]byte{agentconn.SecretKeyCACert: certPEM, agentconn.SecretKeyCAKey: keyPEM}}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(caRetryMin + time.Millisecond)
@@ -53,11 +54,11 @@ func TestAgentCAReadsWithBackOff(t *testing.T) {
 	if err != nil || reads != 2 {
 		t.Fatalf("after the back-off: %d reads, %v", reads, err)
 	}
-	if cfg.ServerName != Identity(string(sb.UID)) {
+	if cfg.ServerName != agentconn.Identity(string(sb.UID)) {
 		t.Errorf("ServerName %q, want the sandbox's identity", cfg.ServerName)
 	}
 	if again, _ := a.Config(ctx, c, sb); again != cfg || reads != 2 {
-		t.Errorf("the same incarnation got another config or read the CA again (%d reads)", reads)
+		t.Errorf("the same incarnation got another config or read the agentconn.CA again (%d reads)", reads)
 	}
 	cert, err := cfg.GetClientCertificate(nil)
 	if err != nil || len(cert.Certificate) != 2 {

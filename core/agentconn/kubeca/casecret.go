@@ -3,7 +3,12 @@
 // namespace, made by the first controller that finds none. Sandbox pods get
 // only the pin of its public key.
 
-package agentconn
+// Package kubeca is the Kubernetes side of the agents' CA (part of agent
+// reachability, core/agentconn): the controller keeps it in a Secret
+// (EnsureCA), the bridge reads it and reviews agents' tokens (BridgeCA,
+// ReviewAgentToken). It is apart so that the agent, which needs only
+// core/agentconn, is built without a Kubernetes client.
+package kubeca
 
 import (
 	"context"
@@ -17,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -41,15 +47,15 @@ func EnsureCA(ctx context.Context, c client.Client, ns string, clk clock.Clock) 
 	if err != nil {
 		return "", "", err
 	}
-	return Pin(cert), PublicKey(cert), nil
+	return agentconn.Pin(cert), agentconn.PublicKey(cert), nil
 }
 
 func ensureCert(ctx context.Context, c client.Client, ns string, clk clock.Clock) (*x509.Certificate, error) {
-	key := client.ObjectKey{Namespace: ns, Name: CASecretName}
+	key := client.ObjectKey{Namespace: ns, Name: agentconn.CASecretName}
 	sec := &corev1.Secret{}
 	err := c.Get(ctx, key, sec)
 	if apierrors.IsNotFound(err) {
-		ca, caErr := NewCA(clk.Now())
+		ca, caErr := agentconn.NewCA(clk.Now())
 		if caErr != nil {
 			return nil, caErr
 		}
@@ -62,14 +68,14 @@ func ensureCert(ctx context.Context, c client.Client, ns string, clk clock.Clock
 			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns, Labels: map[string]string{v1alpha1.LabelAppName: v1alpha1.AppName}},
 			Type:       corev1.SecretTypeOpaque,
 			Immutable:  &immutable,
-			Data:       map[string][]byte{SecretKeyCACert: certPEM, SecretKeyCAKey: keyPEM},
+			Data:       map[string][]byte{agentconn.SecretKeyCACert: certPEM, agentconn.SecretKeyCAKey: keyPEM},
 		}
 		err = c.Create(ctx, sec)
 		if err == nil {
 			return ca.Cert, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("create the agent CA Secret %s/%s: %w", ns, key.Name, err)
+			return nil, fmt.Errorf("create the agent agentconn.CA Secret %s/%s: %w", ns, key.Name, err)
 		}
 		// Another controller won: read its CA. Should the read miss it
 		// (the winner's create and this read raced, or it was deleted at
@@ -88,11 +94,11 @@ func ensureCert(ctx context.Context, c client.Client, ns string, clk clock.Clock
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the agent CA Secret %s/%s: %w", ns, key.Name, err)
+		return nil, fmt.Errorf("read the agent agentconn.CA Secret %s/%s: %w", ns, key.Name, err)
 	}
-	ca, err := ParseCA(sec.Data[SecretKeyCACert], sec.Data[SecretKeyCAKey])
+	ca, err := agentconn.ParseCA(sec.Data[agentconn.SecretKeyCACert], sec.Data[agentconn.SecretKeyCAKey])
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %w (delete it to make a new CA)", ns, key.Name, err)
+		return nil, fmt.Errorf("Secret %s/%s: %w (delete it to make a new agentconn.CA)", ns, key.Name, err)
 	}
 	return ca.Cert, nil
 }

@@ -1,4 +1,4 @@
-package agentconn
+package kubeca
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
@@ -29,11 +30,11 @@ type BridgeCA struct {
 
 	// reviews authenticates agents by their identity tokens (shared by
 	// every sandbox: one TokenReview per agent pod per token).
-	reviews *Reviews
+	reviews *agentconn.Reviews
 
 	mu      sync.Mutex
-	certs   *ClientCerts
-	check   *AgentCheck
+	certs   *agentconn.ClientCerts
+	check   *agentconn.AgentCheck
 	lastTry time.Time
 	wait    time.Duration // before the next read after a failed one
 	lastErr error
@@ -49,25 +50,25 @@ const (
 
 // NewBridgeCA reads the CA from namespace ns when first needed and checks
 // agents with review.
-func NewBridgeCA(ns string, now func() time.Time, review ReviewFunc) *BridgeCA {
+func NewBridgeCA(ns string, now func() time.Time, review agentconn.ReviewFunc) *BridgeCA {
 	return &BridgeCA{ns: ns, now: now, byUID: map[types.UID]*tls.Config{},
-		reviews: NewReviews(review, v1alpha1.AgentTokenAudience, now)}
+		reviews: agentconn.NewReviews(review, v1alpha1.AgentTokenAudience, now)}
 }
 
 // ReviewAgentToken is a ReviewFunc asking the API server (create tokenreviews,
 // which the bridge has for --token-review too; the review is stored
 // nowhere).
-func ReviewAgentToken(c client.Client) ReviewFunc {
-	return func(ctx context.Context, token string) (Review, error) {
+func ReviewAgentToken(c client.Client) agentconn.ReviewFunc {
+	return func(ctx context.Context, token string) (agentconn.Review, error) {
 		tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{v1alpha1.AgentTokenAudience}}}
 		if err := c.Create(ctx, tr); err != nil {
-			return Review{}, err
+			return agentconn.Review{}, err
 		}
 		extra := map[string][]string{}
 		for k, v := range tr.Status.User.Extra {
 			extra[k] = v
 		}
-		return Review{Authenticated: tr.Status.Authenticated, Audiences: tr.Status.Audiences,
+		return agentconn.Review{Authenticated: tr.Status.Authenticated, Audiences: tr.Status.Audiences,
 			Username: tr.Status.User.Username, Extra: extra, Error: tr.Status.Error}, nil
 	}
 }
@@ -86,8 +87,8 @@ func (a *BridgeCA) Config(ctx context.Context, r client.Reader, sb *v1alpha1.San
 	// (core/controller/sandbox/pod.go); its UID changes with each pod and
 	// is not in the sandbox's status, so the namespace is the boundary: a
 	// pod of that name there is the sandbox's, whoever made it.
-	want := Expect{Identity: Identity(string(sb.UID)), Namespace: sb.Namespace, PodName: sb.Name}
-	cfg := ClientConfig(want, a.certs.Get, a.check)
+	want := agentconn.Expect{Identity: agentconn.Identity(string(sb.UID)), Namespace: sb.Namespace, PodName: sb.Name}
+	cfg := agentconn.ClientConfig(want, a.certs.Get, a.check)
 	a.byUID[sb.UID] = cfg
 	return cfg, nil
 }
@@ -105,12 +106,12 @@ func (a *BridgeCA) loadLocked(ctx context.Context, r client.Reader) error {
 	}
 	a.lastTry = now
 	sec := &corev1.Secret{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: CASecretName}, sec)
+	err := r.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: agentconn.CASecretName}, sec)
 	if err == nil {
-		var ca *CA
-		if ca, err = ParseCA(sec.Data[SecretKeyCACert], sec.Data[SecretKeyCAKey]); err == nil {
-			a.certs, a.lastErr, a.wait = NewClientCerts(ca, a.now), nil, 0
-			a.check = &AgentCheck{CA: ca, Reviews: a.reviews}
+		var ca *agentconn.CA
+		if ca, err = agentconn.ParseCA(sec.Data[agentconn.SecretKeyCACert], sec.Data[agentconn.SecretKeyCAKey]); err == nil {
+			a.certs, a.lastErr, a.wait = agentconn.NewClientCerts(ca, a.now), nil, 0
+			a.check = &agentconn.AgentCheck{CA: ca, Reviews: a.reviews}
 			return nil
 		}
 	}
@@ -120,7 +121,7 @@ func (a *BridgeCA) loadLocked(ctx context.Context, r client.Reader) error {
 	}
 	a.wait = min(max(2*a.wait, caRetryMin), caRetryMax)
 	a.lastErr = errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentCANotReady,
-		"the agents' CA (Secret %s/%s) %s; retry", a.ns, CASecretName, what)
+		"the agents' agentconn.CA (Secret %s/%s) %s; retry", a.ns, agentconn.CASecretName, what)
 	return a.lastErr
 }
 
