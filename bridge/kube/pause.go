@@ -42,7 +42,7 @@ func (b *Backend) PauseSandbox(ctx context.Context, ns, name string) (*sandpodv1
 	}
 	switch dec, why := lifecycle.Pause(name, phase); dec {
 	case lifecycle.PauseRefuse:
-		reason := lifecycle.PauseRefusalReason(phase)
+		reason := lifecycle.RefusalReason(phase)
 		return nil, errinfo.Newf(codes.FailedPrecondition, reason, "%s", why)
 	case lifecycle.PauseNothing:
 		return withPhase(sandboxToProto(sb, b.clusterDomain), sandpodv1.Phase_PHASE_PAUSED), nil

@@ -300,7 +300,7 @@ func (b *Backend) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxReq
 		if rid != "" {
 			srid = rid + "#snapshot"
 		}
-		s, err := b.takeSnapshot(ctx, ns, req.GetSandbox(), "", map[string]string{"sandpod.dev/fork-of": req.GetSandbox()}, srid)
+		s, err := b.takeSnapshot(ctx, ns, req.GetSandbox(), "", map[string]string{v1alpha1.LabelForkOf: req.GetSandbox()}, srid)
 		if err != nil {
 			return nil, nil, err
 		}

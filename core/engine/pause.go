@@ -28,7 +28,7 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 	e.mu.Lock()
 	phase := sb.phase()
 	dec, why := lifecycle.Pause(name, phase)
-	reason := lifecycle.PauseRefusalReason(phase)
+	reason := lifecycle.RefusalReason(phase)
 	if dec == lifecycle.PauseFreeze && (sb.busy || sb.proc == nil) {
 		dec, why = lifecycle.PauseRefuse, "sandbox \""+name+"\" is being started or stopped; retry"
 		reason = errinfo.ReasonSandboxInTransition

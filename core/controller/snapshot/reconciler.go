@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
@@ -253,10 +252,7 @@ func Users(ctx context.Context, c client.Reader, ns, name string) ([]string, err
 }
 
 func setReady(st *v1alpha1.SandboxSnapshotStatus, snap *v1alpha1.SandboxSnapshot, now time.Time, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionReady, Status: s, Reason: reason, Message: msg,
-		ObservedGeneration: snap.Generation, LastTransitionTime: metav1.NewTime(now),
-	})
+	lifecycle.SetCondition(&st.Conditions, v1alpha1.ConditionReady, s == metav1.ConditionTrue, reason, msg, snap.Generation, now)
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, snap *v1alpha1.SandboxSnapshot, st v1alpha1.SandboxSnapshotStatus) error {
