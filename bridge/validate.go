@@ -241,6 +241,32 @@ func decodePageToken(query, tok string) (string, error) {
 	return last, nil
 }
 
+// pageRequest is a checked page of a list call: its size, and the query its
+// tokens continue.
+type pageRequest struct {
+	size         int
+	query, token string
+}
+
+// newPage checks the page size and token of a list call, whose query is the
+// method, namespace and filters: the one prelude of every paged list.
+func newPage(method, namespace string, size int32, token string, filters ...string) (pageRequest, error) {
+	n, err := pageSize(size)
+	if err != nil {
+		return pageRequest{}, err
+	}
+	query := pageQuery(method, namespace, filters...)
+	if _, err := decodePageToken(query, token); err != nil {
+		return pageRequest{}, err
+	}
+	return pageRequest{size: n, query: query, token: token}, nil
+}
+
+// pageOf returns the page p of items (sorted by nameOf), and the next token.
+func pageOf[T any](p pageRequest, items []T, nameOf func(T) string) ([]T, string, error) {
+	return page(items, nameOf, p.size, p.query, p.token)
+}
+
 // page returns the items after the token's name, and the next token.
 func page[T any](items []T, nameOf func(T) string, size int, query, token string) ([]T, string, error) {
 	after, err := decodePageToken(query, token)
