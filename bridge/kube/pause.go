@@ -109,10 +109,3 @@ func withPhase(p *sandpodv1.Sandbox, phase sandpodv1.Phase) *sandpodv1.Sandbox {
 	p.Phase = phase
 	return p
 }
-
-// pausedError is the answer to an exec or file call on a paused sandbox
-// whose template does not auto-resume (the local engine's, word for word).
-func pausedError(ns, name string) error {
-	return errinfo.New(codes.FailedPrecondition, errinfo.ReasonSandboxPaused,
-		map[string]string{"sandbox": name, "namespace": ns}, lifecycle.PausedMessage(name))
-}

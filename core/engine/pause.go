@@ -111,13 +111,6 @@ func (e *Engine) resumePaused(sb *sandbox) (out *sandpodv1.Sandbox, ok bool, err
 	return e.snapshot(sb), true, nil
 }
 
-// pausedRefusal is the answer to an exec or file call on a paused sandbox
-// whose template does not auto-resume.
-func pausedRefusal(ns, name string) error {
-	return errinfo.New(codes.FailedPrecondition, errinfo.ReasonSandboxPaused,
-		map[string]string{"sandbox": name, "namespace": ns}, lifecycle.PausedMessage(name))
-}
-
 // recoverFrozen makes an adopted process's freezer follow the record after
 // a restart of the engine: frozen when it says Paused (the agent cannot
 // answer then, so it is not asked), thawed otherwise (an engine that died
