@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
@@ -41,6 +40,16 @@ type Options struct {
 	Authenticators []Authenticator
 	// ServerOptions are passed to grpc.NewServer (e.g. TLS credentials).
 	ServerOptions []grpc.ServerOption
+	// Streams counts and limits the streams each caller holds open; share
+	// one between the network and in-process servers (nil: no limit).
+	Streams *StreamLimiter
+	// StreamsPerConn is gRPC's MaxConcurrentStreams (0: gRPC's default,
+	// none); InProcess leaves it out, its one connection carries every
+	// caller of the HTTP front doors.
+	StreamsPerConn uint32
+	// ConnsPerListener caps the connections each listener of the server's
+	// doors holds (LimitListener; 0: no cap).
+	ConnsPerListener int
 }
 
 // GRPCServer builds a gRPC server with the sandbox service, the standard
@@ -50,12 +59,10 @@ func (s *Server) GRPCServer(o Options) (*grpc.Server, *health.Server) {
 	auth := &auth{authenticators: o.Authenticators}
 	opts := append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(auth.unary),
-		grpc.ChainStreamInterceptor(auth.stream),
+		grpc.ChainStreamInterceptor(auth.stream, o.Streams.stream),
 		grpc.MaxRecvMsgSize(8 << 20),
-		// Clients ping every 30s to notice a dead connection during a long,
-		// quiet exec; allow it (gRPC's default would close them for it).
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	}, o.ServerOptions...)
+	}, transportOptions(o.StreamsPerConn)...)
+	opts = append(opts, o.ServerOptions...)
 	g := grpc.NewServer(opts...)
 	sandpodv1.RegisterSandboxServiceServer(g, s)
 	hs := health.NewServer()
