@@ -44,5 +44,6 @@ func AgentRefusal(ns, name string, phase v1alpha1.SandboxPhase, detail string) e
 	default:
 		return nil
 	}
-	return errinfo.Newf(codes.FailedPrecondition, lifecycle.RefusalReason(phase), "%s", msg)
+	reason := lifecycle.RefusalReason(phase) // a declared reason per phase
+	return errinfo.Newf(codes.FailedPrecondition, reason, "%s", msg)
 }
