@@ -146,19 +146,15 @@ func (s *Server) ListSandboxes(ctx context.Context, req *sandpodv1.ListSandboxes
 	if err != nil {
 		return nil, err
 	}
-	size, err := pageSize(req.GetPageSize())
+	pg, err := newPage("ListSandboxes", req.GetNamespace(), req.GetPageSize(), req.GetPageToken(), sel.String(), strconv.FormatBool(req.GetIncludePoolMembers()))
 	if err != nil {
-		return nil, err
-	}
-	query := pageQuery("ListSandboxes", req.GetNamespace(), sel.String(), strconv.FormatBool(req.GetIncludePoolMembers()))
-	if _, err := decodePageToken(query, req.GetPageToken()); err != nil {
 		return nil, err
 	}
 	all, err := s.backend.ListSandboxes(ctx, req.GetNamespace(), sel, req.GetIncludePoolMembers())
 	if err != nil {
 		return nil, err
 	}
-	items, next, err := page(all, (*sandpodv1.Sandbox).GetName, size, query, req.GetPageToken())
+	items, next, err := pageOf(pg, all, (*sandpodv1.Sandbox).GetName)
 	if err != nil {
 		return nil, err
 	}
@@ -277,19 +273,15 @@ func listPage[T any](ctx context.Context, method, namespace string, size int32, 
 	if err := checkNamespace(namespace); err != nil {
 		return nil, "", err
 	}
-	n, err := pageSize(size)
+	pg, err := newPage(method, namespace, size, token)
 	if err != nil {
-		return nil, "", err
-	}
-	query := pageQuery(method, namespace)
-	if _, err := decodePageToken(query, token); err != nil {
 		return nil, "", err
 	}
 	all, err := list(ctx, namespace)
 	if err != nil {
 		return nil, "", err
 	}
-	return page(all, nameOf, n, query, token)
+	return pageOf(pg, all, nameOf)
 }
 
 // ListTemplates lists templates.

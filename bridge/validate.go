@@ -1,9 +1,7 @@
 package bridge
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
+	"errors"
 	"strings"
 	"time"
 	"unicode"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/sandpod/sandpod/bridge/check"
 	"github.com/sandpod/sandpod/core/api/errinfo"
+	"github.com/sandpod/sandpod/core/api/pagetoken"
 )
 
 // Bounds checked at the edge.
@@ -172,21 +171,18 @@ func parseSelector(s string) (labels.Selector, error) {
 }
 
 func pageSize(n int32) (int, error) {
-	switch {
-	case n < 0 || n > MaxPageSize:
-		return 0, invalid(errinfo.ReasonInvalidPage, "page_size", "must be between 0 and %d, got %d", MaxPageSize, n)
-	case n == 0:
-		return DefaultPageSize, nil
+	size, err := pagetoken.Size(n, DefaultPageSize, MaxPageSize)
+	if err != nil {
+		return 0, invalid(errinfo.ReasonInvalidPage, "page_size", "%v", err)
 	}
-	return int(n), nil
+	return size, nil
 }
 
-// Page tokens are opaque to clients. A token carries the last name of the
-// page it ends and a check over that name and the query it was issued for
-// (the method and its filters, not the page size), so that a token sent
-// with another query, or altered, is refused rather than silently
-// continuing something else (AIP-158).
-const pageCheckLen = 12
+// Page tokens are the API's one paging (core/api/pagetoken): bound to the
+// query they were issued for (the method and its filters, not the page
+// size), so that a token sent with another query, or altered, is refused
+// rather than silently continuing something else (AIP-158).
+const pageDomain = "sandpod-page-v1"
 
 // pageQuery names a paged query: the method, the namespace and the filters.
 func pageQuery(method, namespace string, filters ...string) string {
@@ -196,30 +192,47 @@ func pageQuery(method, namespace string, filters ...string) string {
 	return strings.Join(append([]string{method, namespace}, filters...), "\x00")
 }
 
-func pageCheck(query, last string) []byte {
-	sum := sha256.Sum256([]byte("sandpod-page-v1\x00" + query + "\x00" + last))
-	return sum[:pageCheckLen]
-}
-
 func encodePageToken(query, last string) string {
-	return base64.RawURLEncoding.EncodeToString(append([]byte(last), pageCheck(query, last)...))
+	return pagetoken.Encode(pageDomain, query, last)
 }
 
 func decodePageToken(query, tok string) (string, error) {
-	if tok == "" {
-		return "", nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || len(b) < pageCheckLen {
+	last, err := pagetoken.Decode(pageDomain, query, tok)
+	switch {
+	case errors.Is(err, pagetoken.ErrForeign):
 		return "", invalid(errinfo.ReasonInvalidPage, "page_token", "is not a token this server issued")
-	}
-	last, check := string(b[:len(b)-pageCheckLen]), b[len(b)-pageCheckLen:]
-	if subtle.ConstantTimeCompare(check, pageCheck(query, last)) != 1 {
+	case err != nil:
 		return "", invalid(errinfo.ReasonInvalidPage, "page_token", "is not a token this server issued for this request: a token continues only "+
 			"the list that returned it, with the same namespace and filters (label_selector, include_pool_members); "+
 			"start again without page_token")
 	}
 	return last, nil
+}
+
+// pageRequest is a checked page of a list call: its size, and the query its
+// tokens continue.
+type pageRequest struct {
+	size         int
+	query, token string
+}
+
+// newPage checks the page size and token of a list call, whose query is the
+// method, namespace and filters: the one prelude of every paged list.
+func newPage(method, namespace string, size int32, token string, filters ...string) (pageRequest, error) {
+	n, err := pageSize(size)
+	if err != nil {
+		return pageRequest{}, err
+	}
+	query := pageQuery(method, namespace, filters...)
+	if _, err := decodePageToken(query, token); err != nil {
+		return pageRequest{}, err
+	}
+	return pageRequest{size: n, query: query, token: token}, nil
+}
+
+// pageOf returns the page p of items (sorted by nameOf), and the next token.
+func pageOf[T any](p pageRequest, items []T, nameOf func(T) string) ([]T, string, error) {
+	return page(items, nameOf, p.size, p.query, p.token)
 }
 
 // page returns the items after the token's name, and the next token.

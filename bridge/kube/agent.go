@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
+	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
@@ -45,22 +46,20 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoin
 	switch phase {
 	case v1alpha1.SandboxPaused:
 		if !sb.Spec.AutoResume {
-			return agentconn.Endpoint{}, pausedError(ns, name)
+			return agentconn.Endpoint{}, protoconv.AgentRefusal(ns, name, phase, "")
 		}
 		if _, err := b.ResumeSandbox(ctx, ns, name, true); err != nil {
 			return agentconn.Endpoint{}, err
 		}
 	case v1alpha1.SandboxSuspended:
 		if !sb.Spec.AutoResume {
-			return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxSuspended, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
+			return agentconn.Endpoint{}, protoconv.AgentRefusal(ns, name, phase, "")
 		}
 		if _, err := b.ResumeSandbox(ctx, ns, name, true); err != nil {
 			return agentconn.Endpoint{}, err
 		}
-	case v1alpha1.SandboxExpired:
-		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired (retained): extend and resume it first", name)
-	case v1alpha1.SandboxFailed:
-		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxFailed, "sandbox %q has failed: %s", name, sb.Status.Message)
+	case v1alpha1.SandboxExpired, v1alpha1.SandboxFailed:
+		return agentconn.Endpoint{}, protoconv.AgentRefusal(ns, name, phase, sb.Status.Message)
 	case v1alpha1.SandboxTerminating:
 		return agentconn.Endpoint{}, errinfo.SandboxGone(ns, name, fmt.Sprintf("sandbox %q is being deleted", name))
 	case v1alpha1.SandboxPending:
@@ -72,7 +71,7 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoin
 		return agentconn.Endpoint{}, err
 	}
 	if sb.Spec.OperatingMode == v1alpha1.OperatingModePaused {
-		return agentconn.Endpoint{}, pausedError(ns, name) // paused again meanwhile
+		return agentconn.Endpoint{}, protoconv.AgentRefusal(ns, name, v1alpha1.SandboxPaused, "") // paused again meanwhile
 	}
 	if len(sb.Status.PodIPs) == 0 || phaseOf(sb) != v1alpha1.SandboxRunning {
 		return agentconn.Endpoint{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q is not running right now (%s); retry", name, phaseOf(sb))

@@ -24,6 +24,7 @@ import (
 	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/agentconn/kubeca"
+	"github.com/sandpod/sandpod/core/api/fieldindex"
 	apischeme "github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lowmem"
@@ -134,7 +135,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexExposureID, exposureIDs); err != nil {
 		return nil, err
 	}
-	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexSnapshot, snapshotOfSandbox); err != nil {
+	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, fieldindex.SandboxSnapshot, fieldindex.SnapshotOfSandbox); err != nil {
 		return nil, err
 	}
 	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexIdlePause, idlePauseIndex); err != nil {

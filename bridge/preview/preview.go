@@ -14,7 +14,9 @@ import (
 
 	"github.com/sandpod/sandpod/bridge/check"
 	"github.com/sandpod/sandpod/core/api/errinfo"
+	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -271,7 +273,7 @@ func (s *Server) runningSandbox(ctx context.Context, ns, name string) (*sandpodv
 		if sb.GetPhase() == sandpodv1.Phase_PHASE_SUSPENDED {
 			s.previews.suspending(ns, name, false) // the suspend is seen: no gap left
 		}
-		reason := phaseRefusal(sb.GetPhase())
+		reason := lifecycle.RefusalReason(protoconv.PhaseFromProto(sb.GetPhase()))
 		return nil, errinfo.Newf(codes.FailedPrecondition, reason, "sandbox %q is %s, not running: its ports cannot be reached (resume it first)", name, phaseWord(sb.GetPhase()))
 	}
 	return sb, nil
@@ -511,22 +513,6 @@ func phaseWord(p sandpodv1.Phase) string {
 		return "being deleted"
 	}
 	return p.String()
-}
-
-// phaseRefusal is the reason of a port call refused in phase p: the
-// sandbox's own state where it has a reason, else SANDBOX_IN_TRANSITION.
-func phaseRefusal(p sandpodv1.Phase) errinfo.Why {
-	switch p {
-	case sandpodv1.Phase_PHASE_SUSPENDED:
-		return errinfo.ReasonSandboxSuspended
-	case sandpodv1.Phase_PHASE_PAUSED:
-		return errinfo.ReasonSandboxPaused
-	case sandpodv1.Phase_PHASE_EXPIRED:
-		return errinfo.ReasonSandboxExpired
-	case sandpodv1.Phase_PHASE_FAILED:
-		return errinfo.ReasonSandboxFailed
-	}
-	return errinfo.ReasonSandboxInTransition
 }
 
 func (p *previews) key() []byte {
