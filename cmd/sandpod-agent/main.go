@@ -5,6 +5,14 @@
 // it starts faster and holds less memory than `sandpod agent`, which takes
 // the same arguments (a leading "agent" word is accepted, so a pod or an
 // engine can run either binary with one command line).
+//
+// The Go runtime keeps its defaults (GOGC 100, no memory limit): measured
+// over idle sandboxes, a lower GOGC or a soft memory limit (4 to 16 MiB)
+// held 0.5 to 1.8 MiB more per sandbox, not less (an idle agent's heap is
+// below the collector's 4 MiB floor, and earlier collections during start
+// only touch more pages); what a burst of work leaves is given back by the
+// agent once idle instead (core/agent idleTrim). docs/performance.md has
+// the figures.
 package main
 
 import (
@@ -17,7 +25,6 @@ import (
 )
 
 func main() {
-	tuneRuntime(os.Getenv)
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "agent" {
 		args = args[1:]
