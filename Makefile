@@ -62,16 +62,18 @@ GO_MODULES := . clients/go proto proto/sandpod/v1/gateway hack/testbed/csihostpa
 
 all: build
 
-# The binary, plus what its local engine runs sandboxes with: runc (built
-# once from its Go module into ~/.cache/sandpod, linked as bin/runc) and pasta.
+# The binary, plus what its local engine runs sandboxes with: the agent
+# (bin/sandpod-agent, cmd/sandpod-agent), runc (built once from its Go module
+# into ~/.cache/sandpod, linked as bin/runc) and pasta.
 # A first build takes minutes (modules, ~900 packages, runc): the scripts
 # say what they are doing every 30 s while it lasts.
 build:
 	@GO=$(GO) hack/local/build.sh bin/sandpod -ldflags "$(LDFLAGS)"
 	@hack/local/deps.sh bin
 
-# bin/sandpod-race: serve with the race detector, for the Go suites (a
-# second build of every package: ~5 min cold on 2 cores, then cached).
+# bin/sandpod-race (and the agent its serve runs, bin/sandpod-agent-race):
+# serve with the race detector, for the Go suites (a second build of every
+# package: ~5 min cold on 2 cores, then cached).
 build-race: build
 	@GO=$(GO) hack/local/build.sh $(RACE_BIN) $(RACEFLAGS) -ldflags "$(LDFLAGS)"
 

@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,7 @@ type Server struct {
 	// exec and file calls are refused then. pauseMu orders SetPaused calls.
 	paused  atomic.Bool
 	pauseMu sync.Mutex
+	trim    *idleTrim
 }
 
 // New opens the sandbox root and returns a server for it.
@@ -81,7 +83,7 @@ func New(cfg Config) (*Server, error) {
 	if fi, err := os.Stat(cfg.Root); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("agent: workspace %s is not a directory (%v)", cfg.Root, err)
 	}
-	s := &Server{cfg: cfg, root: sandboxFS{owner: cfg.RunAs}, start: time.Now()}
+	s := &Server{cfg: cfg, root: sandboxFS{owner: cfg.RunAs}, start: time.Now(), trim: newIdleTrim(trimDelay, debug.FreeOSMemory)}
 	s.touch()
 	return s, nil
 }
@@ -145,6 +147,10 @@ func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 		return nil, err
 	}
 	s.touch()
+	if !strings.HasSuffix(info.FullMethod, "/GetAgentInfo") { // the engine's health check
+		s.trim.begin()
+		defer s.trim.end()
+	}
 	return h(ctx, req)
 }
 
@@ -169,6 +175,8 @@ func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 		return err
 	}
 	s.touch()
+	s.trim.begin()
+	defer s.trim.end()
 	return h(srv, ss)
 }
 

@@ -168,7 +168,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		Hostname:   rec.Name,
 		RootFS:     filepath.Join(dir, "rootfs"),
 		WorkDir:    mountFrom,
-		Executable: e.cfg.Executable,
+		Executable: e.cfg.AgentBinary,
 		IDBase:     base,
 		RunAsUID:   uid,
 		RunAsGID:   gid,

@@ -80,8 +80,8 @@ var (
 	buildErr  error
 )
 
-// Binary returns the path of a sandpod binary built from this module (or
-// $SANDPOD_BIN when set).
+// Binary returns the path of a sandpod binary built from this module, with
+// sandpod-agent beside it (or $SANDPOD_BIN when set).
 func Binary(t testing.TB) string {
 	t.Helper()
 	if b := os.Getenv("SANDPOD_BIN"); b != "" {
@@ -96,10 +96,14 @@ func Binary(t testing.TB) string {
 			return
 		}
 		builtBin = filepath.Join(dir, "sandpod")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/sandpod")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/sandpod: %v\n%s", err, out)
+		// The agent beside it, where serve looks for it (as make build).
+		for _, b := range [][2]string{{builtBin, "./cmd/sandpod"}, {filepath.Join(dir, "sandpod-agent"), "./cmd/sandpod-agent"}} {
+			cmd := exec.Command("go", "build", "-o", b[0], b[1])
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {
