@@ -19,12 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // The Kubernetes-at-scale suite ("kwok" rows): the real `sandpod controller`
 // binary against a real kube-apiserver + etcd, with nodes and pods simulated
-// by kwok (tests/k8s/harness). Flags are registered here so that main only
+// by kwok (hack/kube/harness). Flags are registered here so that main only
 // has to pick the suites.
 var (
 	suitesFlag        = flag.String("suites", "local,kwok,testbed", "comma-separated suites to run: local (the local engine), kwok (the controller at scale on kube-apiserver + etcd + kwok), testbed (real pods on the hack/testbed cluster, when it is up with sandpod installed)")

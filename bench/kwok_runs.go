@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller"
+	"github.com/sandpod/sandpod/core/lowmem"
 )
 
 // startRun waits for a full, idle pool and takes the API write counters
@@ -326,7 +326,7 @@ func (k *kwokSuite) cacheSizes(ctx context.Context) {
 		cached := make([]client.Object, 0, n)
 		_ = meta.EachListItem(c.list, func(o apiruntime.Object) error {
 			if co, ok := o.(client.Object); ok {
-				if cf := controller.CachedForm(co); cf != nil {
+				if cf := lowmem.CachedForm(co); cf != nil {
 					cached = append(cached, cf)
 				}
 			}

@@ -74,6 +74,7 @@ type localSuite struct {
 	tw                                                  termWatch
 	snap                                                snapSeries // local_snapshots.go
 	mcp                                                 mcpSeries  // local_mcp.go
+	idle                                                idleResult // local_idle.go
 }
 
 // cpuShare is where the CPU went during one exec-throughput run.
@@ -91,6 +92,9 @@ func (l *localSuite) run(ctx context.Context) error {
 	l.data = make([]byte, 100*mib)
 	for i := range l.data {
 		l.data[i] = byte(i*7 + i>>12)
+	}
+	if *onlyIdle {
+		return l.idlePhase(ctx)
 	}
 	for r := 0; r < l.p.Repeats; r++ {
 		l.log("run %d/%d", r+1, l.p.Repeats)
@@ -112,6 +116,9 @@ func (l *localSuite) run(ctx context.Context) error {
 		if err := l.e2bSDK(ctx); err != nil {
 			return fmt.Errorf("run %d: %w", r+1, err)
 		}
+	}
+	if *idleSandboxes > 0 && !*onlySnapshots {
+		return l.idlePhase(ctx)
 	}
 	return nil
 }
@@ -506,6 +513,9 @@ func (l *localSuite) rows() []Row {
 	if *onlySnapshots {
 		return l.snapshotRows()
 	}
+	if *onlyIdle {
+		return l.idleRows()
+	}
 	lat := func(fig string, s *series, target string, check func(p50, p99 float64) bool, note string) Row {
 		p50, p99, runs := s.latencyStats()
 		r := Row{Section: "local", Figure: fig, Kind: "latency", Unit: "ms", P50: p50, P99: p99,
@@ -596,7 +606,7 @@ func (l *localSuite) rows() []Row {
 		lat("small GET through a preview URL", &l.previewGet, "", nil,
 			"12-byte answer of a python http.server handler (HTTP/1.1, one write) in the sandbox, via the preview listener and the agent's Dial tunnel; keep-alive on both hops"),
 		lat("delete", &l.del, "", nil, "DeleteSandbox of a running, claimed sandbox"),
-	}, append(append(append(append(l.termWatchRows(lat), l.codeRows(lat)...), l.e2bRows(lat)...), l.snapshotRows()...), l.mcpRows(lat)...)...)
+	}, append(append(append(append(l.termWatchRows(lat), l.codeRows(lat)...), l.e2bRows(lat)...), l.snapshotRows()...), append(l.mcpRows(lat), l.idleRows()...)...)...)
 }
 
 // pauseCycles pauses and resumes one running sandbox, cycle after cycle,

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/sandpod/sandpod/hack/fixtures"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
-	"github.com/sandpod/sandpod/tests/testserver"
 )
 
 // server is one `sandpod serve` started by the benchmark.
@@ -89,7 +89,7 @@ func startServer(ctx context.Context, bin string, poolSize int, withPprof bool) 
 	}
 	s := &server{bin: bin, dir: dir, logPath: filepath.Join(dir, "serve.log"), exited: make(chan struct{})}
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(testserver.PythonPool(poolSize)+forksPool), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(fixtures.PythonPool(poolSize)+forksPool), 0o644); err != nil {
 		return nil, err
 	}
 	addrFile := filepath.Join(dir, "address")

@@ -107,17 +107,32 @@ func (a *auth) caller(ctx context.Context, method string) (*Caller, error) {
 		if !ok || token == "" {
 			continue
 		}
-		for _, au := range a.authenticators {
-			c, err := au.Authenticate(ctx, token)
-			if err != nil {
-				return nil, err
-			}
-			if c != nil {
-				return c, nil
-			}
+		c, err := a.tokenCaller(ctx, token)
+		if err != errUnknownToken { // the sentinel itself: else try the next header
+			return c, err
 		}
 	}
-	return nil, errinfo.Newf(codes.Unauthenticated, errinfo.ReasonInvalidToken, "missing or unknown bearer token (set SANDPOD_TOKEN or pass token=)")
+	return nil, errUnknownToken
+}
+
+var errUnknownToken = errinfo.Newf(codes.Unauthenticated, errinfo.ReasonInvalidToken, "missing or unknown bearer token (set SANDPOD_TOKEN or pass token=)")
+
+// tokenCaller finds the caller of token: nil without authenticators,
+// Unauthenticated for a token none knows.
+func (a *auth) tokenCaller(ctx context.Context, token string) (*Caller, error) {
+	if len(a.authenticators) == 0 {
+		return nil, nil
+	}
+	for _, au := range a.authenticators {
+		c, err := au.Authenticate(ctx, token)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			return c, nil
+		}
+	}
+	return nil, errUnknownToken
 }
 
 // allow checks the namespace a request names against the caller.
@@ -170,17 +185,20 @@ func (a *auth) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo
 	if err != nil {
 		return err
 	}
-	if c == nil || c.Allow == nil {
-		return h(srv, ss)
-	}
-	return h(srv, &scopedStream{ServerStream: ss, caller: c})
+	// The caller goes in the context for the stream limit, which counts
+	// streams per caller.
+	return h(srv, &scopedStream{ServerStream: ss, caller: c, ctx: withCaller(ss.Context(), c)})
 }
 
-// scopedStream checks every message it receives against the caller.
+// scopedStream carries the caller and checks every message it receives
+// against it.
 type scopedStream struct {
 	grpc.ServerStream
 	caller *Caller
+	ctx    context.Context
 }
+
+func (s *scopedStream) Context() context.Context { return s.ctx }
 
 func (s *scopedStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sandpod/sandpod/core/agent"
 	"github.com/sandpod/sandpod/core/agentconn"
-	"github.com/sandpod/sandpod/core/agenttls"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -41,7 +40,7 @@ func (s *Server) agentFor(ctx context.Context, ns, name string) (sandpodv1.Agent
 			ep.Done()
 		}
 	}
-	client, actx, err := s.agents.client(ctx, ns, name, ep)
+	client, actx, err := s.agents.Client(ctx, ns, name, ep)
 	if err != nil {
 		release()
 		return nil, nil, agentconn.Endpoint{}, nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentUnreachable, "sandbox %q: connect to agent: %v", name, err)
@@ -81,9 +80,9 @@ func agentErrorAfter(name string, err error, answered bool) error {
 		return errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentUnreachable, "sandbox %q: %v", name, err)
 	}
 	switch {
-	case st.Code() == codes.Unavailable && strings.Contains(st.Message(), agenttls.NotAuthenticated):
+	case st.Code() == codes.Unavailable && strings.Contains(st.Message(), agentconn.NotAuthenticated):
 		// The TLS handshake refused what answered at the agent's address
-		// (agenttls.AgentCheck): nothing of the call was sent there.
+		// (agentconn.AgentCheck): nothing of the call was sent there.
 		return errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentNotAuthenticated, "sandbox %q: the bridge refused what answered at its agent's address (%s); the call was not sent", name, st.Message())
 	case st.Code() == codes.Unavailable:
 		return errinfo.Newf(codes.Unavailable, errinfo.ReasonAgentUnreachable, "sandbox %q: its agent is unreachable (%s); the call was not retried", name, st.Message())

@@ -9,9 +9,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/sandpod/sandpod/bridge/check"
+	"github.com/sandpod/sandpod/bridge/preview"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -21,18 +23,20 @@ type Server struct {
 	sandpodv1.UnimplementedSandboxServiceServer
 
 	backend  Backend
-	agents   *agentConns
-	previews *previews
+	agents   *agentconn.Conns
+	previews *preview.Server
 	now      func() time.Time
 }
 
 // New returns a bridge over backend.
 func New(backend Backend) *Server {
-	return &Server{backend: backend, agents: newAgentConns(), previews: newPreviews(), now: time.Now}
+	s := &Server{backend: backend, agents: agentconn.NewConns(), now: time.Now}
+	s.previews = newPreviews(s)
+	return s
 }
 
 // Close drops the connections to agents.
-func (s *Server) Close() { s.agents.closeAll() }
+func (s *Server) Close() { s.agents.CloseAll() }
 
 // Options configure the gRPC server of the bridge.
 type Options struct {
@@ -41,6 +45,16 @@ type Options struct {
 	Authenticators []Authenticator
 	// ServerOptions are passed to grpc.NewServer (e.g. TLS credentials).
 	ServerOptions []grpc.ServerOption
+	// Streams counts and limits the streams each caller holds open; share
+	// one between the network and in-process servers (nil: no limit).
+	Streams *StreamLimiter
+	// StreamsPerConn is gRPC's MaxConcurrentStreams (0: gRPC's default,
+	// none); InProcess leaves it out, its one connection carries every
+	// caller of the HTTP front doors.
+	StreamsPerConn uint32
+	// ConnsPerListener caps the connections each listener of the server's
+	// doors holds (LimitListener; 0: no cap).
+	ConnsPerListener int
 }
 
 // GRPCServer builds a gRPC server with the sandbox service, the standard
@@ -50,12 +64,10 @@ func (s *Server) GRPCServer(o Options) (*grpc.Server, *health.Server) {
 	auth := &auth{authenticators: o.Authenticators}
 	opts := append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(auth.unary),
-		grpc.ChainStreamInterceptor(auth.stream),
+		grpc.ChainStreamInterceptor(auth.stream, o.Streams.stream),
 		grpc.MaxRecvMsgSize(8 << 20),
-		// Clients ping every 30s to notice a dead connection during a long,
-		// quiet exec; allow it (gRPC's default would close them for it).
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	}, o.ServerOptions...)
+	}, transportOptions(o.StreamsPerConn)...)
+	opts = append(opts, o.ServerOptions...)
 	g := grpc.NewServer(opts...)
 	sandpodv1.RegisterSandboxServiceServer(g, s)
 	hs := health.NewServer()
@@ -134,19 +146,15 @@ func (s *Server) ListSandboxes(ctx context.Context, req *sandpodv1.ListSandboxes
 	if err != nil {
 		return nil, err
 	}
-	size, err := pageSize(req.GetPageSize())
+	pg, err := newPage("ListSandboxes", req.GetNamespace(), req.GetPageSize(), req.GetPageToken(), sel.String(), strconv.FormatBool(req.GetIncludePoolMembers()))
 	if err != nil {
-		return nil, err
-	}
-	query := pageQuery("ListSandboxes", req.GetNamespace(), sel.String(), strconv.FormatBool(req.GetIncludePoolMembers()))
-	if _, err := decodePageToken(query, req.GetPageToken()); err != nil {
 		return nil, err
 	}
 	all, err := s.backend.ListSandboxes(ctx, req.GetNamespace(), sel, req.GetIncludePoolMembers())
 	if err != nil {
 		return nil, err
 	}
-	items, next, err := page(all, (*sandpodv1.Sandbox).GetName, size, query, req.GetPageToken())
+	items, next, err := pageOf(pg, all, (*sandpodv1.Sandbox).GetName)
 	if err != nil {
 		return nil, err
 	}
@@ -191,8 +199,8 @@ func (s *Server) SuspendSandbox(ctx context.Context, req *sandpodv1.SuspendSandb
 	if err != nil {
 		return nil, err
 	}
-	s.previews.suspending(req.GetNamespace(), req.GetName(), true)
-	s.previews.closeSandbox(req.GetNamespace(), req.GetName())
+	s.previews.Suspending(req.GetNamespace(), req.GetName(), true)
+	s.previews.CloseSandbox(req.GetNamespace(), req.GetName())
 	return &sandpodv1.SuspendSandboxResponse{Sandbox: sb}, nil
 }
 
@@ -205,7 +213,7 @@ func (s *Server) ResumeSandbox(ctx context.Context, req *sandpodv1.ResumeSandbox
 	if err != nil {
 		return nil, err
 	}
-	s.previews.suspending(req.GetNamespace(), req.GetName(), false)
+	s.previews.Suspending(req.GetNamespace(), req.GetName(), false)
 	return &sandpodv1.ResumeSandboxResponse{Sandbox: sb}, nil
 }
 
@@ -253,9 +261,9 @@ func (s *Server) DeleteSandbox(ctx context.Context, req *sandpodv1.DeleteSandbox
 	if err := s.backend.DeleteSandbox(ctx, req.GetNamespace(), req.GetName()); err != nil {
 		return nil, err
 	}
-	s.agents.forget(req.GetNamespace(), req.GetName())
-	s.previews.suspending(req.GetNamespace(), req.GetName(), false)
-	s.previews.closeSandbox(req.GetNamespace(), req.GetName())
+	s.agents.Forget(req.GetNamespace(), req.GetName())
+	s.previews.Suspending(req.GetNamespace(), req.GetName(), false)
+	s.previews.CloseSandbox(req.GetNamespace(), req.GetName())
 	return &sandpodv1.DeleteSandboxResponse{}, nil
 }
 
@@ -265,19 +273,15 @@ func listPage[T any](ctx context.Context, method, namespace string, size int32, 
 	if err := checkNamespace(namespace); err != nil {
 		return nil, "", err
 	}
-	n, err := pageSize(size)
+	pg, err := newPage(method, namespace, size, token)
 	if err != nil {
-		return nil, "", err
-	}
-	query := pageQuery(method, namespace)
-	if _, err := decodePageToken(query, token); err != nil {
 		return nil, "", err
 	}
 	all, err := list(ctx, namespace)
 	if err != nil {
 		return nil, "", err
 	}
-	return page(all, nameOf, n, query, token)
+	return pageOf(pg, all, nameOf)
 }
 
 // ListTemplates lists templates.
@@ -336,11 +340,4 @@ func checkPolicy(p sandpodv1.ShutdownPolicy) error {
 	return nil
 }
 
-func firstError(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func firstError(errs ...error) error { return check.First(errs...) }

@@ -45,19 +45,15 @@ func (s *Server) ListSnapshots(ctx context.Context, req *sandpodv1.ListSnapshots
 	if err != nil {
 		return nil, err
 	}
-	size, err := pageSize(req.GetPageSize())
+	pg, err := newPage("ListSnapshots", req.GetNamespace(), req.GetPageSize(), req.GetPageToken(), sel.String())
 	if err != nil {
-		return nil, err
-	}
-	query := pageQuery("ListSnapshots", req.GetNamespace(), sel.String())
-	if _, err := decodePageToken(query, req.GetPageToken()); err != nil {
 		return nil, err
 	}
 	all, err := s.backend.ListSnapshots(ctx, req.GetNamespace(), sel)
 	if err != nil {
 		return nil, err
 	}
-	items, next, err := page(all, (*sandpodv1.Snapshot).GetName, size, query, req.GetPageToken())
+	items, next, err := pageOf(pg, all, (*sandpodv1.Snapshot).GetName)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,7 @@
 package bridge
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
-	"fmt"
-	"strconv"
+	"errors"
 	"strings"
 	"time"
 	"unicode"
@@ -15,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/sandpod/sandpod/bridge/check"
 	"github.com/sandpod/sandpod/core/api/errinfo"
+	"github.com/sandpod/sandpod/core/api/pagetoken"
 )
 
 // Bounds checked at the edge.
@@ -47,30 +45,12 @@ func invalid(reason errinfo.Why, field, format string, args ...any) error {
 	return errinfo.Invalid(reason, field, format, args...)
 }
 
-// quote quotes a caller's value for a message, cut to its first 64 bytes:
-// an error must not echo megabytes back.
-func quote(s string) string {
-	if len(s) <= 64 {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(s[:64]) + fmt.Sprintf("… (%d bytes)", len(s))
-}
-
-// checkName checks a sandbox, template or pool name: a DNS-1123 label.
-func checkName(field, name string, required bool) error {
-	if name == "" {
-		if required {
-			return invalid(errinfo.ReasonInvalidName, field, "is required")
-		}
-		return nil
-	}
-	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return invalid(errinfo.ReasonInvalidName, field, "%s is not a valid name: %s", quote(name), strings.Join(errs, "; "))
-	}
-	return nil
-}
-
-func checkNamespace(ns string) error { return checkName("namespace", ns, false) }
+// The name checks and quote are bridge/check's, shared with the previews.
+var (
+	quote          = check.Quote
+	checkName      = check.Name
+	checkNamespace = check.Namespace
+)
 
 func checkLabels(field string, m map[string]string) error {
 	if len(m) > MaxLabels {
@@ -191,21 +171,18 @@ func parseSelector(s string) (labels.Selector, error) {
 }
 
 func pageSize(n int32) (int, error) {
-	switch {
-	case n < 0 || n > MaxPageSize:
-		return 0, invalid(errinfo.ReasonInvalidPage, "page_size", "must be between 0 and %d, got %d", MaxPageSize, n)
-	case n == 0:
-		return DefaultPageSize, nil
+	size, err := pagetoken.Size(n, DefaultPageSize, MaxPageSize)
+	if err != nil {
+		return 0, invalid(errinfo.ReasonInvalidPage, "page_size", "%v", err)
 	}
-	return int(n), nil
+	return size, nil
 }
 
-// Page tokens are opaque to clients. A token carries the last name of the
-// page it ends and a check over that name and the query it was issued for
-// (the method and its filters, not the page size), so that a token sent
-// with another query, or altered, is refused rather than silently
-// continuing something else (AIP-158).
-const pageCheckLen = 12
+// Page tokens are the API's one paging (core/api/pagetoken): bound to the
+// query they were issued for (the method and its filters, not the page
+// size), so that a token sent with another query, or altered, is refused
+// rather than silently continuing something else (AIP-158).
+const pageDomain = "sandpod-page-v1"
 
 // pageQuery names a paged query: the method, the namespace and the filters.
 func pageQuery(method, namespace string, filters ...string) string {
@@ -215,30 +192,47 @@ func pageQuery(method, namespace string, filters ...string) string {
 	return strings.Join(append([]string{method, namespace}, filters...), "\x00")
 }
 
-func pageCheck(query, last string) []byte {
-	sum := sha256.Sum256([]byte("sandpod-page-v1\x00" + query + "\x00" + last))
-	return sum[:pageCheckLen]
-}
-
 func encodePageToken(query, last string) string {
-	return base64.RawURLEncoding.EncodeToString(append([]byte(last), pageCheck(query, last)...))
+	return pagetoken.Encode(pageDomain, query, last)
 }
 
 func decodePageToken(query, tok string) (string, error) {
-	if tok == "" {
-		return "", nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || len(b) < pageCheckLen {
+	last, err := pagetoken.Decode(pageDomain, query, tok)
+	switch {
+	case errors.Is(err, pagetoken.ErrForeign):
 		return "", invalid(errinfo.ReasonInvalidPage, "page_token", "is not a token this server issued")
-	}
-	last, check := string(b[:len(b)-pageCheckLen]), b[len(b)-pageCheckLen:]
-	if subtle.ConstantTimeCompare(check, pageCheck(query, last)) != 1 {
+	case err != nil:
 		return "", invalid(errinfo.ReasonInvalidPage, "page_token", "is not a token this server issued for this request: a token continues only "+
 			"the list that returned it, with the same namespace and filters (label_selector, include_pool_members); "+
 			"start again without page_token")
 	}
 	return last, nil
+}
+
+// pageRequest is a checked page of a list call: its size, and the query its
+// tokens continue.
+type pageRequest struct {
+	size         int
+	query, token string
+}
+
+// newPage checks the page size and token of a list call, whose query is the
+// method, namespace and filters: the one prelude of every paged list.
+func newPage(method, namespace string, size int32, token string, filters ...string) (pageRequest, error) {
+	n, err := pageSize(size)
+	if err != nil {
+		return pageRequest{}, err
+	}
+	query := pageQuery(method, namespace, filters...)
+	if _, err := decodePageToken(query, token); err != nil {
+		return pageRequest{}, err
+	}
+	return pageRequest{size: n, query: query, token: token}, nil
+}
+
+// pageOf returns the page p of items (sorted by nameOf), and the next token.
+func pageOf[T any](p pageRequest, items []T, nameOf func(T) string) ([]T, string, error) {
+	return page(items, nameOf, p.size, p.query, p.token)
 }
 
 // page returns the items after the token's name, and the next token.

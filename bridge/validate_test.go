@@ -216,3 +216,42 @@ func FuzzRequestValidation(f *testing.F) {
 		}
 	})
 }
+
+func TestNewPage(t *testing.T) {
+	q := pageQuery("ListSnapshots", "team-a", "app=x")
+	tok := encodePageToken(q, "b")
+	cases := map[string]struct {
+		ns      string
+		size    int32
+		token   string
+		filters []string
+		want    pageRequest
+		wantErr string // in the InvalidArgument message
+	}{
+		"defaults":                     {"team-a", 0, "", []string{"app=x"}, pageRequest{size: DefaultPageSize, query: q}, ""},
+		"a size and a token":           {"team-a", 2, tok, []string{"app=x"}, pageRequest{size: 2, query: q, token: tok}, ""},
+		"the largest size":             {"team-a", MaxPageSize, "", []string{"app=x"}, pageRequest{size: MaxPageSize, query: q}, ""},
+		"a negative size":              {"team-a", -1, "", []string{"app=x"}, pageRequest{}, "page_size: must be between 0 and"},
+		"too large":                    {"team-a", MaxPageSize + 1, "", []string{"app=x"}, pageRequest{}, "page_size: must be between 0 and"},
+		"a token of another filter":    {"team-a", 2, tok, []string{"app=y"}, pageRequest{}, "page_token: "},
+		"a token of another namespace": {"team-b", 2, tok, []string{"app=x"}, pageRequest{}, "page_token: "},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := newPage("ListSnapshots", tc.ns, tc.size, tc.token, tc.filters...)
+			if tc.wantErr != "" {
+				if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("newPage: %v, want InvalidArgument with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("newPage = %+v, %v; want %+v", got, err, tc.want)
+			}
+			items, next, err := pageOf(got, []string{"a", "b", "c"}, func(s string) string { return s })
+			if err != nil || len(items) == 0 || (tc.token != "" && items[0] != "c") {
+				t.Fatalf("pageOf: %v, %q, %v", items, next, err)
+			}
+		})
+	}
+}

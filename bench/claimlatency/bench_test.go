@@ -37,7 +37,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 func claims() int {

@@ -100,6 +100,15 @@ func (p processService) Connect(ctx context.Context, req *connect.Request[proces
 	if err != nil {
 		return err
 	}
+	// The command's Exec stream is counted once, for its starter; each
+	// follower holds a stream of its own.
+	if p.s.opts.Streams != nil {
+		release, err := p.s.opts.Streams(ctx, apiKey(req.Header()))
+		if err != nil {
+			return connectError(err)
+		}
+		defer release()
+	}
 	f := pr.follow()
 	if f == nil {
 		return processNotFound(req.Msg.GetProcess())

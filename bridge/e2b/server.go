@@ -49,6 +49,11 @@ type Options struct {
 	Open bool
 	// MaxUploadBytes caps one upload to /files (0: 1 GiB).
 	MaxUploadBytes int64
+	// Streams counts a stream the caller of an API key holds open without
+	// a gRPC stream behind it (following a running command), against the
+	// same per-caller limit as the gRPC server's streams; release gives it
+	// back. nil: not counted.
+	Streams func(ctx context.Context, key string) (release func(), err error)
 }
 
 // Server is the E2B front door over one gRPC client connection.
@@ -139,6 +144,15 @@ func (s *Server) browserRefusal(r *http.Request) string {
 // X-Access-Token or E2B-Traffic-Access-Token (the sandbox routes, where
 // the SDK sends the tokens the create answer carried, which are that key).
 func withToken(ctx context.Context, h http.Header) context.Context {
+	key := apiKey(h)
+	if key == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+key)
+}
+
+// apiKey is the caller's API key, from the first header that has one.
+func apiKey(h http.Header) string {
 	key := strings.TrimSpace(h.Get("X-API-Key"))
 	if key == "" {
 		key = strings.TrimSpace(h.Get("X-Access-Token"))
@@ -152,8 +166,5 @@ func withToken(ctx context.Context, h http.Header) context.Context {
 			key = strings.TrimSpace(a)
 		}
 	}
-	if key == "" {
-		return ctx
-	}
-	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+key)
+	return key
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
+	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
@@ -39,25 +40,23 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoin
 		return agentconn.Endpoint{}, err
 	}
 	// Paused or resumed a moment ago: the controller may not have reported it yet.
-	switch reportedPhase(sb) {
+	switch phase := reportedPhase(sb); phase {
 	case v1alpha1.SandboxPaused:
 		if !sb.Spec.AutoResume {
-			return agentconn.Endpoint{}, pausedError(ns, name)
+			return agentconn.Endpoint{}, protoconv.AgentRefusal(ns, name, phase, "")
 		}
 		if _, err := b.ResumeSandbox(ctx, ns, name, true); err != nil {
 			return agentconn.Endpoint{}, err
 		}
 	case v1alpha1.SandboxSuspended:
 		if !sb.Spec.AutoResume {
-			return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxSuspended, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
+			return agentconn.Endpoint{}, protoconv.AgentRefusal(ns, name, phase, "")
 		}
 		if _, err := b.ResumeSandbox(ctx, ns, name, true); err != nil {
 			return agentconn.Endpoint{}, err
 		}
-	case v1alpha1.SandboxExpired:
-		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired (retained): extend and resume it first", name)
-	case v1alpha1.SandboxFailed:
-		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxFailed, "sandbox %q has failed: %s", name, sb.Status.Message)
+	case v1alpha1.SandboxExpired, v1alpha1.SandboxFailed:
+		return agentconn.Endpoint{}, protoconv.AgentRefusal(ns, name, phase, sb.Status.Message)
 	case v1alpha1.SandboxTerminating:
 		return agentconn.Endpoint{}, errinfo.SandboxGone(ns, name, fmt.Sprintf("sandbox %q is being deleted", name))
 	case v1alpha1.SandboxPending:
@@ -69,7 +68,7 @@ func (b *Backend) Agent(ctx context.Context, ns, name string) (agentconn.Endpoin
 		return agentconn.Endpoint{}, err
 	}
 	if sb.Spec.OperatingMode == v1alpha1.OperatingModePaused {
-		return agentconn.Endpoint{}, pausedError(ns, name) // paused again meanwhile
+		return agentconn.Endpoint{}, protoconv.AgentRefusal(ns, name, v1alpha1.SandboxPaused, "") // paused again meanwhile
 	}
 	if len(sb.Status.PodIPs) == 0 || reportedPhase(sb) != v1alpha1.SandboxRunning {
 		return agentconn.Endpoint{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q is not running right now (%s); retry", name, reportedPhase(sb))
@@ -92,7 +91,7 @@ func (b *Backend) endpoint(ctx context.Context, sb *v1alpha1.Sandbox) (agentconn
 	var err error
 	switch {
 	case sb.Status.AgentAuth == v1alpha1.AgentAuthClientCertificate:
-		creds.tls, err = b.agentCA.config(ctx, b.live, sb)
+		creds.tls, err = b.agentCA.Config(ctx, b.live, sb)
 	case b.secrets == nil:
 		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonAgentLegacyPod,
 			"sandbox %q: its pod was made by an earlier sandpod controller, whose agent authenticates with a per-sandbox Secret that this bridge does not read: "+

@@ -5,7 +5,7 @@
 // a Sandbox's operating mode. Reads come from an informer cache; a call that
 // waits (cold claim, create, resume) waits on that cache's watch events,
 // never on a polling loop. Exec and file calls reach the agent at the pod's
-// IP over TLS with the bridge's client certificate (agentca.go; the secret
+// IP over TLS with the bridge's client certificate (kubeca.BridgeCA; the secret
 // of the sandbox's Secret for pods of earlier controllers).
 package kube
 
@@ -22,9 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/adopt"
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
+	"github.com/sandpod/sandpod/core/api/fieldindex"
 	apischeme "github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/lowmem"
 )
 
 // DefaultNamespace is used when a request names none (as in the local engine).
@@ -48,7 +51,7 @@ type Options struct {
 	// service name of a sandbox the controller has not given one yet.
 	ClusterDomain string
 	// AgentCANamespace holds the agents' bridge CA, Secret sandpod-agent-ca
-	// (default: agenttls.OwnNamespace).
+	// (default: agentconn.OwnNamespace).
 	AgentCANamespace string
 	// LegacyAgentSecrets lets the bridge reach agents of pods an earlier
 	// controller made (status.agentAuth empty) with their per-sandbox
@@ -74,7 +77,7 @@ type Backend struct {
 	// uncertain: takes whose write's outcome was lost (uncertain.go).
 	uncertain uncertainTakes
 	secrets   *secretCache // nil unless Options.LegacyAgentSecrets
-	agentCA   *agentCA
+	agentCA   *kubeca.BridgeCA
 	activity  *activity
 	log       *slog.Logger
 	now       func() time.Time
@@ -108,9 +111,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	}
 	// managedFields are never read here and are most of a cached sandbox's
 	// metadata: the bridge caches every sandbox of its namespaces.
-	// Sandboxes are also kept without their pod template (slim.go).
+	// Sandboxes are also kept without their pod template (lowmem.SandboxTransform).
 	co := crcache.Options{Scheme: scheme, DefaultTransform: crcache.TransformStripManagedFields(),
-		ByObject: map[client.Object]crcache.ByObject{&v1alpha1.Sandbox{}: {Transform: sandboxTransform()}}}
+		ByObject: map[client.Object]crcache.ByObject{&v1alpha1.Sandbox{}: {Transform: lowmem.SandboxTransform()}}}
 	if len(o.Namespaces) > 0 {
 		co.DefaultNamespaces = map[string]crcache.Config{}
 		for _, ns := range o.Namespaces {
@@ -132,7 +135,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexExposureID, exposureIDs); err != nil {
 		return nil, err
 	}
-	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexSnapshot, snapshotOfSandbox); err != nil {
+	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, fieldindex.SandboxSnapshot, fieldindex.SnapshotOfSandbox); err != nil {
 		return nil, err
 	}
 	if err := c.IndexField(ctx, &v1alpha1.Sandbox{}, indexIdlePause, idlePauseIndex); err != nil {
@@ -154,7 +157,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Backend, error) {
 	taken.Keep = slimCopy
 	b := &Backend{
 		cache: c, client: cl, live: live, hub: newHub(o.ClusterDomain), taken: taken, members: adopt.NewIndex(), recent: recent,
-		agentCA: newAgentCA(agenttls.OwnNamespace(o.AgentCANamespace), time.Now, ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
+		agentCA: kubeca.NewBridgeCA(agentconn.OwnNamespace(o.AgentCANamespace), time.Now, kubeca.ReviewAgentToken(cl)), log: o.Logger, now: time.Now,
 		clusterDomain: o.ClusterDomain, takes: newTakeSlots(),
 	}
 	b.activity = newActivity(cl, o.ActivityInterval, o.Logger)
@@ -215,7 +218,7 @@ func (b *Backend) onSandbox(o any, t eventType) {
 	b.hub.wake(sandboxKey(sb.Namespace, sb.Name))
 	if t == eventDeleted {
 		b.secrets.forget(sb.UID)
-		b.agentCA.forget(sb.UID)
+		b.agentCA.Forget(sb.UID)
 		b.activity.forget(sb.Namespace, sb.Name)
 	}
 	b.hub.publish(t, sb)

@@ -82,11 +82,14 @@ func (b *Backend) idlePauseDue(ctx context.Context, now time.Time) []*v1alpha1.S
 			sb.Spec.OperatingMode == v1alpha1.OperatingModeSuspended || phaseOf(sb) != v1alpha1.SandboxRunning {
 			continue
 		}
-		last := lifecycle.LastActivity(sb)
-		if mine := b.activity.lastTouch(sb.Namespace, sb.Name); mine.After(last) {
-			last = mine // a call this bridge saw, whose status write is throttled
+		d := lifecycle.SandboxDeadlines(sb)
+		if mine := b.activity.lastTouch(sb.Namespace, sb.Name); mine.After(d.LastActivity) {
+			d.LastActivity = mine // a call this bridge saw, whose status write is throttled
 		}
-		if act, _ := lifecycle.IdleDue(now, last, lc.IdleTimeout.Duration, lc.IdleAction); act == v1alpha1.IdlePause {
+		// A shutdown time or lease that has come wins over idleness (the
+		// controller ends the sandbox instead).
+		d.IdleApplies = true
+		if lifecycle.DecideDue(now, d).Idle == v1alpha1.IdlePause {
 			due = append(due, sb)
 		}
 	}

@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"log/slog"
+	"reflect"
+	"sort"
 	"testing"
 	"time"
 
@@ -50,6 +52,14 @@ func TestIdlePauseDue(t *testing.T) {
 		}),
 		mk("pending", func(sb *v1alpha1.Sandbox) { sb.Status.Phase = v1alpha1.SandboxPending }),
 		mk("member", func(sb *v1alpha1.Sandbox) { sb.Labels = map[string]string{v1alpha1.LabelPool: "py"} }),
+		mk("shutdown-due", func(sb *v1alpha1.Sandbox) { sb.Spec.Lifecycle.ShutdownTime = &metav1.Time{Time: now.Add(-time.Second)} }),
+		mk("lease-expired", func(sb *v1alpha1.Sandbox) {
+			sb.Annotations = map[string]string{v1alpha1.AnnotationLease: "30s", v1alpha1.AnnotationLeaseExpires: now.Add(-time.Second).Format(time.RFC3339Nano)}
+		}),
+		mk("lease-held", func(sb *v1alpha1.Sandbox) {
+			sb.Name = "due-lease-held"
+			sb.Annotations = map[string]string{v1alpha1.AnnotationLease: "30s", v1alpha1.AnnotationLeaseExpires: now.Add(time.Minute).Format(time.RFC3339Nano)}
+		}),
 	}
 	cb := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.Sandbox{}, indexIdlePause, idlePauseIndex)
 	for _, o := range objs {
@@ -65,7 +75,8 @@ func TestIdlePauseDue(t *testing.T) {
 	for _, sb := range b.idlePauseDue(context.Background(), now) {
 		got = append(got, sb.Name)
 	}
-	if len(got) != 1 || got[0] != "due" {
-		t.Fatalf("due for an idle pause: %v, want [due]", got)
+	sort.Strings(got)
+	if want := []string{"due", "due-lease-held"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("due for an idle pause: %v, want %v", got, want)
 	}
 }

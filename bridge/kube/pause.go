@@ -42,7 +42,7 @@ func (b *Backend) PauseSandbox(ctx context.Context, ns, name string) (*sandpodv1
 	}
 	switch dec, why := lifecycle.Pause(name, phase); dec {
 	case lifecycle.PauseRefuse:
-		reason := lifecycle.PauseRefusalReason(phase)
+		reason := lifecycle.RefusalReason(phase)
 		return nil, errinfo.Newf(codes.FailedPrecondition, reason, "%s", why)
 	case lifecycle.PauseNothing:
 		return withPhase(sandboxToProto(sb, b.clusterDomain), sandpodv1.Phase_PHASE_PAUSED), nil
@@ -108,11 +108,4 @@ func (b *Backend) setPaused(ctx context.Context, sb *v1alpha1.Sandbox, paused bo
 func withPhase(p *sandpodv1.Sandbox, phase sandpodv1.Phase) *sandpodv1.Sandbox {
 	p.Phase = phase
 	return p
-}
-
-// pausedError is the answer to an exec or file call on a paused sandbox
-// whose template does not auto-resume (the local engine's, word for word).
-func pausedError(ns, name string) error {
-	return errinfo.New(codes.FailedPrecondition, errinfo.ReasonSandboxPaused,
-		map[string]string{"sandbox": name, "namespace": ns}, lifecycle.PausedMessage(name))
 }

@@ -34,7 +34,7 @@ func (r *recentWrites) put(sb *v1alpha1.Sandbox) {
 	r.store.Put(slimCopy(sb).DeepCopy())
 }
 
-// slimCopy is sb as the cache keeps it (slim.go), sharing the rest with
+// slimCopy is sb as the cache keeps it (core/lowmem/slim.go), sharing the rest with
 // sb: the pod template is not copied. adopt.Taken keeps its takes so
 // (Taken.Keep), and the caller only reads the answer after.
 func slimCopy(sb *v1alpha1.Sandbox) *v1alpha1.Sandbox {

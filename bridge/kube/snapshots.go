@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandpod/sandpod/core/adopt"
 	"github.com/sandpod/sandpod/core/api/errinfo"
+	"github.com/sandpod/sandpod/core/api/fieldindex"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -29,16 +30,6 @@ import (
 // dataSource is that VolumeSnapshot, and a restore gives the sandbox new
 // PVCs from it (a new restore mark in spec.snapshotRef). A snapshot holds
 // the sandbox's volumes only: not its memory, root filesystem or network.
-
-// indexSnapshot finds the sandboxes made from a snapshot (its users).
-const indexSnapshot = "sandpod.snapshot"
-
-func snapshotOfSandbox(o client.Object) []string {
-	if ref := o.(*v1alpha1.Sandbox).Spec.SnapshotRef; ref != nil {
-		return []string{ref.Name}
-	}
-	return nil
-}
 
 func snapshotKey(ns, name string) string { return "snapshot/" + ns + "/" + name }
 
@@ -229,23 +220,11 @@ func (b *Backend) DeleteSnapshot(ctx context.Context, ns, name string) error {
 
 // snapshotUsers are the sandboxes and pools that keep a snapshot.
 func (b *Backend) snapshotUsers(ctx context.Context, ns, name string) ([]string, error) {
-	var sbs v1alpha1.SandboxList
-	if err := b.client.List(ctx, &sbs, client.InNamespace(ns), client.MatchingFields{indexSnapshot: name}); err != nil {
+	users, err := fieldindex.SnapshotUsers(ctx, b.client, ns, name)
+	if err != nil {
 		return nil, apiError(err, "list the users of snapshot %q", name)
 	}
-	var pools v1alpha1.SandboxWarmPoolList
-	if err := b.client.List(ctx, &pools, client.InNamespace(ns)); err != nil {
-		return nil, apiError(err, "list the users of snapshot %q", name)
-	}
-	sp := make([]*v1alpha1.Sandbox, len(sbs.Items))
-	for i := range sbs.Items {
-		sp[i] = &sbs.Items[i]
-	}
-	pp := make([]*v1alpha1.SandboxWarmPool, len(pools.Items))
-	for i := range pools.Items {
-		pp[i] = &pools.Items[i]
-	}
-	return lifecycle.SnapshotUsers(name, sp, pp), nil
+	return users, nil
 }
 
 // fromSnapshot resolves the snapshot and template of a create, claim or
@@ -300,7 +279,7 @@ func (b *Backend) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxReq
 		if rid != "" {
 			srid = rid + "#snapshot"
 		}
-		s, err := b.takeSnapshot(ctx, ns, req.GetSandbox(), "", map[string]string{"sandpod.dev/fork-of": req.GetSandbox()}, srid)
+		s, err := b.takeSnapshot(ctx, ns, req.GetSandbox(), "", map[string]string{v1alpha1.LabelForkOf: req.GetSandbox()}, srid)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/sandpod/sandpod/bridge/kube"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
+	"github.com/sandpod/sandpod/core/lowmem"
 )
 
 var _ bridge.Backend = (*kube.Backend)(nil)
@@ -32,14 +33,14 @@ func runBridge(ctx context.Context, args []string) int {
 	legacy := fs.Bool("legacy-agent-secrets", false, "also reach agents of pods an earlier controller made (status.agentAuth empty) with their per-sandbox Secret; needs `get secrets` in every namespace (docs/install.md); off, such sandboxes are refused with AGENT_LEGACY_POD")
 	caNS := fs.String("agent-ca-namespace", "", "namespace of the agents' bridge CA, Secret sandpod-agent-ca, that the controller makes (default: $POD_NAMESPACE, else the pod's namespace, else sandpod-system)")
 	clusterDomain := fs.String("cluster-domain", v1alpha1.DefaultClusterDomain, "the cluster's DNS domain (the kubelets' clusterDomain): a sandbox's service name before the controller reports it")
-	gcPercent := fs.Int("gc-percent", controller.DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection")
+	gcPercent := fs.Int("gc-percent", lowmem.DefaultGCPercent, "Go GC target percentage (as GOGC; $GOGC, when set, wins): how far the heap grows past what is live before a collection")
 	memLimit := fs.String("memory-limit", "", "Go soft memory limit, e.g. 96Mi, or off (default: $GOMEMLIMIT if set, else 90% of the container's memory limit)")
 	var level slog.Level
 	fs.TextVar(&level, "log-level", slog.LevelInfo, "log level: info, or debug (adds a line per ClaimSandbox with the time of each stage)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if _, err := controller.ApplyGCSettings(*gcPercent, *memLimit); err != nil {
+	if _, err := lowmem.ApplyGCSettings(*gcPercent, *memLimit); err != nil {
 		fmt.Fprintln(os.Stderr, "bridge:", err)
 		return 2
 	}
@@ -89,8 +90,8 @@ func runKubeBridge(ctx context.Context, log *slog.Logger, sf serverFlags, kubeco
 		return err
 	}
 	// The pages of the binary the start touched and the bridge will not
-	// touch again: its caches have synced (core/controller/pageout.go).
-	if n, err := controller.PageOutBinary(); err != nil {
+	// touch again: its caches have synced (core/lowmem/pageout.go).
+	if n, err := lowmem.PageOutBinary(); err != nil {
 		log.Debug("page out the binary's read-only pages", "err", err)
 	} else {
 		log.Debug("paged out the binary's read-only pages", "bytes", n)

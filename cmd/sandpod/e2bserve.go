@@ -35,8 +35,9 @@ func serveE2B(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridge
 	api := e2b.New(conn, e2b.Options{
 		Namespace: f.e2b.namespace, DefaultTemplate: f.e2b.template,
 		Open: len(bo.Authenticators) == 0, MaxUploadBytes: f.http.maxUpload,
+		Streams: bo.Streams.ForTokens(bo.Authenticators),
 	})
-	stopSrv, err := serveHandler(ctx, log, f.e2b.listen, api, f.tlsConfig, "sandpod E2B API listening")
+	stopSrv, err := serveHandler(ctx, log, f.e2b.listen, bo.ConnsPerListener, api, f.tlsConfig, "sandpod E2B API listening")
 	if err != nil {
 		stopConn()
 		return nil, err

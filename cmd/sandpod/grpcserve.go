@@ -24,6 +24,7 @@ type serverFlags struct {
 	listen, addrFile, tokenFile string
 	tlsCert, tlsKey, pprof      string
 	metrics                     string
+	limits                      limitFlags
 	preview                     previewFlags
 	http                        httpFlags
 	e2b                         e2bFlags
@@ -38,6 +39,7 @@ func (f *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.StringVar(&f.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
 	fs.StringVar(&f.metrics, "metrics-listen", "", "serve Prometheus metrics at /metrics on this address (e.g. 127.0.0.1:9090; docs/install.md#metrics); off when empty")
+	f.limits.register(fs)
 	f.preview.register(fs)
 	f.http.register(fs)
 	f.e2b.register(fs)
@@ -47,12 +49,15 @@ func (f *serverFlags) check() error {
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return errors.New("give both --tls-cert and --tls-key")
 	}
+	if f.limits.streamsPerCaller < 0 || f.limits.connsPerListener < 0 {
+		return errors.New("--max-streams-per-caller and --max-connections take a count, 0 for no limit")
+	}
 	return nil
 }
 
 // bridgeOptions reads the token file and the TLS pair.
 func (f *serverFlags) bridgeOptions() (bridge.Options, error) {
-	var bo bridge.Options
+	bo := f.limits.options()
 	if f.tokenFile != "" {
 		tf, err := bridge.NewTokenFile(f.tokenFile)
 		if err != nil {
@@ -78,6 +83,7 @@ func serveGRPC(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 	if err != nil {
 		return err
 	}
+	lis = bridge.LimitListener(lis, bo.ConnsPerListener)
 	g, hs := b.GRPCServer(bo)
 	if err := servePreviews(ctx, log, b, bo, f.preview); err != nil {
 		lis.Close()

@@ -47,7 +47,7 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 		stopConn()
 		return nil, err
 	}
-	stopSrv, err := serveHandler(ctx, log, f.http.listen, api, f.tlsConfig, "sandpod HTTP API listening", "openapi", "/openapi.json")
+	stopSrv, err := serveHandler(ctx, log, f.http.listen, bo.ConnsPerListener, api, f.tlsConfig, "sandpod HTTP API listening", "openapi", "/openapi.json")
 	if err != nil {
 		stopConn()
 		return nil, err
@@ -57,12 +57,14 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b *bridge.Server, bo bridg
 
 // serveHandler serves h on addr (TLS with tlsConfig, when set) until ctx
 // ends or stop is called; it is listening when serveHandler returns, and
-// logs msg with the address and attrs.
-func serveHandler(ctx context.Context, log *slog.Logger, addr string, h http.Handler, tlsConfig *tls.Config, msg string, attrs ...any) (stop func(), err error) {
+// logs msg with the address and attrs. It holds at most maxConns
+// connections at once (0: no cap).
+func serveHandler(ctx context.Context, log *slog.Logger, addr string, maxConns int, h http.Handler, tlsConfig *tls.Config, msg string, attrs ...any) (stop func(), err error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	lis = bridge.LimitListener(lis, maxConns)
 	// No read or write timeout: execs, watches and uploads last as long
 	// as they need. Headers must come promptly, idle connections go.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: tlsConfig}

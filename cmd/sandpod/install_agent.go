@@ -9,11 +9,14 @@ import (
 )
 
 func init() {
-	register("install-agent", "copy this binary to DEST (the init container of a sandbox pod)", runInstallAgent)
+	register("install-agent", "copy the agent binary to DEST (the init container of a sandbox pod)", runInstallAgent)
 }
 
-// runInstallAgent copies the running sandpod binary to DEST, atomically and
-// executable, so the sandbox container (any image) can run it as its agent.
+// runInstallAgent copies the agent binary to DEST, atomically and
+// executable, so the sandbox container (any image) can run it as its agent:
+// sandpod-agent beside this binary when the image has it (the small agent,
+// which takes `sandpod agent`'s arguments, a leading "agent" included), else
+// this binary itself.
 func runInstallAgent(_ context.Context, args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "usage: sandpod install-agent DEST")
@@ -31,7 +34,7 @@ func installAgent(dest string) error {
 	if err != nil {
 		return err
 	}
-	src, err := os.Open(self)
+	src, err := os.Open(agentSource(self))
 	if err != nil {
 		return err
 	}
@@ -56,4 +59,14 @@ func installAgent(dest string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), dest)
+}
+
+// agentSource is the file install-agent copies: sandpod-agent beside self
+// when it is there, else self.
+func agentSource(self string) string {
+	small := filepath.Join(filepath.Dir(self), "sandpod-agent")
+	if fi, err := os.Stat(small); err == nil && fi.Mode().IsRegular() {
+		return small
+	}
+	return self
 }

@@ -37,9 +37,9 @@ func main() {
 			os.Exit(code)
 		}
 	}
-	legacy := make([]cli.Legacy, 0, len(commands))
+	servers := make([]cli.Server, 0, len(commands))
 	for name, c := range commands {
-		legacy = append(legacy, cli.Legacy{Name: name, Summary: c.summary, Run: c.run})
+		servers = append(servers, cli.Server{Name: name, Summary: c.summary, Run: c.run})
 	}
-	os.Exit(cli.Main(os.Args[1:], legacy))
+	os.Exit(cli.Main(os.Args[1:], servers))
 }

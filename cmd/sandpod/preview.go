@@ -77,6 +77,7 @@ func servePreviews(ctx context.Context, log *slog.Logger, b *bridge.Server, bo b
 	if err != nil {
 		return fmt.Errorf("--preview-listen: %w", err)
 	}
+	lis = bridge.LimitListener(lis, bo.ConnsPerListener)
 	tmpl := f.url
 	if tmpl == "" {
 		_, port, _ := net.SplitHostPort(lis.Addr().String())

@@ -40,6 +40,7 @@ func runServe(ctx context.Context, args []string) int {
 	fs.Var(&configs, "config", "SandboxTemplate/SandboxWarmPool YAML file or directory (repeatable; default: a python template with a pool of 2)")
 	refillDelay := fs.Duration("pool-refill-delay", 0, "how long claims must pause before a warm pool refills (refills yield to claims, at most 10 times this long; a pool below half its size waits only this long; 0 refills at once; the same rule as sandpod controller)")
 	runc := fs.String("runc", "", "the runc binary that isolates sandboxes (default: $SANDPOD_RUNC, runc beside this binary, then $PATH)")
+	agentBin := fs.String("agent", "", "the binary each sandbox runs as its agent, mounted read-only (default: $SANDPOD_AGENT, sandpod-agent beside this binary, else this binary)")
 	idRegistry := fs.String("id-registry", engine.DefaultIDRegistry, "the host-wide registry of sandbox id ranges, shared by every serve of this host so that no two sandboxes share a host id")
 	noLimits := fs.Bool("no-limits", false, "run sandboxes without cgroup limits (no memory, pids or cpu limit, no pause) where serve cannot apply them; without it serve refuses to start there")
 	if err := fs.Parse(args); err != nil {
@@ -54,7 +55,7 @@ func runServe(ctx context.Context, args []string) int {
 		sf.preview.keyFile = filepath.Join(*stateDir, "preview.key")
 	}
 	sf.preview.statePath = filepath.Join(*stateDir, "previews.json")
-	o := serveOptions{server: sf, stateDir: *stateDir, configs: configs, refillDelay: *refillDelay, runc: *runc, noLimits: *noLimits, idRegistry: *idRegistry}
+	o := serveOptions{server: sf, stateDir: *stateDir, configs: configs, refillDelay: *refillDelay, runc: *runc, agent: *agentBin, noLimits: *noLimits, idRegistry: *idRegistry}
 	if err := serve(ctx, log, o); err != nil {
 		var se *engine.StoreError
 		var le *engine.LimitsError
@@ -76,6 +77,7 @@ type serveOptions struct {
 	configs     []string
 	refillDelay time.Duration
 	runc        string
+	agent       string
 	noLimits    bool
 	idRegistry  string
 }
@@ -89,7 +91,7 @@ func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(ctx, engine.Config{StateDir: o.stateDir, Definitions: defs, Logger: log, PoolRefillDelay: o.refillDelay, Runc: o.runc, NoLimits: o.noLimits, IDRegistry: o.idRegistry})
+	eng, err := engine.New(ctx, engine.Config{StateDir: o.stateDir, Definitions: defs, Logger: log, PoolRefillDelay: o.refillDelay, Runc: o.runc, AgentBinary: o.agent, NoLimits: o.noLimits, IDRegistry: o.idRegistry})
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 // until someone uses server-side apply on it. For a Sandbox, whose
 // structural schema embeds a pod template's, that tracking is about half
 // of what a write costs the API server (BenchmarkClaimPatchCost in
-// tests/k8s). Nothing in sandpod reads managedFields (both caches strip
+// bench/apicost). Nothing in sandpod reads managedFields (both caches strip
 // them).
 
 // resetManagedFields, sent as a write's metadata.managedFields, clears an

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
@@ -23,7 +23,7 @@ import (
 // be the CA, an expired one, another sandbox's identity, plaintext.
 func TestAgentAdmitsOnlyTheBridgeCA(t *testing.T) {
 	const uid = "0b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44"
-	ca, err := agenttls.NewCA(time.Now())
+	ca, err := agentconn.NewCA(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,18 +34,18 @@ func TestAgentAdmitsOnlyTheBridgeCA(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("token-of-sb-a\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serverTLS, err := PinnedTLS(agenttls.Pin(ca.Cert), agenttls.PublicKey(ca.Cert), uid, tokenFile)
+	serverTLS, err := PinnedTLS(agentconn.Pin(ca.Cert), agentconn.PublicKey(ca.Cert), uid, tokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reviews := agenttls.NewReviews(func(_ context.Context, token string) (agenttls.Review, error) {
+	reviews := agentconn.NewReviews(func(_ context.Context, token string) (agentconn.Review, error) {
 		if token != "token-of-sb-a" {
-			return agenttls.Review{}, nil
+			return agentconn.Review{}, nil
 		}
-		return agenttls.Review{Authenticated: true, Audiences: []string{"aud"}, Username: "system:serviceaccount:t:default",
-			Extra: map[string][]string{agenttls.ExtraPodName: {"sb-a"}}}, nil
+		return agentconn.Review{Authenticated: true, Audiences: []string{"aud"}, Username: "system:serviceaccount:t:default",
+			Extra: map[string][]string{agentconn.ExtraPodName: {"sb-a"}}}, nil
 	}, "aud", nil)
-	check := &agenttls.AgentCheck{CA: ca, Reviews: reviews}
+	check := &agentconn.AgentCheck{CA: ca, Reviews: reviews}
 	addr := serveAgentTLS(t, Config{Sandbox: "sb-a", Root: t.TempDir(), ClientCertAuth: true}, serverTLS)
 
 	call := func(creds credentials.TransportCredentials) error {
@@ -60,15 +60,15 @@ func TestAgentAdmitsOnlyTheBridgeCA(t *testing.T) {
 		return err
 	}
 	with := func(id string, cert *tls.Certificate) credentials.TransportCredentials {
-		return credentials.NewTLS(agenttls.ClientConfig(agenttls.Expect{Identity: id, Namespace: "t", PodName: "sb-a"}, func() (*tls.Certificate, error) {
+		return credentials.NewTLS(agentconn.ClientConfig(agentconn.Expect{Identity: id, Namespace: "t", PodName: "sb-a"}, func() (*tls.Certificate, error) {
 			if cert == nil {
 				return &tls.Certificate{}, nil // what a client without one sends
 			}
 			return cert, nil
 		}, check))
 	}
-	id := agenttls.Identity(uid)
-	bridge, err := agenttls.NewClientCerts(ca, nil).Get()
+	id := agentconn.Identity(uid)
+	bridge, err := agentconn.NewClientCerts(ca, nil).Get()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,14 +76,14 @@ func TestAgentAdmitsOnlyTheBridgeCA(t *testing.T) {
 		t.Fatalf("the bridge's certificate, right identity: %v", err)
 	}
 
-	other, _ := agenttls.NewCA(time.Now())
-	fromOther, _ := agenttls.MintClient(other, time.Now())
-	expired, _ := agenttls.MintClient(ca, time.Now().Add(-2*agenttls.ClientValidity))
+	other, _ := agentconn.NewCA(time.Now())
+	fromOther, _ := agentconn.MintClient(other, time.Now())
+	expired, _ := agentconn.MintClient(ca, time.Now().Add(-2*agentconn.ClientValidity))
 	// Self-signed, the CA's own name, but its own key: an impostor CA
 	// sending a leaf it signed along with itself.
-	impostor, _ := agenttls.NewCA(time.Now())
+	impostor, _ := agentconn.NewCA(time.Now())
 	impostor.Cert.Subject = ca.Cert.Subject
-	impostorLeaf, _ := agenttls.MintClient(impostor, time.Now())
+	impostorLeaf, _ := agentconn.MintClient(impostor, time.Now())
 	// The real CA certificate sent along with a leaf of another CA.
 	mixed := fromOther
 	mixed.Certificate = [][]byte{fromOther.Certificate[0], ca.Cert.Raw}
@@ -96,7 +96,7 @@ func TestAgentAdmitsOnlyTheBridgeCA(t *testing.T) {
 		{"an impostor CA's certificate", with(id, &impostorLeaf)},
 		{"another CA's leaf with the real CA certificate", with(id, &mixed)},
 		{"an expired certificate", with(id, &expired)},
-		{"another sandbox's identity", with(agenttls.Identity("1b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44"), bridge)},
+		{"another sandbox's identity", with(agentconn.Identity("1b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44"), bridge)},
 		{"plaintext", insecure.NewCredentials()},
 	} {
 		if err := call(c.creds); err == nil {
@@ -109,18 +109,18 @@ func TestAgentAdmitsOnlyTheBridgeCA(t *testing.T) {
 // the bridge's side of the handshake, before the bridge sends anything.
 func TestBridgeRefusesAgentWithoutItsToken(t *testing.T) {
 	const uid = "0b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44"
-	ca, _ := agenttls.NewCA(time.Now())
-	noToken, err := PinnedTLS(agenttls.Pin(ca.Cert), "", uid, "")
+	ca, _ := agentconn.NewCA(time.Now())
+	noToken, err := PinnedTLS(agentconn.Pin(ca.Cert), "", uid, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := serveAgentTLS(t, Config{Sandbox: "sb-a", Root: t.TempDir(), ClientCertAuth: true}, noToken)
 	reviewed := 0
-	check := &agenttls.AgentCheck{CA: ca, Reviews: agenttls.NewReviews(func(context.Context, string) (agenttls.Review, error) {
+	check := &agentconn.AgentCheck{CA: ca, Reviews: agentconn.NewReviews(func(context.Context, string) (agentconn.Review, error) {
 		reviewed++
-		return agenttls.Review{}, nil
+		return agentconn.Review{}, nil
 	}, "aud", nil)}
-	cfg := agenttls.ClientConfig(agenttls.Expect{Identity: agenttls.Identity(uid), Namespace: "t", PodName: "sb-a"}, agenttls.NewClientCerts(ca, nil).Get, check)
+	cfg := agentconn.ClientConfig(agentconn.Expect{Identity: agentconn.Identity(uid), Namespace: "t", PodName: "sb-a"}, agentconn.NewClientCerts(ca, nil).Get, check)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
 	if err != nil {
 		t.Fatal(err)
@@ -129,8 +129,8 @@ func TestBridgeRefusesAgentWithoutItsToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = sandpodv1.NewAgentServiceClient(conn).GetAgentInfo(ctx, &sandpodv1.GetAgentInfoRequest{})
-	if err == nil || !strings.Contains(err.Error(), agenttls.NotAuthenticated) {
-		t.Fatalf("an agent without a token: %v, want %q", err, agenttls.NotAuthenticated)
+	if err == nil || !strings.Contains(err.Error(), agentconn.NotAuthenticated) {
+		t.Fatalf("an agent without a token: %v, want %q", err, agentconn.NotAuthenticated)
 	}
 	if reviewed != 0 {
 		t.Errorf("no token, yet %d reviews", reviewed)
@@ -150,13 +150,13 @@ func TestPinnedTLSRefusesBadFlags(t *testing.T) {
 	if _, err := PinnedTLS("zz", "", "0b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44", ""); err == nil {
 		t.Error("a malformed pin was accepted")
 	}
-	ca, _ := agenttls.NewCA(time.Now())
-	other, _ := agenttls.NewCA(time.Now())
+	ca, _ := agentconn.NewCA(time.Now())
+	other, _ := agentconn.NewCA(time.Now())
 	token := filepath.Join(t.TempDir(), "token")
-	if _, err := PinnedTLS(agenttls.Pin(ca.Cert), agenttls.PublicKey(other.Cert), "0b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44", token); err == nil {
+	if _, err := PinnedTLS(agentconn.Pin(ca.Cert), agentconn.PublicKey(other.Cert), "0b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44", token); err == nil {
 		t.Error("a CA key that is not the pin's was accepted")
 	}
-	if _, err := PinnedTLS(agenttls.Pin(ca.Cert), agenttls.PublicKey(ca.Cert), "0b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44", token); err == nil {
+	if _, err := PinnedTLS(agentconn.Pin(ca.Cert), agentconn.PublicKey(ca.Cert), "0b8f6c1e-64a2-4c53-9f3e-5d7a2e9c1b44", token); err == nil {
 		t.Error("a missing token file was accepted")
 	}
 }

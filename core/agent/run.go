@@ -37,7 +37,7 @@ type Options struct {
 	// BridgeCAPin, when set, is the hex SHA-256 of the bridge CA's public key
 	// (Kubernetes pods of this controller): the agent makes its own serving
 	// certificate in memory, admits only callers with a client certificate
-	// of that CA that ask for SandboxUID's identity (core/agenttls), and
+	// of that CA that ask for SandboxUID's identity (core/agentconn), and
 	// has no secret; SecretFile and TLSCert are not used.
 	BridgeCAPin string
 	// BridgeCAKey is the bridge CA's public key (base64 DER, its SHA-256 is
@@ -47,7 +47,7 @@ type Options struct {
 	// audience sandpod.dev/agent: the agent's certificate carries it
 	// (sealed), so that the bridge can authenticate the agent.
 	IdentityTokenFile string
-	// SandboxUID is the sandbox's UID, whose agenttls.Identity the agent
+	// SandboxUID is the sandbox's UID, whose agentconn.Identity the agent
 	// answers to (with BridgeCAPin).
 	SandboxUID string
 	// HealthListen, when set, serves only the standard health service,

@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,7 +47,7 @@ type Config struct {
 	// made before ClientCertAuth).
 	Secret string
 	// ClientCertAuth: callers are authenticated by the TLS handshake (a
-	// client certificate of the bridge CA: core/agenttls), and there is no
+	// client certificate of the bridge CA: core/agentconn), and there is no
 	// secret. Every call must then come over such a handshake.
 	ClientCertAuth bool
 	// Env is the base environment of every command.
@@ -71,6 +72,7 @@ type Server struct {
 	// exec and file calls are refused then. pauseMu orders SetPaused calls.
 	paused  atomic.Bool
 	pauseMu sync.Mutex
+	trim    *idleTrim
 }
 
 // New opens the sandbox root and returns a server for it.
@@ -81,7 +83,7 @@ func New(cfg Config) (*Server, error) {
 	if fi, err := os.Stat(cfg.Root); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("agent: workspace %s is not a directory (%v)", cfg.Root, err)
 	}
-	s := &Server{cfg: cfg, root: sandboxFS{owner: cfg.RunAs}, start: time.Now()}
+	s := &Server{cfg: cfg, root: sandboxFS{owner: cfg.RunAs}, start: time.Now(), trim: newIdleTrim(trimDelay, debug.FreeOSMemory)}
 	s.touch()
 	return s, nil
 }
@@ -115,7 +117,7 @@ func (s *Server) touch() { s.lastActivity.Store(time.Now().UnixNano()) }
 
 func (s *Server) authorize(ctx context.Context) error {
 	if s.cfg.ClientCertAuth {
-		// The handshake checked the certificate (agenttls.VerifyClient);
+		// The handshake checked the certificate (agentconn.VerifyClient);
 		// this only makes sure the call came over one, should a listener
 		// ever be served without the TLS config.
 		if p, ok := peer.FromContext(ctx); ok {
@@ -145,6 +147,10 @@ func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 		return nil, err
 	}
 	s.touch()
+	if !strings.HasSuffix(info.FullMethod, "/GetAgentInfo") { // the engine's health check
+		s.trim.begin()
+		defer s.trim.end()
+	}
 	return h(ctx, req)
 }
 
@@ -169,6 +175,8 @@ func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 		return err
 	}
 	s.touch()
+	s.trim.begin()
+	defer s.trim.end()
 	return h(srv, ss)
 }
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
 )
 
 // ServerTLS is the agent's server config for a certificate and key in PEM files.
@@ -20,38 +20,38 @@ func ServerTLS(certFile, keyFile string) (*tls.Config, error) {
 
 // PinnedTLS is the agent's server config in the bridge-CA mode: a serving
 // certificate made in memory only (nothing on disk for the sandbox's code
-// to read, and nothing anyone pins), and agenttls.ServerConfig's checks of
+// to read, and nothing anyone pins), and agentconn.ServerConfig's checks of
 // every caller against pin and the identity of sandboxUID. With tokenFile
 // (the kubelet's projected identity token) and caKey (the bridge CA's
-// public key, agenttls.PublicKey), the certificate carries the token sealed
+// public key, agentconn.PublicKey), the certificate carries the token sealed
 // to the CA, and is made anew when the kubelet rotates the token: how the
-// bridge authenticates this agent (agenttls.AgentCheck). Without them the
+// bridge authenticates this agent (agentconn.AgentCheck). Without them the
 // bridge refuses this agent; tests only.
 func PinnedTLS(pin, caKey, sandboxUID, tokenFile string) (*tls.Config, error) {
 	if sandboxUID == "" {
 		return nil, errors.New("agent TLS: --bridge-ca-sha256 needs --sandbox-uid")
 	}
-	id := agenttls.Identity(sandboxUID)
-	if !agenttls.ValidIdentity(id) {
+	id := agentconn.Identity(sandboxUID)
+	if !agentconn.ValidIdentity(id) {
 		return nil, fmt.Errorf("agent TLS: --sandbox-uid %q makes no DNS label", sandboxUID)
 	}
-	if !agenttls.ValidPin(pin) {
+	if !agentconn.ValidPin(pin) {
 		return nil, fmt.Errorf("agent TLS: bridge CA pin %q: want 64 lowercase hex digits (SHA-256)", pin)
 	}
 	if tokenFile == "" {
-		cert, err := agenttls.NewServing(id, time.Now())
+		cert, err := agentconn.NewServing(id, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("agent TLS: %w", err)
 		}
-		return agenttls.ServerConfig(cert, id, pin, time.Now)
+		return agentconn.ServerConfig(cert, id, pin, time.Now)
 	}
-	spki, err := agenttls.ParsePublicKey(caKey, pin)
+	spki, err := agentconn.ParsePublicKey(caKey, pin)
 	if err != nil {
 		return nil, fmt.Errorf("agent TLS: --bridge-ca-key: %w", err)
 	}
-	certs, err := agenttls.NewServingCerts(id, spki, tokenFile, time.Now)
+	certs, err := agentconn.NewServingCerts(id, spki, tokenFile, time.Now)
 	if err != nil {
 		return nil, err
 	}
-	return agenttls.ServerConfigFunc(certs.Get, id, pin, time.Now)
+	return agentconn.ServerConfigFunc(certs.Get, id, pin, time.Now)
 }

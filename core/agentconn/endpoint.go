@@ -1,8 +1,20 @@
-// Package agentconn is how the bridge and the local engine reach a
-// sandbox's agent: where it listens (Endpoint), how the secret is sent
-// (SecretMetadataKey), and the pinned per-sandbox TLS of Kubernetes pods
-// made by earlier controllers (ClientTLS; their Secret holds the
-// certificate). Pods of this controller use core/agenttls instead.
+// Package agentconn is agent reachability, all of it: how the bridge and
+// the local engine reach a sandbox's agent and how each side knows the
+// other.
+//
+//   - Where an agent listens and how the secret is sent: Endpoint,
+//     SecretMetadataKey (endpoint.go); one cached gRPC connection per
+//     sandbox incarnation: Conns (dial.go).
+//   - The agents' TLS on Kubernetes, with no per-sandbox credential: the
+//     CA, its pin and the bridge's client certificates (certs.go), the
+//     handshake checks of both sides (config.go), the agent's identity by
+//     its pod's bound token (identity.go).
+//   - The CA's Secret: made by the controller (kubeca.EnsureCA), read by
+//     the bridge (kubeca.BridgeCA): the subpackage kubeca, which alone
+//     needs a Kubernetes client.
+//   - The pinned per-sandbox TLS of pods made by earlier controllers
+//     (pinned.go, ClientTLS; their Secret holds the certificate).
+//
 // The agent itself, the server inside the sandbox, is core/agent.
 package agentconn
 

@@ -24,10 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sandpod/sandpod/core/adopt"
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
 	"github.com/sandpod/sandpod/core/api/scheme"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller/agentca"
 	"github.com/sandpod/sandpod/core/controller/claim"
 	"github.com/sandpod/sandpod/core/controller/index"
 	"github.com/sandpod/sandpod/core/controller/metrics"
@@ -35,6 +35,7 @@ import (
 	"github.com/sandpod/sandpod/core/controller/snapshot"
 	"github.com/sandpod/sandpod/core/controller/template"
 	"github.com/sandpod/sandpod/core/controller/warmpool"
+	"github.com/sandpod/sandpod/core/lowmem"
 	"github.com/sandpod/sandpod/core/readyourwrites"
 )
 
@@ -76,7 +77,7 @@ type Options struct {
 	// watched, snapshot.PollRecheck when they are not).
 	SnapshotRecheck time.Duration
 	// AgentCANamespace is where the bridge CA's Secret is kept
-	// (agenttls.OwnNamespace when empty).
+	// (agentconn.OwnNamespace when empty).
 	AgentCANamespace string
 	// SnapshotNoWatch never watches VolumeSnapshots (poll only), as on a
 	// cluster without the CSI snapshot CRDs.
@@ -88,15 +89,15 @@ func NewScheme() (*runtime.Scheme, error) { return scheme.New() }
 
 // CacheOptions narrow the informers of children to sandpod's own objects, so
 // the controller never caches every pod of the cluster, and trim what is
-// cached to what the reconcilers read (cachetrim.go), the sandboxes' pod
-// templates shared (sharedtemplate.go). Secrets are never cached
+// cached to what the reconcilers read (core/lowmem/cachetrim.go), the sandboxes' pod
+// templates shared (core/lowmem/sharedtemplate.go). Secrets are never cached
 // (ClientOptions).
 func CacheOptions() cache.Options {
 	own, _ := labels.NewRequirement(v1alpha1.LabelSandbox, selection.Exists, nil)
 	children := cache.ByObject{Label: labels.NewSelector().Add(*own)}
 	pods := children
-	pods.Transform = trimPodTransform
-	return cache.Options{DefaultTransform: defaultTransform, ByObject: map[client.Object]cache.ByObject{
+	pods.Transform = lowmem.PodTransform
+	return cache.Options{DefaultTransform: lowmem.DefaultTransform, ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   pods,
 		&corev1.Service{}:               children,
 		&corev1.PersistentVolumeClaim{}: children,
@@ -106,7 +107,7 @@ func CacheOptions() cache.Options {
 
 // ClientOptions make the manager's client read Secrets from the API server,
 // one by one, and never through an informer: the controller may only get and
-// create Secrets in its own namespace (the bridge CA, core/controller/agentca)
+// create Secrets in its own namespace (the bridge CA, core/agentconn/kubeca.EnsureCA)
 // and never list or watch them.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
@@ -144,7 +145,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Secrets are read past the cache (ClientOptions), so this works before
 	// the manager starts. Every replica does it, leader or not: it is one
 	// read, and a follower that becomes leader needs the pin at once.
-	caPin, caKey, err := agentca.Ensure(ctx, c, agenttls.OwnNamespace(o.AgentCANamespace), o.Clock)
+	caPin, caKey, err := kubeca.EnsureCA(ctx, c, agentconn.OwnNamespace(o.AgentCANamespace), o.Clock)
 	if err != nil {
 		return err
 	}

@@ -546,22 +546,20 @@ func (e *Engine) Agent(ctx context.Context, ns, name string) (agentconn.Endpoint
 	switch phase {
 	case v1alpha1.SandboxPaused:
 		if !autoResume {
-			return agentconn.Endpoint{}, pausedRefusal(nsOr(ns), name)
+			return agentconn.Endpoint{}, protoconv.AgentRefusal(nsOr(ns), name, phase, "")
 		}
 		if _, err := e.ResumeSandbox(ctx, ns, name, true); err != nil {
 			return agentconn.Endpoint{}, err
 		}
 	case v1alpha1.SandboxSuspended:
 		if !autoResume {
-			return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxSuspended, "sandbox %q is suspended and its template does not auto-resume: resume it first", name)
+			return agentconn.Endpoint{}, protoconv.AgentRefusal(nsOr(ns), name, phase, "")
 		}
 		if _, err := e.ResumeSandbox(ctx, ns, name, true); err != nil {
 			return agentconn.Endpoint{}, err
 		}
-	case v1alpha1.SandboxExpired:
-		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired (retained): extend and resume it first", name)
-	case v1alpha1.SandboxFailed:
-		return agentconn.Endpoint{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxFailed, "sandbox %q has failed: %s (resume restarts it)", name, msg)
+	case v1alpha1.SandboxExpired, v1alpha1.SandboxFailed:
+		return agentconn.Endpoint{}, protoconv.AgentRefusal(nsOr(ns), name, phase, msg+" (resume restarts it)")
 	case v1alpha1.SandboxPending:
 		if dl, ok := ctx.Deadline(); ok && !restartDue.IsZero() && restartDue.After(dl) {
 			// Its agent is down and backing off past this call: say so now

@@ -36,7 +36,7 @@ type Definitions struct {
 //	apiVersion: sandpod.dev/v1alpha1
 //	kind: LocalEngineConfig
 //	agentHealthCheck: {period: 5s, timeout: 2s, failureThreshold: 3}
-//	agentRestart: {policy: Always, initialBackoff: 1s, maxBackoff: 5m, resetAfter: 10m, maxStartFailures: 5}
+//	agentRestart: {policy: Always, initialBackoff: 10s, maxBackoff: 5m, resetAfter: 10m, maxStartFailures: 5}
 type LocalEngineConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

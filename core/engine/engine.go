@@ -33,6 +33,10 @@ type Config struct {
 	// Executable is the sandpod binary that runs as each sandbox's agent;
 	// empty means this process's own executable.
 	Executable string
+	// AgentBinary is the binary each sandbox runs as its init and agent;
+	// empty means findAgent's search (the small sandpod-agent beside
+	// Executable, else Executable itself).
+	AgentBinary string
 	// PoolBatch caps how many members one pool starts at a time (default 4).
 	PoolBatch int
 	// PoolRefillDelay paces refills (lifecycle.RefillDue): a pool refills
@@ -146,6 +150,13 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, err
 		}
 		cfg.Executable = exe
+	}
+	agentBin, small, err := findAgent(cfg.AgentBinary, cfg.Executable)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AgentBinary = agentBin; !small {
+		cfg.Logger.Warn("no sandpod-agent beside the engine's binary: sandboxes run the whole binary as their agent, which costs more memory each (make build builds bin/sandpod-agent)", "agent", agentBin)
 	}
 	abs, err := filepath.Abs(cfg.StateDir)
 	if err != nil {

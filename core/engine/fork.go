@@ -181,7 +181,7 @@ func (e *Engine) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxRequ
 		if rid != "" {
 			srid = rid + "#snapshot"
 		}
-		s, err := e.takeSnapshot(ns, req.GetSandbox(), "", map[string]string{"sandpod.dev/fork-of": req.GetSandbox()}, srid, "fork-snapshot")
+		s, err := e.takeSnapshot(ns, req.GetSandbox(), "", map[string]string{v1alpha1.LabelForkOf: req.GetSandbox()}, srid, "fork-snapshot")
 		if err != nil {
 			return nil, nil, err
 		}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
 // The agent's liveness and restart policy. Like core/lifecycle, everything
@@ -35,12 +37,14 @@ const (
 type RestartPolicy struct {
 	// Policy is Always (the default) or Never.
 	Policy string `json:"policy,omitempty"`
-	// InitialBackoff is the wait before the first restart of a streak; it
-	// doubles with each restart of the streak, up to MaxBackoff.
+	// The back-off is lifecycle.RestartBackoff, the controller's too: the
+	// first restart of a streak is immediate, the next waits
+	// InitialBackoff, which doubles with each restart of the streak, up to
+	// MaxBackoff.
 	InitialBackoff metav1.Duration `json:"initialBackoff,omitempty"`
 	MaxBackoff     metav1.Duration `json:"maxBackoff,omitempty"`
 	// ResetAfter: an agent that ran this long before it died starts a new
-	// streak (its restart comes after InitialBackoff again).
+	// streak (its restart is immediate again).
 	ResetAfter metav1.Duration `json:"resetAfter,omitempty"`
 	// MaxStartFailures restarts in a row whose new agent never answered
 	// make the sandbox Failed (nothing will change by retrying).
@@ -52,9 +56,9 @@ const (
 	DefaultHealthPeriod     = 5 * time.Second
 	DefaultHealthTimeout    = 2 * time.Second
 	DefaultHealthThreshold  = 3
-	DefaultInitialBackoff   = time.Second
-	DefaultMaxBackoff       = 5 * time.Minute
-	DefaultBackoffReset     = 10 * time.Minute
+	DefaultInitialBackoff   = lifecycle.RestartBackoffBase
+	DefaultMaxBackoff       = lifecycle.RestartBackoffMax
+	DefaultBackoffReset     = lifecycle.RestartBackoffReset
 	DefaultMaxStartFailures = 5
 )
 
@@ -176,46 +180,31 @@ func sandboxRestartPolicy(engine string, req *bool, tmpl bool) string {
 
 // planRestart decides whether and when an ended agent is restarted: always
 // (unless the policy is Never, the sandbox should not run, or it is an
-// unclaimed pool member), after a back-off that doubles with each restart
-// of a streak (InitialBackoff, 2x, 4x, ... up to MaxBackoff); an agent that
-// ran for ResetAfter starts a new streak. Restarts whose agent never
+// unclaimed pool member), after the back-off of lifecycle.RestartBackoff
+// (at once, then InitialBackoff, 2x, 4x, ... up to MaxBackoff); an agent
+// that ran for ResetAfter starts a new streak. Restarts whose agent never
 // answers count separately: MaxStartFailures of them in a row give up.
 func planRestart(p RestartPolicy, d agentDown) restartPlan {
 	plan := restartPlan{Streak: d.Streak, StartFailures: d.StartFailures}
 	if !d.Wanted || d.Unclaimed || p.Policy == RestartNever {
 		return plan
 	}
+	b := lifecycle.RestartBackoff{Base: p.InitialBackoff.Duration, Max: p.MaxBackoff.Duration, Reset: p.ResetAfter.Duration}
 	if d.FailedStart {
 		plan.StartFailures++
 	} else {
 		plan.StartFailures = 0
-		if d.RanFor >= p.ResetAfter.Duration {
-			plan.Streak = 0
-		}
+		plan.Streak = int(b.Streak(int32(d.Streak), d.RanFor))
 	}
+	delay := b.Delay(int32(plan.Streak))
 	plan.Streak++
 	if p.MaxStartFailures > 0 && plan.StartFailures >= p.MaxStartFailures {
 		plan.GaveUp = true
 		return plan
 	}
 	plan.Restart = true
-	plan.Delay = backoffDelay(p.InitialBackoff.Duration, p.MaxBackoff.Duration, plan.Streak)
+	plan.Delay = delay
 	return plan
-}
-
-// backoffDelay is initial * 2^(n-1), capped at max (n >= 1).
-func backoffDelay(initial, max time.Duration, n int) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	d := initial
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	if max > 0 && d > max {
-		d = max
-	}
-	return d
 }
 
 // hangReason says why a hung agent was killed.

@@ -29,50 +29,42 @@ func TestAgentHung(t *testing.T) {
 	}
 }
 
-func TestBackoffDelay(t *testing.T) {
-	cases := []struct {
-		n    int
-		want time.Duration
-	}{
-		{0, time.Second}, {1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second},
-		{9, 256 * time.Second}, {10, 5 * time.Minute}, {1000, 5 * time.Minute},
-	}
-	for _, tc := range cases {
-		if got := backoffDelay(time.Second, 5*time.Minute, tc.n); got != tc.want {
-			t.Errorf("backoffDelay(1s, 5m, %d) = %s, want %s", tc.n, got, tc.want)
-		}
-	}
-}
-
 func TestPlanRestart(t *testing.T) {
 	always := RestartPolicy{}.withDefaults(RestartPolicy{})
 	never := RestartPolicy{Policy: RestartNever}.withDefaults(RestartPolicy{})
+	fast := RestartPolicy{InitialBackoff: dur(time.Second)}.withDefaults(RestartPolicy{})
 	cases := map[string]struct {
 		policy RestartPolicy
 		in     agentDown
 		want   restartPlan
 	}{
-		"first death restarts after the initial back-off": {always,
+		"first death restarts at once": {always,
 			agentDown{Wanted: true, RanFor: time.Minute},
-			restartPlan{Restart: true, Delay: time.Second, Streak: 1}},
+			restartPlan{Restart: true, Delay: 0, Streak: 1}},
+		"the second waits the initial back-off": {always,
+			agentDown{Wanted: true, RanFor: 3 * time.Second, Streak: 1},
+			restartPlan{Restart: true, Delay: 10 * time.Second, Streak: 2}},
 		"a crash loop doubles the back-off": {always,
 			agentDown{Wanted: true, RanFor: 3 * time.Second, Streak: 3},
-			restartPlan{Restart: true, Delay: 8 * time.Second, Streak: 4}},
+			restartPlan{Restart: true, Delay: 40 * time.Second, Streak: 4}},
+		"a configured initial back-off": {fast,
+			agentDown{Wanted: true, RanFor: 3 * time.Second, Streak: 3},
+			restartPlan{Restart: true, Delay: 4 * time.Second, Streak: 4}},
 		"the back-off is capped": {always,
 			agentDown{Wanted: true, RanFor: time.Second, Streak: 40},
 			restartPlan{Restart: true, Delay: 5 * time.Minute, Streak: 41}},
-		"a long run resets the streak": {always,
+		"a long run resets the streak: at once again": {always,
 			agentDown{Wanted: true, RanFor: 10 * time.Minute, Streak: 7},
-			restartPlan{Restart: true, Delay: time.Second, Streak: 1}},
+			restartPlan{Restart: true, Delay: 0, Streak: 1}},
 		"an agent that answered clears start failures": {always,
 			agentDown{Wanted: true, RanFor: time.Second, Streak: 2, StartFailures: 4},
-			restartPlan{Restart: true, Delay: 4 * time.Second, Streak: 3}},
+			restartPlan{Restart: true, Delay: 20 * time.Second, Streak: 3}},
 		"a failed restart backs off too": {always,
 			agentDown{Wanted: true, FailedStart: true, Streak: 1},
-			restartPlan{Restart: true, Delay: 2 * time.Second, Streak: 2, StartFailures: 1}},
+			restartPlan{Restart: true, Delay: 10 * time.Second, Streak: 2, StartFailures: 1}},
 		"a failed restart never resets the streak": {always,
 			agentDown{Wanted: true, FailedStart: true, Streak: 2, StartFailures: 1, RanFor: time.Hour},
-			restartPlan{Restart: true, Delay: 4 * time.Second, Streak: 3, StartFailures: 2}},
+			restartPlan{Restart: true, Delay: 20 * time.Second, Streak: 3, StartFailures: 2}},
 		"restarts that keep failing give up": {always,
 			agentDown{Wanted: true, FailedStart: true, Streak: 5, StartFailures: 4},
 			restartPlan{GaveUp: true, Streak: 6, StartFailures: 5}},
@@ -122,7 +114,7 @@ func TestSettingsDefaultsAndChecks(t *testing.T) {
 		t.Errorf("health defaults: %+v", h)
 	}
 	p := RestartPolicy{}.withDefaults(RestartPolicy{Policy: RestartNever})
-	if p.Policy != RestartNever || p.InitialBackoff.Duration != time.Second || p.MaxBackoff.Duration != 5*time.Minute ||
+	if p.Policy != RestartNever || p.InitialBackoff.Duration != 10*time.Second || p.MaxBackoff.Duration != 5*time.Minute ||
 		p.ResetAfter.Duration != 10*time.Minute || p.MaxStartFailures != 5 {
 		t.Errorf("restart defaults: %+v", p)
 	}

@@ -66,39 +66,25 @@ func (e *Engine) reconcile(ctx context.Context) time.Duration {
 				actions = append(actions, action{kind: "restart", sb: sb})
 			}
 		}
-		switch act, wait := lifecycle.DecideExpiry(now, r.ShutdownTime, r.ShutdownPolicy); {
-		case act == lifecycle.ExpiryDelete:
-			actions = append(actions, action{kind: "delete", sb: sb})
-			continue
-		case act == lifecycle.ExpiryRetain && !r.Expired:
-			actions = append(actions, action{kind: "retain", sb: sb})
-			continue
-		default:
-			waits = append(waits, wait)
-		}
+		// Shutdown time, then lease, then idleness: the one order of both
+		// engines (lifecycle.DecideDue).
+		d := lifecycle.Deadlines{Shutdown: r.ShutdownTime, Policy: r.ShutdownPolicy,
+			IdleApplies:  r.Claimed && sb.active == 0 && sb.phase() == v1alpha1.SandboxRunning,
+			LastActivity: r.LastActivity, IdleTimeout: r.Spec.IdleTimeout.Duration, IdleAction: r.Spec.IdleAction}
 		if r.Claimed && !r.Expired {
-			// A lease its client stopped renewing ends the sandbox as its
-			// shutdown time would.
-			switch act, wait := lifecycle.LeaseExpiry(now, r.LeaseExpires, r.ShutdownPolicy); act {
-			case lifecycle.ExpiryDelete:
-				actions = append(actions, action{kind: "delete", sb: sb, lease: true})
-				continue
-			case lifecycle.ExpiryRetain:
-				actions = append(actions, action{kind: "retain", sb: sb, lease: true})
-				continue
-			default:
-				waits = append(waits, wait)
-			}
+			d.Lease = r.LeaseExpires
 		}
-		if r.Claimed && sb.active == 0 && sb.phase() == v1alpha1.SandboxRunning {
-			switch act, wait := lifecycle.IdleDue(now, r.LastActivity, r.Spec.IdleTimeout.Duration, r.Spec.IdleAction); act {
-			case v1alpha1.IdlePause:
-				actions = append(actions, action{kind: "pause", sb: sb})
-			case v1alpha1.IdleSuspend:
-				actions = append(actions, action{kind: "suspend", sb: sb})
-			default:
-				waits = append(waits, wait)
-			}
+		due := lifecycle.DecideDue(now, d)
+		waits = append(waits, due.Wait)
+		switch {
+		case due.Expiry == lifecycle.ExpiryDelete:
+			actions = append(actions, action{kind: "delete", sb: sb, lease: due.Lease})
+		case due.Expiry == lifecycle.ExpiryRetain && !r.Expired:
+			actions = append(actions, action{kind: "retain", sb: sb, lease: due.Lease})
+		case due.Idle == v1alpha1.IdlePause:
+			actions = append(actions, action{kind: "pause", sb: sb})
+		case due.Idle == v1alpha1.IdleSuspend:
+			actions = append(actions, action{kind: "suspend", sb: sb})
 		}
 	}
 	for key, p := range e.pools {

@@ -13,7 +13,7 @@ import (
 // files API (the same path a Kubernetes sandbox uses).
 const WorkspaceDir = "/workspace"
 
-// agentPath is where the engine's own binary is mounted (read-only) inside
+// agentPath is where the agent binary (Config.AgentBinary) is mounted (read-only) inside
 // every sandbox, to run as its init and agent.
 const agentPath = "/.sandpod/sandpod"
 
@@ -32,7 +32,7 @@ type containerSpec struct {
 	// RootFS is the sandbox's own root directory on the host (writable by
 	// its root, kept across suspend), WorkDir its work directory.
 	RootFS, WorkDir string
-	// Executable is the engine's binary on the host, run as the agent.
+	// Executable is the agent binary on the host (Config.AgentBinary).
 	Executable string
 	// IDBase is the first host id of the sandbox's user namespace.
 	IDBase uint32

@@ -28,7 +28,7 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 	e.mu.Lock()
 	phase := sb.phase()
 	dec, why := lifecycle.Pause(name, phase)
-	reason := lifecycle.PauseRefusalReason(phase)
+	reason := lifecycle.RefusalReason(phase)
 	if dec == lifecycle.PauseFreeze && (sb.busy || sb.proc == nil) {
 		dec, why = lifecycle.PauseRefuse, "sandbox \""+name+"\" is being started or stopped; retry"
 		reason = errinfo.ReasonSandboxInTransition
@@ -109,13 +109,6 @@ func (e *Engine) resumePaused(sb *sandbox) (out *sandpodv1.Sandbox, ok bool, err
 	}
 	e.publish(sb)
 	return e.snapshot(sb), true, nil
-}
-
-// pausedRefusal is the answer to an exec or file call on a paused sandbox
-// whose template does not auto-resume.
-func pausedRefusal(ns, name string) error {
-	return errinfo.New(codes.FailedPrecondition, errinfo.ReasonSandboxPaused,
-		map[string]string{"sandbox": name, "namespace": ns}, lifecycle.PausedMessage(name))
 }
 
 // recoverFrozen makes an adopted process's freezer follow the record after

@@ -53,8 +53,9 @@ func (m boltMeta) valid() bool {
 	return m.magic == boltMagic && m.version == boltVersion && m.checksum == m.sum
 }
 
-// checkHeader decides from a file's size and its meta pages whether bbolt
-// can open it without reading past its end. bbolt itself initializes an
+// checkHeader decides from a file's size, its meta pages and the pages they
+// lead to (checkTree) whether bbolt can open and walk it without reading
+// past its end or going round in circles. bbolt itself initializes an
 // empty file as a new database and maps a truncated one, then faults
 // (SIGBUS) when it reads a page the file no longer has: both must be caught
 // before bbolt sees the file. It picks the meta page the way bbolt does (the
@@ -108,6 +109,9 @@ func checkHeader(r io.ReaderAt, size int64) (int, error) {
 	}
 	if m.root >= m.hwm || (m.freelist >= m.hwm && m.freelist != boltNoFreelist) {
 		return 0, fmt.Errorf("has a meta page that points past its last page (root %d, freelist %d, %d pages)", m.root, m.freelist, m.hwm)
+	}
+	if err := checkTree(r, pageSize, m); err != nil {
+		return 0, err
 	}
 	return pageSize, nil
 }

@@ -168,7 +168,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		Hostname:   rec.Name,
 		RootFS:     filepath.Join(dir, "rootfs"),
 		WorkDir:    mountFrom,
-		Executable: e.cfg.Executable,
+		Executable: e.cfg.AgentBinary,
 		IDBase:     base,
 		RunAsUID:   uid,
 		RunAsGID:   gid,
@@ -402,7 +402,11 @@ func (e *Engine) agentDownLocked(sb *sandbox, now time.Time, how string, failedS
 	case plan.Restart:
 		sb.workload = lifecycle.WorkloadAbsent // PENDING until the new agent answers
 		r.RestartDue = now.Add(plan.Delay)
-		r.Message = fmt.Sprintf("agent %s at %s; restarting it in %s (restart %d; see %s)", how, at, plan.Delay, r.AgentRestarts+1, e.logPath(r))
+		when := "in " + plan.Delay.String()
+		if plan.Delay == 0 {
+			when = "now" // the first restart of a streak (lifecycle.RestartBackoff)
+		}
+		r.Message = fmt.Sprintf("agent %s at %s; restarting it %s (restart %d; see %s)", how, at, when, r.AgentRestarts+1, e.logPath(r))
 	case plan.GaveUp:
 		sb.workload = lifecycle.WorkloadFailed
 		r.Message = fmt.Sprintf("agent could not be restarted (%d restarts in a row failed); last: %s at %s (resume retries; see %s)", plan.StartFailures, how, at, e.logPath(r))

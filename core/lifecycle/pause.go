@@ -42,13 +42,17 @@ func Pause(name string, phase v1alpha1.SandboxPhase) (PauseDecision, string) {
 	return PauseRefuse, fmt.Sprintf("sandbox %q is %s; it cannot be paused", name, phase)
 }
 
-// PauseRefusalReason is the ErrorInfo reason of a pause Pause refuses in
-// phase: the sandbox's own state where it has a reason (suspended, expired,
-// failed), else SANDBOX_IN_TRANSITION (starting, stopping, being deleted).
-func PauseRefusalReason(phase v1alpha1.SandboxPhase) errinfo.Why {
+// RefusalReason is the ErrorInfo reason of a call refused because its
+// sandbox is in phase (a pause Pause refuses, a port call on a sandbox that
+// does not run): the sandbox's own state where it has a reason (suspended,
+// paused, expired, failed), else SANDBOX_IN_TRANSITION (starting, stopping,
+// being deleted). Both backends and the bridge's previews ask here.
+func RefusalReason(phase v1alpha1.SandboxPhase) errinfo.Why {
 	switch phase {
 	case v1alpha1.SandboxSuspended:
 		return errinfo.ReasonSandboxSuspended
+	case v1alpha1.SandboxPaused:
+		return errinfo.ReasonSandboxPaused
 	case v1alpha1.SandboxExpired:
 		return errinfo.ReasonSandboxExpired
 	case v1alpha1.SandboxFailed:

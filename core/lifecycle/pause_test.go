@@ -34,11 +34,29 @@ func TestPause(t *testing.T) {
 				t.Errorf("Pause(%s) message %q, want one containing %q", tc.phase, why, tc.whyHas)
 			}
 			if got == PauseRefuse {
-				if r := PauseRefusalReason(tc.phase); r != tc.reason {
-					t.Errorf("PauseRefusalReason(%s) = %s, want %s", tc.phase, r, tc.reason)
+				if r := RefusalReason(tc.phase); r != tc.reason {
+					t.Errorf("RefusalReason(%s) = %s, want %s", tc.phase, r, tc.reason)
 				}
 			}
 		})
+	}
+}
+
+func TestRefusalReason(t *testing.T) {
+	cases := map[v1alpha1.SandboxPhase]errinfo.Why{
+		v1alpha1.SandboxPending:     errinfo.ReasonSandboxInTransition,
+		v1alpha1.SandboxRunning:     errinfo.ReasonSandboxInTransition,
+		v1alpha1.SandboxSuspended:   errinfo.ReasonSandboxSuspended,
+		v1alpha1.SandboxPaused:      errinfo.ReasonSandboxPaused,
+		v1alpha1.SandboxExpired:     errinfo.ReasonSandboxExpired,
+		v1alpha1.SandboxFailed:      errinfo.ReasonSandboxFailed,
+		v1alpha1.SandboxTerminating: errinfo.ReasonSandboxInTransition,
+		"":                          errinfo.ReasonSandboxInTransition,
+	}
+	for phase, want := range cases {
+		if got := RefusalReason(phase); got != want {
+			t.Errorf("RefusalReason(%q) = %s, want %s", phase, got, want)
+		}
 	}
 }
 

@@ -1,17 +1,59 @@
 package lifecycle
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
-// The back-off between replacements of a failed workload on Kubernetes, in
-// the spirit of kubelet's CrashLoopBackOff: the first replacement of a
-// streak is immediate, the next waits RestartBackoffBase, then twice as long
-// each time up to RestartBackoffMax. A workload that ran for
-// RestartBackoffReset before it failed starts a new streak.
+// RestartBackoff is the one crash-loop back-off of both engines (a
+// replaced pod on Kubernetes, a restarted agent in the local engine), in the
+// shape of kubelet's CrashLoopBackOff: the first replacement of a streak is
+// immediate, the next waits Base, then twice as long each time up to Max. A
+// workload that ran for Reset before it ended starts a new streak.
+type RestartBackoff struct {
+	Base, Max, Reset time.Duration
+}
+
+// The defaults of RestartBackoff: the controller's, and the local engine's
+// unless its agentRestart settings say otherwise.
 const (
 	RestartBackoffBase  = 10 * time.Second
 	RestartBackoffMax   = 5 * time.Minute
 	RestartBackoffReset = 10 * time.Minute
 )
+
+// DefaultRestartBackoff is RestartBackoff with the defaults.
+var DefaultRestartBackoff = RestartBackoff{Base: RestartBackoffBase, Max: RestartBackoffMax, Reset: RestartBackoffReset}
+
+// Delay is the least time from the streak-th replacement of a streak to the
+// next: none before the first, then Base, 2*Base, 4*Base, ... up to Max (no
+// cap when Max is 0).
+func (b RestartBackoff) Delay(streak int32) time.Duration {
+	if streak <= 0 {
+		return 0
+	}
+	d := b.Base
+	for i := int32(1); i < streak; i++ {
+		if (b.Max > 0 && d >= b.Max) || d > math.MaxInt64/2 {
+			break
+		}
+		d *= 2
+	}
+	if b.Max > 0 && d > b.Max {
+		return b.Max
+	}
+	return d
+}
+
+// Streak is the streak a workload that ran for ranFor before it ended
+// counts on from: streak, or 0 (a new streak) when it ran for Reset (Reset
+// 0: never).
+func (b RestartBackoff) Streak(streak int32, ranFor time.Duration) int32 {
+	if b.Reset > 0 && ranFor >= b.Reset {
+		return 0
+	}
+	return streak
+}
 
 // RestartHistory is what a sandbox's status remembers of its replacements.
 type RestartHistory struct {
@@ -33,22 +75,6 @@ type RestartDecision struct {
 	Wait time.Duration
 }
 
-// RestartBackoff is the least time from the streak-th replacement to the
-// next one: none before the first, then 10s, 20s, 40s, ... up to 5 minutes.
-func RestartBackoff(streak int32) time.Duration {
-	if streak <= 0 {
-		return 0
-	}
-	d := RestartBackoffBase
-	for i := int32(1); i < streak; i++ {
-		d *= 2
-		if d >= RestartBackoffMax {
-			return RestartBackoffMax
-		}
-	}
-	return d
-}
-
 // DecideRestart decides on a failed workload made at created that ran for
 // ranFor before it ended. A workload made before the last replacement is
 // the one that replacement removed (a stale read): it is not replaced again.
@@ -56,11 +82,9 @@ func DecideRestart(now time.Time, h RestartHistory, created time.Time, ranFor ti
 	if !h.Last.IsZero() && created.Before(h.Last) {
 		return RestartDecision{}
 	}
-	streak := h.Streak
-	if ranFor >= RestartBackoffReset {
-		streak = 0
-	}
-	if due := h.Last.Add(RestartBackoff(streak)); streak > 0 && now.Before(due) {
+	b := DefaultRestartBackoff
+	streak := b.Streak(h.Streak, ranFor)
+	if due := h.Last.Add(b.Delay(streak)); streak > 0 && now.Before(due) {
 		return RestartDecision{Wait: due.Sub(now), Streak: streak}
 	}
 	return RestartDecision{Now: true, Streak: streak + 1}

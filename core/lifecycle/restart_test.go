@@ -5,17 +5,55 @@ import (
 	"time"
 )
 
-func TestRestartBackoff(t *testing.T) {
-	for _, tt := range []struct {
+func TestRestartBackoffDelay(t *testing.T) {
+	small := RestartBackoff{Base: time.Second, Max: 5 * time.Minute}
+	cases := map[string]struct {
+		b      RestartBackoff
 		streak int32
 		want   time.Duration
 	}{
-		{0, 0}, {1, 10 * time.Second}, {2, 20 * time.Second}, {3, 40 * time.Second},
-		{5, 160 * time.Second}, {6, 5 * time.Minute}, {7, 5 * time.Minute}, {1000, 5 * time.Minute},
-	} {
-		if got := RestartBackoff(tt.streak); got != tt.want {
-			t.Errorf("RestartBackoff(%d) = %s, want %s", tt.streak, got, tt.want)
-		}
+		"first of a streak: at once":   {DefaultRestartBackoff, 0, 0},
+		"second waits the base":        {DefaultRestartBackoff, 1, 10 * time.Second},
+		"then twice as long":           {DefaultRestartBackoff, 2, 20 * time.Second},
+		"and again":                    {DefaultRestartBackoff, 3, 40 * time.Second},
+		"fifth":                        {DefaultRestartBackoff, 5, 160 * time.Second},
+		"capped at 5 min":              {DefaultRestartBackoff, 6, 5 * time.Minute},
+		"stays capped":                 {DefaultRestartBackoff, 1000, 5 * time.Minute},
+		"negative streak: at once":     {DefaultRestartBackoff, -1, 0},
+		"a smaller base":               {small, 1, time.Second},
+		"a smaller base, doubled":      {small, 4, 8 * time.Second},
+		"a smaller base, capped":       {small, 40, 5 * time.Minute},
+		"no cap, no overflow":          {RestartBackoff{Base: time.Second}, 1000, time.Second << 33},
+		"no cap":                       {RestartBackoff{Base: time.Second}, 11, 1024 * time.Second},
+		"a base above the cap: capped": {RestartBackoff{Base: time.Hour, Max: time.Minute}, 1, time.Minute},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.b.Delay(tc.streak); got != tc.want {
+				t.Errorf("%+v.Delay(%d) = %s, want %s", tc.b, tc.streak, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRestartBackoffStreak(t *testing.T) {
+	cases := map[string]struct {
+		b      RestartBackoff
+		streak int32
+		ranFor time.Duration
+		want   int32
+	}{
+		"a short run goes on":         {DefaultRestartBackoff, 3, time.Minute, 3},
+		"just under the reset":        {DefaultRestartBackoff, 3, 10*time.Minute - time.Nanosecond, 3},
+		"a run of 10 min starts anew": {DefaultRestartBackoff, 3, 10 * time.Minute, 0},
+		"no reset set: goes on":       {RestartBackoff{Base: time.Second}, 3, time.Hour, 3},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.b.Streak(tc.streak, tc.ranFor); got != tc.want {
+				t.Errorf("Streak(%d, %s) = %d, want %d", tc.streak, tc.ranFor, got, tc.want)
+			}
+		})
 	}
 }
 

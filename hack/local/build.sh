@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds the sandpod binary. A first build is long and go build is silent
+# Builds the sandpod binary and, beside it, the small agent that sandboxes
+# run (cmd/sandpod-agent: bin/sandpod -> bin/sandpod-agent, bin/sandpod-race
+# -> bin/sandpod-agent-race, the names the engine looks for). A first build is long and go build is silent
 # while it compiles, so this says what is going on: the modules it
 # downloads ("go: downloading ..."), then a line every 30 s until it is done.
 #
@@ -13,3 +15,8 @@ echo "[$(ts)] building $out" >&2
 with_progress "building $out" \
   "a first build downloads the Go modules it needs and compiles about 900 packages: 2 to 4 minutes on 2 cores; later builds take seconds" \
   "${GO:-go}" build "$@" -o "$out" ./cmd/sandpod
+base=$(basename "$out")
+agent=$(dirname "$out")/sandpod-agent${base#sandpod}
+with_progress "building $agent" \
+  "the agent is a subset of the packages above: seconds" \
+  "${GO:-go}" build "$@" -o "$agent" ./cmd/sandpod-agent

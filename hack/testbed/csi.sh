@@ -72,7 +72,7 @@ build() {
 }
 
 # The snapshot CRDs come from the external-snapshotter's client module (the
-# kwok bed installs the same: tests/k8s/harness/snapshotcrds.go).
+# kwok bed installs the same: hack/kube/harness/snapshotcrds.go).
 crd_dir() { echo "$(module_dir "github.com/kubernetes-csi/external-snapshotter/client/v8@$SNAPSHOTTER_VERSION")/config/crd"; }
 
 bin_of() {

@@ -5,7 +5,7 @@
 # a root file system put together from this repository and the host.
 #
 #   ghcr.io/sandpod/sandpod:latest  the sandpod binary, static (controller,
-#                                   agent install, bridge)
+#                                   agent install, bridge), and sandpod-agent
 #   ghcr.io/sandpod/python:3.11     the host's Debian python3.11 with the
 #                                   shared libraries it loads, busybox, bash,
 #                                   and Debian's numpy and matplotlib (run_code)
@@ -56,6 +56,13 @@ sandpod_image() {
     -ldflags "-s -w -X github.com/sandpod/sandpod/core/agent.Version=$VERSION" \
     -o "$fs/usr/local/bin/sandpod" ./cmd/sandpod)
   static "$fs/usr/local/bin/sandpod"
+  # The small agent beside it: `sandpod install-agent` copies it into the
+  # pods (init-container delivery) in place of the whole binary.
+  log "go build ./cmd/sandpod-agent (static)"
+  (cd "$REPO" && CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-s -w -X github.com/sandpod/sandpod/core/agent.Version=$VERSION" \
+    -o "$fs/usr/local/bin/sandpod-agent" ./cmd/sandpod-agent)
+  static "$fs/usr/local/bin/sandpod-agent"
   "$HERE/mkimage.sh" "$fs" ghcr.io/sandpod/sandpod:latest "$OUT/sandpod.tar" '["/usr/local/bin/sandpod"]' 'null'
 }
 

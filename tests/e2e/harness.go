@@ -51,8 +51,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/bridge/kube"
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
@@ -445,13 +445,13 @@ type Agent struct {
 
 // AgentCA is the agents' bridge CA that the controller made in
 // sandpod-system (read as the suite's admin, as the bridge reads it).
-func (e *Env) AgentCA(t testing.TB) *agenttls.CA {
+func (e *Env) AgentCA(t testing.TB) *agentconn.CA {
 	t.Helper()
 	sec := &corev1.Secret{}
-	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: agenttls.DefaultNamespace, Name: agenttls.CASecretName}, sec); err != nil {
+	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: agentconn.DefaultNamespace, Name: agentconn.CASecretName}, sec); err != nil {
 		t.Fatalf("the agents' CA: %v", err)
 	}
-	ca, err := agenttls.ParseCA(sec.Data[agenttls.SecretKeyCACert], sec.Data[agenttls.SecretKeyCAKey])
+	ca, err := agentconn.ParseCA(sec.Data[agentconn.SecretKeyCACert], sec.Data[agentconn.SecretKeyCAKey])
 	if err != nil {
 		t.Fatalf("the agents' CA: %v", err)
 	}
@@ -464,9 +464,9 @@ func (e *Env) AgentCA(t testing.TB) *agenttls.CA {
 func (e *Env) AgentTLS(t testing.TB, sb *v1alpha1.Sandbox) *tls.Config {
 	t.Helper()
 	ca := e.AgentCA(t)
-	check := &agenttls.AgentCheck{CA: ca, Reviews: agenttls.NewReviews(kube.ReviewAgentToken(e.Client), v1alpha1.AgentTokenAudience, nil)}
-	want := agenttls.Expect{Identity: agenttls.Identity(string(sb.UID)), Namespace: sb.Namespace, PodName: sb.Name}
-	return agenttls.ClientConfig(want, agenttls.NewClientCerts(ca, nil).Get, check)
+	check := &agentconn.AgentCheck{CA: ca, Reviews: agentconn.NewReviews(kubeca.ReviewAgentToken(e.Client), v1alpha1.AgentTokenAudience, nil)}
+	want := agentconn.Expect{Identity: agentconn.Identity(string(sb.UID)), Namespace: sb.Namespace, PodName: sb.Name}
+	return agentconn.ClientConfig(want, agentconn.NewClientCerts(ca, nil).Get, check)
 }
 
 // Agent connects to sb's agent; the connection closes when t ends.

@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
@@ -85,12 +85,12 @@ func TestAgentRefusesCallersWithoutTheBridgeCA(t *testing.T) {
 	}
 
 	ca := env.AgentCA(t)
-	bridgeCert, err := agenttls.MintClient(ca, time.Now())
+	bridgeCert, err := agentconn.MintClient(ca, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherCA, _ := agenttls.NewCA(time.Now())
-	otherCert, _ := agenttls.MintClient(otherCA, time.Now())
+	otherCA, _ := agentconn.NewCA(time.Now())
+	otherCert, _ := agentconn.MintClient(otherCA, time.Now())
 	tlsWith := func(sandbox *v1alpha1.Sandbox, cert *tls.Certificate) credentials.TransportCredentials {
 		cfg := env.AgentTLS(t, sandbox)
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
@@ -102,7 +102,7 @@ func TestAgentRefusesCallersWithoutTheBridgeCA(t *testing.T) {
 		return credentials.NewTLS(cfg)
 	}
 	// a's identity at b's address: what the bridge sends to a stale pod IP.
-	aAtB := &tls.Config{MinVersion: tls.VersionTLS13, ServerName: agenttls.Identity(string(a.UID)), InsecureSkipVerify: true, //nolint:gosec // the agent's refusal is under test
+	aAtB := &tls.Config{MinVersion: tls.VersionTLS13, ServerName: agentconn.Identity(string(a.UID)), InsecureSkipVerify: true, //nolint:gosec // the agent's refusal is under test
 		Certificates: []tls.Certificate{bridgeCert}}
 	target := net.JoinHostPort(b.Status.PodIPs[0], fmt.Sprint(v1alpha1.AgentPort))
 	for what, creds := range map[string]credentials.TransportCredentials{
@@ -146,7 +146,7 @@ func TestAgentRefusesCallersWithoutTheBridgeCA(t *testing.T) {
 			t.Errorf("a's pod mounts %s: want only the agents' identity token projected", v.Name)
 		}
 	}
-	if cmd := strings.Join(pod.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "--bridge-ca-sha256 "+agenttls.Pin(ca.Cert)) || strings.Contains(cmd, "secret") {
+	if cmd := strings.Join(pod.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "--bridge-ca-sha256 "+agentconn.Pin(ca.Cert)) || strings.Contains(cmd, "secret") {
 		t.Errorf("a's agent arguments %q: want the CA pin and no secret", cmd)
 	}
 	probe := `python3 - <<'EOF'
@@ -155,7 +155,7 @@ c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 c.check_hostname = False
 c.verify_mode = ssl.CERT_NONE
 try:
-    s = c.wrap_socket(socket.create_connection(("127.0.0.1", 7070), timeout=10), server_hostname="` + agenttls.Identity(string(a.UID)) + `")
+    s = c.wrap_socket(socket.create_connection(("127.0.0.1", 7070), timeout=10), server_hostname="` + agentconn.Identity(string(a.UID)) + `")
     s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes.fromhex("000000040000000000"))
     print("ANSWERED" if s.recv(64) else "CLOSED")
 except (ssl.SSLError, OSError) as e:

@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/bridge/kube"
 	sandpod "github.com/sandpod/sandpod/clients/go"
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
@@ -88,7 +88,7 @@ func TestRedteamExternalIPServiceRefused(t *testing.T) {
 	env.Apply(t, Template(victimNS, "python", PythonImage))
 	_, victim := env.Claim(t, victimNS, "v", "python")
 	victimIP := victim.Status.PodIPs[0]
-	victimID := agenttls.Identity(string(victim.UID))
+	victimID := agentconn.Identity(string(victim.UID))
 	ctx := Context(t)
 
 	// The attacker's fake agent, a plain pod in its own namespace.
@@ -120,11 +120,11 @@ func TestRedteamExternalIPServiceRefused(t *testing.T) {
 		return true, ""
 	})
 	ca := env.AgentCA(t)
-	key, err := agenttls.NewServingKey()
+	key, err := agentconn.NewServingKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	serving, err := agenttls.ServingCert(key, victimID, ca.Cert.RawSubjectPublicKeyInfo, []byte(token), time.Now())
+	serving, err := agentconn.ServingCert(key, victimID, ca.Cert.RawSubjectPublicKeyInfo, []byte(token), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,14 +216,14 @@ func TestRedteamExternalIPServiceRefused(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(victimNS).List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
 		t.Errorf("the API server with the agent's identity token: %v, want 401 Unauthorized", err)
 	}
-	review, err := kube.ReviewAgentToken(env.Client)(ctx, own)
+	review, err := kubeca.ReviewAgentToken(env.Client)(ctx, own)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := agenttls.CheckReview(review, v1alpha1.AgentTokenAudience, agenttls.Expect{Identity: victimID, Namespace: victimNS, PodName: victim.Name}); err != nil {
+	if err := agentconn.CheckReview(review, v1alpha1.AgentTokenAudience, agentconn.Expect{Identity: victimID, Namespace: victimNS, PodName: victim.Name}); err != nil {
 		t.Errorf("the victim pod's own token does not prove the victim's pod: %v (%+v)", err, review)
 	}
-	if err := agenttls.CheckReview(review, v1alpha1.AgentTokenAudience, agenttls.Expect{Identity: victimID, Namespace: attackerNS, PodName: victim.Name}); err == nil {
+	if err := agentconn.CheckReview(review, v1alpha1.AgentTokenAudience, agentconn.Expect{Identity: victimID, Namespace: attackerNS, PodName: victim.Name}); err == nil {
 		t.Error("the victim pod's token proves a pod of that name in another namespace")
 	}
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // fastHealthConfig checks agents every second; three failed checks in a
-// row (2 s timeout each) kill a hung agent; restarts back off from 1 s.
+// row (2 s timeout each) kill a hung agent; the first restart of a streak is
+// immediate, the next ones back off from 1 s.
 var fastHealthConfig = defaultConfig + `---
 apiVersion: sandpod.dev/v1alpha1
 kind: LocalEngineConfig
@@ -180,4 +181,47 @@ func TestHungAgentFailsCallsInTimeAndIsRestarted(t *testing.T) {
 	if r := sh(t, c, sb.Name, "cat f.txt"); r.stdout != "kept\n" {
 		t.Fatalf("files after the restart: %q", r.stdout)
 	}
+}
+
+// TestAgentRestartBackoffFirstAtOnce: the local engine's restart back-off
+// is the controller's (lifecycle.RestartBackoff): the first restart of a
+// streak is immediate, the next waits initialBackoff (an hour here, so the
+// second death leaves the sandbox PENDING with its restart an hour away),
+// and ResumeSandbox starts a backing-off sandbox at once.
+func TestAgentRestartBackoffFirstAtOnce(t *testing.T) {
+	srv := startServer(t, defaultConfig+`---
+apiVersion: sandpod.dev/v1alpha1
+kind: LocalEngineConfig
+agentRestart:
+  policy: Always
+  initialBackoff: 1h
+  maxBackoff: 2h
+`)
+	c := srv.Client()
+	sb, _ := claim(t, c, "python")
+
+	if err := syscall.Kill(agentPID(t, sb.Name), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitRestarted(t, c, sb.Name, 1)
+
+	if err := syscall.Kill(agentPID(t, sb.Name), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var got *sandpodv1.Sandbox
+	eventually(t, "the sandbox PENDING with its second restart an hour away", func() bool {
+		got, _ = getSandbox(t, c, sb.Name)
+		return got.GetPhase() == sandpodv1.Phase_PHASE_PENDING && strings.Contains(got.GetMessage(), "restarting it in 1h0m0s (restart 2;")
+	})
+	if got.GetAgentRestarts() != 1 {
+		t.Fatalf("agent_restarts = %d while the second restart backs off, want 1 (%s)", got.GetAgentRestarts(), got.GetMessage())
+	}
+
+	if _, err := c.ResumeSandbox(ctx(t), &sandpodv1.ResumeSandboxRequest{Name: sb.Name}); err != nil {
+		t.Fatalf("resume a backing-off sandbox: %v", err)
+	}
+	eventually(t, "the resumed sandbox RUNNING", func() bool {
+		got, _ = getSandbox(t, c, sb.Name)
+		return got.GetPhase() == sandpodv1.Phase_PHASE_RUNNING
+	})
 }

@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/sandpod/sandpod/core/agenttls"
-	"github.com/sandpod/sandpod/core/controller/agentca"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // Controllers starting at once make one CA between them: the losers of the
@@ -25,24 +25,24 @@ func TestAgentCAIsMadeOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pins[i], _, errs[i] = agentca.Ensure(ctx, env.Client, ns, clock.RealClock{})
+			pins[i], _, errs[i] = kubeca.EnsureCA(ctx, env.Client, ns, clock.RealClock{})
 		}()
 	}
 	wg.Wait()
 	for i := range pins {
-		if errs[i] != nil || pins[i] != pins[0] || !agenttls.ValidPin(pins[i]) {
+		if errs[i] != nil || pins[i] != pins[0] || !agentconn.ValidPin(pins[i]) {
 			t.Fatalf("starts at once: pins %v, errors %v; want one pin", pins, errs)
 		}
 	}
 	sec := &corev1.Secret{}
-	if err := env.Get(sec, ns, agenttls.CASecretName); err != nil {
+	if err := env.Get(sec, ns, agentconn.CASecretName); err != nil {
 		t.Fatal(err)
 	}
-	ca, err := agenttls.ParseCA(sec.Data[agenttls.SecretKeyCACert], sec.Data[agenttls.SecretKeyCAKey])
-	if err != nil || agenttls.Pin(ca.Cert) != pins[0] || sec.Immutable == nil || !*sec.Immutable {
+	ca, err := agentconn.ParseCA(sec.Data[agentconn.SecretKeyCACert], sec.Data[agentconn.SecretKeyCAKey])
+	if err != nil || agentconn.Pin(ca.Cert) != pins[0] || sec.Immutable == nil || !*sec.Immutable {
 		t.Fatalf("the CA Secret: %v, pin %s, immutable %v", err, pins[0], sec.Immutable)
 	}
-	again, _, err := agentca.Ensure(ctx, env.Client, ns, clock.RealClock{})
+	again, _, err := kubeca.EnsureCA(ctx, env.Client, ns, clock.RealClock{})
 	if err != nil || again != pins[0] {
 		t.Errorf("a restart: pin %s (%v), want %s", again, err, pins[0])
 	}

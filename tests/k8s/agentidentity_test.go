@@ -10,10 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sandpod/sandpod/bridge/kube"
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
+	"github.com/sandpod/sandpod/core/agentconn/kubeca"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // TestAgentIdentityTokenReview: what the bridge's TokenReview of an agent's
@@ -51,23 +51,23 @@ func TestAgentIdentityTokenReview(t *testing.T) {
 		}
 		return tr.Status.Token
 	}
-	review := kube.ReviewAgentToken(env.Client)
+	review := kubeca.ReviewAgentToken(env.Client)
 	agentToken := token(v1alpha1.AgentTokenAudience)
 	r, err := review(ctx, agentToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("review: %+v", r)
-	want := agenttls.Expect{Identity: "sb-x", Namespace: ns, PodName: "sb1", PodUID: string(pod.UID)}
-	if err := agenttls.CheckReview(r, v1alpha1.AgentTokenAudience, want); err != nil {
+	want := agentconn.Expect{Identity: "sb-x", Namespace: ns, PodName: "sb1", PodUID: string(pod.UID)}
+	if err := agentconn.CheckReview(r, v1alpha1.AgentTokenAudience, want); err != nil {
 		t.Errorf("the sandbox pod's own token: %v", err)
 	}
-	for name, other := range map[string]agenttls.Expect{
+	for name, other := range map[string]agentconn.Expect{
 		"another pod of the namespace":           {Identity: "sb-x", Namespace: ns, PodName: "sb2"},
 		"the same pod name in another namespace": {Identity: "sb-x", Namespace: ns + "-other", PodName: "sb1"},
 		"another UID (a replaced pod)":           {Identity: "sb-x", Namespace: ns, PodName: "sb1", PodUID: "00000000-0000-0000-0000-000000000000"},
 	} {
-		if err := agenttls.CheckReview(r, v1alpha1.AgentTokenAudience, other); err == nil {
+		if err := agentconn.CheckReview(r, v1alpha1.AgentTokenAudience, other); err == nil {
 			t.Errorf("the token proves %s", name)
 		}
 	}
@@ -83,7 +83,7 @@ func TestAgentIdentityTokenReview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := agenttls.CheckReview(r2, v1alpha1.AgentTokenAudience, want); err == nil {
+	if err := agentconn.CheckReview(r2, v1alpha1.AgentTokenAudience, want); err == nil {
 		t.Errorf("a token for the API server's audience proves the agent: %+v", r2)
 	}
 	// The pod deleted: its bound token is refused.

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/sandpod/sandpod/bridge/kube"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
 // Two bridge backends in one process each answer in their own

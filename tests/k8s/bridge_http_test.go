@@ -17,7 +17,7 @@ import (
 	"github.com/sandpod/sandpod/bridge"
 	"github.com/sandpod/sandpod/bridge/httpapi"
 	"github.com/sandpod/sandpod/bridge/kube"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // startHTTPBridge is startBridge's HTTP/JSON face: the bridge's Kubernetes

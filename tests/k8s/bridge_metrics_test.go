@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sandpod/sandpod/bridge"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
 	"github.com/sandpod/sandpod/tests/testserver"
 )
 

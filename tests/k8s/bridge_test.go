@@ -23,8 +23,8 @@ import (
 	"github.com/sandpod/sandpod/bridge/kube"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
 // startBridge runs the bridge's Kubernetes backend in-process against the

@@ -18,8 +18,8 @@ import (
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
 // claimFrom is a SandboxClaim of template whose sandbox starts from snapshot.

@@ -12,7 +12,7 @@ import (
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller"
 	"github.com/sandpod/sandpod/core/controller/index"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // TestPoolMembersFromTheInformersIndex: the controller reads a pool's

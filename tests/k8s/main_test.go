@@ -6,7 +6,6 @@ package k8s_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,28 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 var env *harness.Env
 
-func TestMain(m *testing.M) {
-	if os.Getenv(harness.EnvBin) != "" {
-		var err error
-		if env, err = harness.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, "kwok bed:", err)
-			if env != nil {
-				env.Stop()
-			}
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	if env != nil {
-		env.Stop()
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { harness.Main(m, &env) }
 
 var ctx = context.Background()
 
@@ -52,21 +35,13 @@ func setup(t *testing.T, o harness.ManagerOptions) string {
 
 // --- builders
 
-func podTemplate() corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "main", Image: "python:3.13-slim", Command: []string{"sleep", "infinity"},
-		}}},
-	}
-}
-
-func makeTemplate(ns, name string) *v1alpha1.SandboxTemplate {
-	return &v1alpha1.SandboxTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       v1alpha1.SandboxTemplateSpec{PodTemplate: podTemplate()},
-	}
-}
+// The builders the bench shares are the harness's.
+var (
+	podTemplate  = harness.PodTemplate
+	makeTemplate = harness.Template
+	makeClaim    = harness.Claim
+	makePool     = harness.Pool
+)
 
 func makeSandbox(ns, name string) *v1alpha1.Sandbox {
 	return &v1alpha1.Sandbox{
@@ -84,20 +59,6 @@ func withStorage(sb *v1alpha1.Sandbox) *v1alpha1.Sandbox {
 		},
 	}}
 	return sb
-}
-
-func makePool(ns, name, template string, replicas int32) *v1alpha1.SandboxWarmPool {
-	return &v1alpha1.SandboxWarmPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       v1alpha1.SandboxWarmPoolSpec{TemplateRef: v1alpha1.TemplateRef{Name: template}, Replicas: replicas},
-	}
-}
-
-func makeClaim(ns, name, template string) *v1alpha1.SandboxClaim {
-	return &v1alpha1.SandboxClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       v1alpha1.SandboxClaimSpec{TemplateRef: v1alpha1.TemplateRef{Name: template}},
-	}
 }
 
 func create(t *testing.T, objs ...clientObject) {

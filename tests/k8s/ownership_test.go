@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // Someone who may create sandboxes (or claims: a cold claim's sandbox has a

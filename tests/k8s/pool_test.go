@@ -19,7 +19,7 @@ import (
 	"github.com/sandpod/sandpod/core/controller"
 	"github.com/sandpod/sandpod/core/controller/template"
 	"github.com/sandpod/sandpod/core/lifecycle"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // poolMembers are the unclaimed sandboxes of a pool, read live.

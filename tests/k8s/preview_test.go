@@ -19,8 +19,8 @@ import (
 	"github.com/sandpod/sandpod/bridge"
 	"github.com/sandpod/sandpod/bridge/kube"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
 // previewBridge is one bridge "process": its own backend (informer cache)

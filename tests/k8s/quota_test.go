@@ -13,8 +13,8 @@ import (
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
 func makeQuota(ns, name string, maxSandboxes, maxPerMinute *int32) *v1alpha1.SandboxQuota {

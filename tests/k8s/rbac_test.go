@@ -22,7 +22,7 @@ import (
 	"github.com/sandpod/sandpod/bridge/kube"
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // TestControllerRunsWithItsOwnRBAC runs the controller as a user holding

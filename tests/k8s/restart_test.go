@@ -7,8 +7,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
 func restartTemplate(ns, name string, on bool) *v1alpha1.SandboxTemplate {

@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/controller/sandbox"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 // A sandbox gets its pod, PVC and Service, and no Secret: its pod mounts
@@ -74,15 +74,15 @@ func TestSandboxCreatesPodServicePVCAndNoSecret(t *testing.T) {
 		}
 	}
 	ca := &corev1.Secret{}
-	if err := env.Get(ca, agenttls.DefaultNamespace, agenttls.CASecretName); err != nil {
+	if err := env.Get(ca, agentconn.DefaultNamespace, agentconn.CASecretName); err != nil {
 		t.Fatalf("the agents' CA: %v", err)
 	}
-	parsed, err := agenttls.ParseCA(ca.Data[agenttls.SecretKeyCACert], ca.Data[agenttls.SecretKeyCAKey])
+	parsed, err := agentconn.ParseCA(ca.Data[agentconn.SecretKeyCACert], ca.Data[agentconn.SecretKeyCAKey])
 	if err != nil || ca.Immutable == nil || !*ca.Immutable {
 		t.Fatalf("the agents' CA Secret: %v, immutable %v", err, ca.Immutable)
 	}
 	cmd := strings.Join(pod.Spec.Containers[0].Command, " ")
-	if want := "--bridge-ca-sha256 " + agenttls.Pin(parsed.Cert) + " --sandbox-uid " + string(got.UID); !strings.Contains(cmd, want) {
+	if want := "--bridge-ca-sha256 " + agentconn.Pin(parsed.Cert) + " --sandbox-uid " + string(got.UID); !strings.Contains(cmd, want) {
 		t.Errorf("agent command %q lacks %q", cmd, want)
 	}
 	if strings.Contains(cmd, "secret") || strings.Contains(cmd, "BEGIN") {

@@ -20,8 +20,8 @@ import (
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
 )
 
 // kwok has no CSI driver and no snapshot-controller: these tests check the

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 )
 
 var sandpodCRDs = []string{"sandboxes.sandpod.dev", "sandboxtemplates.sandpod.dev", "sandboxwarmpools.sandpod.dev", "sandboxclaims.sandpod.dev", "sandboxquotas.sandpod.dev", "sandboxsnapshots.sandpod.dev"}

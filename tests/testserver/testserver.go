@@ -5,7 +5,6 @@ package testserver
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"net"
 	"os"
@@ -22,28 +21,16 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/sandpod/sandpod/hack/fixtures"
 	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
 // PythonTemplate is the YAML of the "python" SandboxTemplate the tests and
-// benchmarks share (python-template.yaml, also read by the Python tests).
-//
-//go:embed python-template.yaml
-var PythonTemplate string
+// benchmarks share (hack/fixtures).
+var PythonTemplate = fixtures.PythonTemplate
 
 // PythonPool is PythonTemplate with a warm pool "python" of replicas.
-func PythonPool(replicas int) string {
-	return PythonTemplate + fmt.Sprintf(`---
-apiVersion: sandpod.dev/v1alpha1
-kind: SandboxWarmPool
-metadata:
-  name: python
-spec:
-  templateRef:
-    name: python
-  replicas: %d
-`, replicas)
-}
+func PythonPool(replicas int) string { return fixtures.PythonPool(replicas) }
 
 // DefaultConfig is the python template with a pool of 2.
 var DefaultConfig = PythonPool(2)
@@ -93,8 +80,8 @@ var (
 	buildErr  error
 )
 
-// Binary returns the path of a sandpod binary built from this module (or
-// $SANDPOD_BIN when set).
+// Binary returns the path of a sandpod binary built from this module, with
+// sandpod-agent beside it (or $SANDPOD_BIN when set).
 func Binary(t testing.TB) string {
 	t.Helper()
 	if b := os.Getenv("SANDPOD_BIN"); b != "" {
@@ -109,10 +96,14 @@ func Binary(t testing.TB) string {
 			return
 		}
 		builtBin = filepath.Join(dir, "sandpod")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/sandpod")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/sandpod: %v\n%s", err, out)
+		// The agent beside it, where serve looks for it (as make build).
+		for _, b := range [][2]string{{builtBin, "./cmd/sandpod"}, {filepath.Join(dir, "sandpod-agent"), "./cmd/sandpod-agent"}} {
+			cmd := exec.Command("go", "build", "-o", b[0], b[1])
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {

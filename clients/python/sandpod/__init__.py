@@ -21,16 +21,19 @@ from ._async_client import (
 )
 from ._base import USE_CLIENT_DEFAULT
 from ._client import Client, Files, Process, Sandbox, SandboxList, Watch
-from ._code import CodeContextInfo, Execution, ExecutionError, Result
+from ._code import (
+    CodeContextInfo,
+    CodeContextLost,
+    CodeRunError,
+    Execution,
+    ExecutionError,
+    Result,
+)
 from ._code_client import AsyncCodeContext, CodeContext
 from ._errors import (
     AlreadyExists,
     Cancelled,
-    CodeContextLost,
     CodeContextNotFound,
-    CodeRunError,
-    CommandFailed,
-    CommandTimeout,
     FailedPrecondition,
     FileNotFound,
     InvalidArgument,
@@ -49,7 +52,9 @@ from ._errors import (
 from ._filewatch import AsyncFileWatch, FileEvent, FileEventType, FileWatch
 from ._magic import load_ipython_extension, unload_ipython_extension
 from ._models import (
+    CommandFailed,
     CommandResult,
+    CommandTimeout,
     Condition,
     ExposedPort,
     FileInfo,

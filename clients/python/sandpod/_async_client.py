@@ -3,9 +3,12 @@
 Written once for both flavours: this asyncio file is the source, and
 ``hack/unasync.py`` generates the synchronous :mod:`sandpod._client` from it (it drops
 ``async`` and ``await`` and maps the names; ``make generate``). What the two flavours do
-differently (the channel, reading streams, exec senders, ``claim_many``, watches, tasks
-against threads) is hand-written twice, in :mod:`sandpod._async_io` and its sync
-twin, with the same names. Everything that does no I/O is in :mod:`sandpod._base`.
+differently in kind is hand-written twice, with the same names in each twin: the
+primitives (the channel, reading streams, exec senders, tasks against threads) in
+:mod:`sandpod._async_io`, a leaf; the operations that open handles or touch the
+client's state (waiting for the server, watches, exec, ``claim_many``) in
+:mod:`sandpod._async_ops`, above the handles. Everything that does no I/O is in
+:mod:`sandpod._base`.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ import grpc
 import grpc.aio
 
 from . import _async_io as _io
+from . import _async_ops as _ops
 from . import _base, _code_client
-from ._async_io import ClaimBatch
+from ._async_ops import ClaimBatch
 from ._base import USE_CLIENT_DEFAULT, ClientSettings, OnExit, Source, Timeout, UseClientDefault
 from ._code import CodeContextInfo, Execution, Result
 from ._code_client import AsyncCodeContext
@@ -162,7 +166,7 @@ class AsyncClient:
         if not self._closed:
             self._closed = True
             await self._leases.close()
-            await _io.close_channel(self)
+            await _ops.close_channel(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -185,7 +189,7 @@ class AsyncClient:
         address, fails in seconds instead of after a whole deadline of retries. Once
         the channel has been connected, this does nothing: a lost connection is then a
         server restart, which the calls' retries ride out."""
-        await _io.await_server(self, budget)
+        await _ops.await_server(self, budget)
 
     async def _unary(
         self,
@@ -407,7 +411,7 @@ class AsyncClient:
             self._settings.ns(namespace), labels, include_pool_members, send_initial_events
         )
         deadline = None if timeout is None else _base.seconds_of(timeout)
-        return _io.open_watch(self, req, deadline)
+        return _ops.open_watch(self, req, deadline)
 
     def claim_many(
         self,
@@ -449,7 +453,7 @@ class AsyncClient:
             _base.set_lease(req, lease)
             return req
 
-        return _io.claim_many(self, template, n, concurrency, make_request, on_exit, timeout)
+        return _ops.claim_many(self, template, n, concurrency, make_request, on_exit, timeout)
 
     # --- snapshots ------------------------------------------------------------------
 
@@ -1001,7 +1005,7 @@ class AsyncSandbox:
             timeout=limit,
             max_output_bytes=max_output_bytes,
         )
-        return await _io.run_exec(self, first, text, limit, stdin, check, on_output)
+        return await _ops.run_exec(self, first, text, limit, stdin, check, on_output)
 
     async def start(
         self,
@@ -1031,7 +1035,7 @@ class AsyncSandbox:
             timeout=limit,
             max_output_bytes=max_output_bytes,
         )
-        proc = await _io.start_process(self, first, text, limit)
+        proc = await _ops.start_process(self, first, text, limit)
         if stdin is not None:
             for chunk in _base.iter_source(stdin):
                 await proc.write_stdin(chunk)
@@ -1069,7 +1073,7 @@ class AsyncSandbox:
             timeout=limit,
             max_output_bytes=max_output_bytes,
         )
-        return await _io.start_terminal(self, first, text, limit)
+        return await _ops.start_terminal(self, first, text, limit)
 
     # --- code -----------------------------------------------------------------------
 
@@ -1368,4 +1372,4 @@ class AsyncFiles:
         seconds. A missing directory raises FileNotFound, a file InvalidArgument."""
         deadline = None if timeout is None else _base.seconds_of(timeout)
         req = self._req(files_pb2.WatchFilesRequest, path, recursive=recursive)
-        return _io.open_file_watch(self._sandbox, req, deadline)
+        return _ops.open_file_watch(self._sandbox, req, deadline)

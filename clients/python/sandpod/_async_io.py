@@ -1,40 +1,37 @@
-"""What the asyncio client does differently from the sync one: tasks and ``grpc.aio``
-where :mod:`sandpod._sync_io` has threads and blocking gRPC calls.
+"""The asyncio primitives: what the asyncio client and its handles do differently in
+kind from the sync ones (tasks and ``grpc.aio`` where :mod:`sandpod._sync_io` has
+threads and blocking gRPC calls), with the same names as there.
 
-:mod:`sandpod._async_client` is written once for both flavours (``hack/unasync.py``
-generates :mod:`sandpod._client` from it); whatever cannot be (the channel, stream
-reading, exec senders, claim_many, opening watches, and the condition and worker that
-the handles written once in ``_process``, ``_terminal``, ``_watch`` and ``_filewatch``
-use) lives here, with the same names as in :mod:`sandpod._sync_io`. Hand-written.
+A leaf of the package, as httpcore's ``_synchronization``: it works on channels, calls
+and coroutines, and imports no module that builds on it (no handle, no client). The
+handles written once (``_exec_stream``, ``_process``, ``_terminal``, ``_watch``,
+``_filewatch``, ``_code_client``, ``_snapshots``) read streams and wait through it;
+what opens a handle or touches a client's state is in :mod:`sandpod._async_ops`.
+Hand-written.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import grpc
 import grpc.aio
 
 from . import _base
-from ._base import OnExit, Timeout, UseClientDefault
-from ._errors import ServerError, Unavailable
-from ._models import CommandResult, Output, OutputDecoder
-from ._progress import CountBar, WaitBar
-from .v1 import exec_pb2, sandbox_service_pb2, sandbox_service_pb2_grpc
+from ._progress import WaitBar
+from .v1 import exec_pb2, sandbox_service_pb2_grpc
 
-if TYPE_CHECKING:
-    from ._async_client import AsyncClient, AsyncSandbox
-    from ._filewatch import AsyncFileWatch
-    from ._process import AsyncProcess
-    from ._terminal import AsyncTerminal
-    from ._watch import AsyncWatch
-
-__all__ = ["AsyncCondition", "AsyncWorker", "ClaimBatch"]
+__all__ = ["AsyncCondition", "AsyncWorker", "ExecSender"]
 
 _UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
+
+
+class Releasable(Protocol):
+    """What :func:`delete_all` needs of a sandbox handle."""
+
+    async def _release(self) -> None: ...
 
 
 def initial_channel(
@@ -57,36 +54,8 @@ def open_channel(
     return channel, sandbox_service_pb2_grpc.SandboxServiceStub(channel)
 
 
-async def close_channel(client: AsyncClient) -> None:
-    if client._channel is not None:
-        channel, client._channel, client._stub_ = client._channel, None, None
-        await channel.close()
-
-
-async def await_server(client: AsyncClient, budget: float | None) -> None:
-    """See :meth:`sandpod.Client._await_server`."""
-    limit = client._settings.connect_timeout
-    if client._reached or limit is None:
-        return
-    client._stub  # noqa: B018 - opens the channel
-    channel = client._channel
-    if channel is None:  # a stub given without a channel (tests)
-        return
-    wait = limit if budget is None else min(limit, budget)
-    try:
-        await asyncio.wait_for(channel.channel_ready(), wait)
-    except asyncio.TimeoutError:
-        cause = await _why_unreachable(channel)
-        if cause is not None:
-            raise Unavailable(
-                _base.no_server_message(client.address, wait, cause),
-                code=grpc.StatusCode.UNAVAILABLE,
-            ) from None
-    client._reached = True
-
-
-async def _why_unreachable(channel: grpc.aio.Channel) -> str | None:
-    """See :func:`sandpod._sync_io._why_unreachable`."""
+async def why_unreachable(channel: grpc.aio.Channel) -> str | None:
+    """See :func:`sandpod._sync_io.why_unreachable`."""
     check = channel.unary_unary(_base.HEALTH_CHECK)
     try:
         await check(b"", timeout=1.0)
@@ -113,7 +82,7 @@ async def with_wait_bar(
         raise
 
 
-async def delete_all(sandboxes: Iterable[AsyncSandbox]) -> None:
+async def delete_all(sandboxes: Iterable[Releasable]) -> None:
     """Best-effort delete of many sandboxes, concurrently; never raises."""
     await asyncio.gather(*(sb._release() for sb in sandboxes), return_exceptions=True)
 
@@ -186,261 +155,7 @@ class AsyncWorker:
         return self._task.done()
 
 
-# --- watches ------------------------------------------------------------------------
-
-
-def open_watch(client: AsyncClient, req: Any, deadline: float | None) -> AsyncWatch:
-    """Starts ``AsyncClient.watch``: at once (the first read waits for the server)."""
-    from ._watch import AsyncWatch  # it uses this module's helpers
-
-    call = client._stub.WatchSandboxes(req, timeout=deadline, metadata=client._metadata)
-    return AsyncWatch(call, bounded=deadline is not None, client=client)
-
-
-def open_file_watch(sandbox: AsyncSandbox, req: Any, deadline: float | None) -> AsyncFileWatch:
-    """Starts ``AsyncFiles.watch``: the AsyncFileWatch opens the call when first
-    awaited or iterated."""
-    from ._filewatch import AsyncFileWatch  # it uses this module's helpers
-
-    client = sandbox._client
-
-    async def opener() -> Any:
-        await client._await_server(deadline)
-        return client._stub.WatchFiles(req, timeout=deadline, metadata=client._metadata)
-
-    return AsyncFileWatch(sandbox, opener, bounded=deadline is not None)
-
-
-# --- claim_many ---------------------------------------------------------------------
-
-
-def claim_many(
-    client: AsyncClient,
-    template: str,
-    n: int,
-    concurrency: int,
-    make_request: Callable[[], sandbox_service_pb2.ClaimSandboxRequest],
-    on_exit: OnExit,
-    timeout: Timeout | UseClientDefault,
-) -> ClaimBatch:
-    """``AsyncClient.claim_many``: a batch that claims as it is iterated."""
-    make_request()  # validate the arguments now, not in n tasks
-    return ClaimBatch(client, n, concurrency, make_request, on_exit, timeout)
-
-
-class ClaimBatch:
-    """The sandboxes of one ``AsyncClient.claim_many`` call, yielded as soon as each is
-    ready (an async iterator and an async context manager)::
-
-        async with client.claim_many("python", 64) as batch:
-            async for sandbox in batch:
-                ...
-
-    If the caller gives up (an exception or a cancellation leaves the ``async with``)
-    every sandbox the batch claimed is deleted, also those already yielded; after a
-    normal exit (including ``break``) only the ones never handed out are. A claim
-    that fails (after its retries) ends the iteration with its error.
-    """
-
-    def __init__(
-        self,
-        client: AsyncClient,
-        n: int,
-        concurrency: int,
-        make_request: Callable[[], sandbox_service_pb2.ClaimSandboxRequest],
-        on_exit: OnExit,
-        timeout: Timeout | UseClientDefault,
-    ) -> None:
-        self._client = client
-        self._n = n
-        self._concurrency = concurrency
-        self._make_request = make_request
-        self._on_exit = on_exit
-        self._timeout = timeout
-        self._queue: asyncio.Queue[AsyncSandbox | BaseException] | None = None
-        self._tasks: list[asyncio.Task[None]] = []
-        self._claimed: list[AsyncSandbox] = []
-        self._yielded: list[AsyncSandbox] = []
-        self._closing = False
-        self._bar: CountBar | None = None
-
-    @property
-    def claimed(self) -> list[AsyncSandbox]:
-        """Every sandbox claimed so far (yielded or not)."""
-        return list(self._claimed)
-
-    def _start(self) -> None:
-        self._queue = asyncio.Queue()
-        self._bar = CountBar(self._client._settings.progress, self._n, "sandpod: claiming")
-        sem = asyncio.Semaphore(self._concurrency)
-        for _ in range(self._n):
-            self._tasks.append(asyncio.create_task(self._one(sem)))
-
-    async def _one(self, sem: asyncio.Semaphore) -> None:
-        assert self._queue is not None
-        async with sem:
-            if self._closing:
-                return
-            # Once sent, a claim is never cancelled half-way: it finishes (or fails) so
-            # that what it got can be handed out or released, never leaked.
-            claim = asyncio.ensure_future(
-                self._client._claim(
-                    self._make_request(), self._on_exit, self._timeout, wait_bar=False
-                )
-            )
-            try:
-                sb = await asyncio.shield(claim)
-            except asyncio.CancelledError:
-                try:
-                    sb = await claim
-                except Exception:
-                    return
-            except Exception as err:
-                self._queue.put_nowait(err)
-                return
-        self._claimed.append(sb)
-        if self._bar is not None:
-            self._bar.update()
-        self._queue.put_nowait(sb)
-
-    def __aiter__(self) -> ClaimBatch:
-        return self
-
-    async def __anext__(self) -> AsyncSandbox:
-        if self._queue is None:
-            self._start()
-        assert self._queue is not None
-        if len(self._yielded) >= self._n or self._closing:
-            self._finish_bar()
-            raise StopAsyncIteration
-        item = await self._queue.get()
-        if isinstance(item, BaseException):
-            await self._release(keep_yielded=True)
-            raise item
-        self._yielded.append(item)
-        return item
-
-    def _finish_bar(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-    async def _release(self, *, keep_yielded: bool) -> None:
-        """Stops claiming, lets in-flight claims land, and deletes what they got."""
-        self._closing = True
-        for task in self._tasks:
-            task.cancel()  # claims in flight are shielded and still land
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._finish_bar()
-        keep = {id(sb) for sb in self._yielded} if keep_yielded else set()
-        await delete_all(sb for sb in self._claimed if id(sb) not in keep)
-
-    async def aclose(self) -> None:
-        """Releases the sandboxes that were never handed out."""
-        await asyncio.shield(self._release(keep_yielded=True))
-
-    async def __aenter__(self) -> ClaimBatch:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        # Shielded: a second cancellation cannot stop the cleanup half-way.
-        await asyncio.shield(self._release(keep_yielded=exc is None))
-
-
-# --- exec ---------------------------------------------------------------------------
-
-
-def _open_exec(sandbox: AsyncSandbox, limit: float | None) -> Any:
-    client = sandbox._client
-    return client._stub.Exec(
-        timeout=_base.exec_deadline(limit),
-        metadata=client._metadata,
-        wait_for_ready=True,
-    )
-
-
-async def run_exec(
-    sandbox: AsyncSandbox,
-    first: exec_pb2.ExecRequest,
-    text: str,
-    limit: float | None,
-    stdin: _base.Source | None,
-    check: bool,
-    on_output: Callable[[Output], object] | None,
-) -> CommandResult:
-    """``AsyncSandbox.run`` once its request is built: send, read to the exit."""
-    await sandbox._client._await_server(_base.exec_deadline(limit))
-    call = _open_exec(sandbox, limit)
-    sender = _ExecSender(call, first)
-    decoder = OutputDecoder()
-    try:
-        if stdin is not None:
-            for chunk in _base.iter_source(stdin):
-                sender.put_stdin(chunk)
-        sender.close_stdin()
-        while True:
-            resp = await call.read()
-            if resp is grpc.aio.EOF:
-                raise ServerError(f"exec of {text!r} ended without an exit status")
-            sender.on_response(resp)
-            if resp.WhichOneof("msg") == "exit":
-                result = decoder.result(resp.exit, text)
-                await sandbox._answered()
-                return result.check() if check else result
-            out = decoder.feed_response(resp)
-            if out is not None and on_output is not None:
-                on_output(out)
-    except grpc.RpcError as err:
-        raise sandbox._noted(_base.exec_error(err, text, limit)) from None
-    finally:
-        await sender.close()
-        call.cancel()
-
-
-async def _started(
-    sandbox: AsyncSandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None, what: str
-) -> tuple[Any, _ExecSender, exec_pb2.ExecResponse]:
-    """Opens an exec and reads its first response (``started``, or an early end)."""
-    await sandbox._client._await_server(_base.exec_deadline(limit))
-    call = _open_exec(sandbox, limit)
-    sender = _ExecSender(call, first)
-    try:
-        resp = await call.read()
-    except grpc.RpcError as err:
-        await sender.close()
-        call.cancel()
-        raise sandbox._noted(_base.exec_error(err, text, limit)) from None
-    if resp is grpc.aio.EOF:
-        await sender.close()
-        call.cancel()
-        raise ServerError(f"{what} {text!r} ended before it started")
-    sender.on_response(resp)
-    await sandbox._answered()
-    return call, sender, resp
-
-
-async def start_process(
-    sandbox: AsyncSandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None
-) -> AsyncProcess:
-    """``AsyncSandbox.start``."""
-    from ._process import AsyncProcess  # it uses this module's helpers
-
-    call, sender, resp = await _started(sandbox, first, text, limit, "exec of")
-    return AsyncProcess(sandbox, call, sender, text, limit, resp)
-
-
-async def start_terminal(
-    sandbox: AsyncSandbox, first: exec_pb2.ExecRequest, text: str, limit: float | None
-) -> AsyncTerminal:
-    """``AsyncSandbox.terminal``."""
-    from ._terminal import AsyncTerminal  # it uses this module's helpers
-
-    call, sender, resp = await _started(sandbox, first, text, limit, "terminal")
-    return AsyncTerminal(sandbox, call, sender, text, resp)
+# --- the exec sender ----------------------------------------------------------------
 
 
 async def _send(call: Any, req: exec_pb2.ExecRequest) -> bool:
@@ -470,7 +185,7 @@ async def _send(call: Any, req: exec_pb2.ExecRequest) -> bool:
     return True
 
 
-class _ExecSender:
+class ExecSender:
     """Writes the requests of one exec from a task of its own: the start message, then
     signals at once and stdin within the server's stdin window (see ExecInput), as the
     reader passes on the server's messages (``on_response``). Queueing never blocks."""

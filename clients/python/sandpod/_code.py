@@ -18,10 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._errors import SandpodError
 from .v1 import code_pb2
 
 __all__ = [
     "CodeContextInfo",
+    "CodeContextLost",
+    "CodeRunError",
     "Execution",
     "ExecutionDecoder",
     "ExecutionError",
@@ -193,8 +196,6 @@ class Execution:
 
     def raise_for_error(self) -> Execution:
         if self.error is not None:
-            from ._errors import CodeContextLost, CodeRunError
-
             cls = CodeContextLost if self.context_lost else CodeRunError
             raise cls(self)
         return self
@@ -290,3 +291,30 @@ class ExecutionDecoder:
             ex.stderr = "".join(self._err)
             self.done = True
         return self.done
+
+
+class CodeRunError(SandpodError):
+    """Raised by ``Execution.raise_for_error()`` when the cell raised.
+
+    Attributes:
+        execution: the whole :class:`Execution` (output, results, error).
+        name, value, traceback: the cell's exception (``execution.error``).
+    """
+
+    def __init__(self, execution: Execution) -> None:
+        err = execution.error
+        assert err is not None
+        self.execution = execution
+        self.name = err.name
+        self.value = err.value
+        self.traceback = err.traceback
+        text = f"{err.name}: {err.value}"
+        if err.traceback:
+            text = f"{text}\n{err.traceback.rstrip()}"
+        super().__init__(text)
+
+
+class CodeContextLost(CodeRunError):
+    """The cell's interpreter exited or was killed (``os._exit``, a crash, running out
+    of memory, or a timeout it did not stop for): its state is gone. A new context can be
+    made; the default one is made again by the next ``run_code`` without a context."""

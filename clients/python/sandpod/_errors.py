@@ -28,30 +28,25 @@ table :data:`STATUS_TO_ERROR`, refined by the server's ``ErrorInfo`` reason thro
 :data:`REASON_TO_ERROR`. ``SandboxNotFound`` is raised only when the server says the
 sandbox is missing, so catching it to claim a new sandbox never misfires on a missing
 file, template or program (a program that is not found is a result with exit code 127).
+
+``CommandFailed``/``CommandTimeout`` live in :mod:`sandpod._models` beside the
+``CommandResult`` they carry, ``CodeRunError``/``CodeContextLost`` in :mod:`sandpod._code`
+beside the ``Execution``: a result raises the error that holds it, so this module, which
+imports no other module of the package, stays the root of the layers.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-
-if TYPE_CHECKING:
-    from ._code import Execution
-    from ._models import CommandResult
 
 __all__ = [
     "REASON_TO_ERROR",
     "STATUS_TO_ERROR",
     "AlreadyExists",
     "Cancelled",
-    "CodeContextLost",
     "CodeContextNotFound",
-    "CodeRunError",
-    "CommandFailed",
-    "CommandTimeout",
     "FailedPrecondition",
     "FileNotFound",
     "InvalidArgument",
@@ -175,64 +170,6 @@ class Cancelled(SandpodError):
 
 class ServerError(SandpodError):
     """The server failed in an unexpected way (INTERNAL, UNKNOWN, DATA_LOSS, UNIMPLEMENTED)."""
-
-
-class CommandFailed(SandpodError):
-    """A command run with ``check=True`` exited with a non-zero code (or was killed).
-
-    Attributes:
-        result: the whole :class:`CommandResult`.
-        exit_code, stdout, stderr: shortcuts into ``result``.
-    """
-
-    def __init__(self, result: CommandResult, command: str = "") -> None:
-        self.result = result
-        self.command = command
-        self.exit_code = result.exit_code
-        self.stdout = result.stdout
-        self.stderr = result.stderr
-        what = f"command {command!r}" if command else "command"
-        if result.timed_out:
-            text = f"{what} timed out after {result.duration:.3g}s"
-        elif result.signal:
-            text = f"{what} was killed by signal {result.signal}"
-        else:
-            text = f"{what} exited with code {result.exit_code}"
-        tail = result.stderr.strip()[-500:]
-        if tail:
-            text = f"{text}: {tail}"
-        super().__init__(text)
-
-
-class CommandTimeout(CommandFailed, SandboxTimeout):
-    """A command run with ``check=True`` ran out of its ``timeout`` and was killed."""
-
-
-class CodeRunError(SandpodError):
-    """Raised by ``Execution.raise_for_error()`` when the cell raised.
-
-    Attributes:
-        execution: the whole :class:`Execution` (output, results, error).
-        name, value, traceback: the cell's exception (``execution.error``).
-    """
-
-    def __init__(self, execution: Execution) -> None:
-        err = execution.error
-        assert err is not None
-        self.execution = execution
-        self.name = err.name
-        self.value = err.value
-        self.traceback = err.traceback
-        text = f"{err.name}: {err.value}"
-        if err.traceback:
-            text = f"{text}\n{err.traceback.rstrip()}"
-        super().__init__(text)
-
-
-class CodeContextLost(CodeRunError):
-    """The cell's interpreter exited or was killed (``os._exit``, a crash, running out
-    of memory, or a timeout it did not stop for): its state is gone. A new context can be
-    made; the default one is made again by the next ``run_code`` without a context."""
 
 
 #: The one table from gRPC status codes to exception classes.

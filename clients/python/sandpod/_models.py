@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from ._code import CodeContextInfo, Execution, ExecutionError, Result
+from ._errors import SandboxTimeout, SandpodError
 from .v1 import exec_pb2, files_pb2, preview_pb2, sandbox_pb2, sandbox_service_pb2
 
 __all__ = [
     "CodeContextInfo",
+    "CommandFailed",
     "CommandResult",
+    "CommandTimeout",
     "Condition",
     "Execution",
     "ExecutionError",
@@ -471,8 +474,6 @@ class CommandResult:
 
     def check(self) -> CommandResult:
         """Returns self, or raises CommandFailed (CommandTimeout) unless ``ok``."""
-        from ._errors import CommandFailed, CommandTimeout
-
         if self.timed_out:
             raise CommandTimeout(self, self.command)
         if not self.ok:
@@ -573,3 +574,34 @@ def result_html(result: CommandResult) -> str:
         )
     parts.append("</div>")
     return "".join(parts)
+
+
+class CommandFailed(SandpodError):
+    """A command run with ``check=True`` exited with a non-zero code (or was killed).
+
+    Attributes:
+        result: the whole :class:`CommandResult`.
+        exit_code, stdout, stderr: shortcuts into ``result``.
+    """
+
+    def __init__(self, result: CommandResult, command: str = "") -> None:
+        self.result = result
+        self.command = command
+        self.exit_code = result.exit_code
+        self.stdout = result.stdout
+        self.stderr = result.stderr
+        what = f"command {command!r}" if command else "command"
+        if result.timed_out:
+            text = f"{what} timed out after {result.duration:.3g}s"
+        elif result.signal:
+            text = f"{what} was killed by signal {result.signal}"
+        else:
+            text = f"{what} exited with code {result.exit_code}"
+        tail = result.stderr.strip()[-500:]
+        if tail:
+            text = f"{text}: {tail}"
+        super().__init__(text)
+
+
+class CommandTimeout(CommandFailed, SandboxTimeout):
+    """A command run with ``check=True`` ran out of its ``timeout`` and was killed."""

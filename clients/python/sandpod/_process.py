@@ -2,8 +2,8 @@
 
 :class:`AsyncProcess` is the source; :class:`Process` below it is generated from it by
 ``hack/unasync.py`` (the reader task becomes a thread, the asyncio condition a
-threading one: see ``_async_io`` and ``_sync_io``). ``_async_io.start_process`` and
-``_sync_io.start_process`` open the exec and read its first response.
+threading one: see ``_async_io`` and ``_sync_io``). ``_async_ops.start_process`` and
+``_sync_ops.start_process`` open the exec and read its first response.
 """
 
 from __future__ import annotations

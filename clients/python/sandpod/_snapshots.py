@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from . import _async_io, _sync_io
 from ._base import USE_CLIENT_DEFAULT, Timeout, UseClientDefault
 from ._models import policy_to_pb, to_duration, ts_to_datetime
 from .v1 import sandbox_service_pb2, snapshot_pb2
@@ -200,9 +201,7 @@ class AsyncForkList(list):  # type: ignore[type-arg]
 
     async def delete_all(self) -> None:
         """Deletes every sandbox in the list (in parallel); already gone ones are fine."""
-        from ._async_io import delete_all
-
-        await delete_all(self)
+        await _async_io.delete_all(self)
 
     async def __aenter__(self) -> AsyncForkList:
         return self
@@ -272,9 +271,7 @@ class ForkList(list):  # type: ignore[type-arg]
 
     def delete_all(self) -> None:
         """Deletes every sandbox in the list (in parallel); already gone ones are fine."""
-        from ._sync_io import delete_all
-
-        delete_all(self)
+        _sync_io.delete_all(self)
 
     def __enter__(self) -> ForkList:
         return self

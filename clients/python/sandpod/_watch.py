@@ -1,7 +1,7 @@
 """Watching sandboxes: :class:`Watch` from ``Client.watch`` (and its asyncio twin).
 
 :class:`AsyncWatch` is the source; :class:`Watch` below it is generated from it by
-``hack/unasync.py``. ``_async_io.open_watch`` and ``_sync_io.open_watch`` open the
+``hack/unasync.py``. ``_async_ops.open_watch`` and ``_sync_ops.open_watch`` open the
 stream (the sync one returns once the server has the watch live).
 """
 

@@ -23,8 +23,9 @@ import (
 	sandpod "github.com/sandpod/sandpod/clients/go"
 )
 
-// Legacy is a server subcommand of package main, run with its own flags.
-type Legacy struct {
+// Server is a server subcommand of package main (serve, bridge, controller,
+// agent, ...), run with its own flags.
+type Server struct {
 	Name, Summary string
 	Run           func(ctx context.Context, args []string) int
 }
@@ -49,7 +50,7 @@ type app struct {
 
 // Main runs the CLI with args (without the program name) and returns the
 // process's exit code.
-func Main(args []string, legacy []Legacy) int {
+func Main(args []string, servers []Server) int {
 	a := &app{in: os.Stdin, out: os.Stdout, err: os.Stderr, getenv: os.Getenv}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -70,7 +71,7 @@ func Main(args []string, legacy []Legacy) int {
 			cancel()
 		}
 	}()
-	code := a.run(ctx, args, legacy)
+	code := a.run(ctx, args, servers)
 	a.mu.Lock()
 	if a.client != nil {
 		_ = a.client.Close()
@@ -79,8 +80,8 @@ func Main(args []string, legacy []Legacy) int {
 	return code
 }
 
-func (a *app) run(ctx context.Context, args []string, legacy []Legacy) int {
-	root := a.rootCommand(legacy)
+func (a *app) run(ctx context.Context, args []string, servers []Server) int {
+	root := a.rootCommand(servers)
 	root.SetArgs(args)
 	root.SetIn(a.in)
 	root.SetOut(a.out)
@@ -137,7 +138,7 @@ const (
 	groupServer    = "server"
 )
 
-func (a *app) rootCommand(legacy []Legacy) *cobra.Command {
+func (a *app) rootCommand(servers []Server) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sandpod",
 		Short: "sandboxes for AI agents: claim, exec, copy files, suspend, resume",
@@ -190,16 +191,16 @@ on Kubernetes) at --address, $SANDPOD_ADDRESS, the config file's address, or
 			c.RunE = func(cmd *cobra.Command, args []string) error { return a.commandError(run(cmd, args)) }
 		}
 	}
-	sort.Slice(legacy, func(i, j int) bool { return legacy[i].Name < legacy[j].Name })
-	for _, l := range legacy {
-		root.AddCommand(legacyCommand(l))
+	sort.Slice(servers, func(i, j int) bool { return servers[i].Name < servers[j].Name })
+	for _, l := range servers {
+		root.AddCommand(serverCommand(l))
 	}
 	return root
 }
 
-// legacyCommand lists a server subcommand. main runs those before the CLI
+// serverCommand lists a server subcommand. main runs those before the CLI
 // sees them, so this one runs only through paths main does not take.
-func legacyCommand(l Legacy) *cobra.Command {
+func serverCommand(l Server) *cobra.Command {
 	c := &cobra.Command{
 		Use:                l.Name,
 		Short:              l.Summary,

@@ -20,6 +20,7 @@ import (
 type mcpFlags struct {
 	listen, tokenFile, template string
 	lease, sessionTimeout       time.Duration
+	maxStreams                  int
 }
 
 func (a *app) mcpCommand() *cobra.Command {
@@ -44,8 +45,8 @@ stopped). See docs/agents.md.`,
   sandpod mcp --listen 127.0.0.1:50055 --token-file /etc/sandpod/tokens`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.listen == "" && (f.tokenFile != "" || cmd.Flags().Changed("session-timeout")) {
-				return usageErrorf("--token-file and --session-timeout go with --listen (HTTP)")
+			if f.listen == "" && (f.tokenFile != "" || cmd.Flags().Changed("session-timeout") || cmd.Flags().Changed(bridge.StreamFlag[2:])) {
+				return usageErrorf("--token-file, --session-timeout and %s go with --listen (HTTP)", bridge.StreamFlag)
 			}
 			return a.runMCP(cmd.Context(), f)
 		},
@@ -56,6 +57,7 @@ stopped). See docs/agents.md.`,
 	fl.StringVar(&f.template, "template", mcpserver.DefaultTemplate, "template of the sandbox a session gets when its first call names none (and claim_sandbox's default)")
 	fl.DurationVar(&f.lease, "lease", mcpserver.DefaultLease, "lease of a session's sandboxes, renewed while it lasts: how long they outlive a server killed before it deleted them (0: none, only their TTL)")
 	fl.DurationVar(&f.sessionTimeout, "session-timeout", mcpserver.DefaultSessionTimeout, "with --listen: end an HTTP session that sent nothing for this long, deleting its sandboxes (0: never)")
+	fl.IntVar(&f.maxStreams, bridge.StreamFlag[2:], bridge.DefaultStreamsPerCaller, "with --listen: most HTTP requests (session event streams, tool calls) one caller (token) has in flight; more are answered 429 (0: no limit)")
 	_ = cmd.RegisterFlagCompletionFunc("template", a.completeTemplates)
 	return cmd
 }
@@ -82,7 +84,8 @@ func (a *app) runMCP(ctx context.Context, f mcpFlags) error {
 		}
 		return nil
 	}
-	o := mcpserver.HTTPOptions{Authenticators: authns, Namespace: c.Namespace(), SessionTimeout: f.sessionTimeout}
+	o := mcpserver.HTTPOptions{Authenticators: authns, Namespace: c.Namespace(), SessionTimeout: f.sessionTimeout,
+		Streams: bridge.NewStreamLimiter(f.maxStreams, "sandpod mcp")}
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return usageErrorf("--listen %s: %v", f.listen, err)

@@ -32,6 +32,10 @@ type HTTPOptions struct {
 	SessionTimeout time.Duration
 	// MaxRequestBytes bounds a request body (a write_file's content).
 	MaxRequestBytes int64
+	// Streams bounds the requests each caller (token) has in flight: a
+	// session's event stream and each tool call's answer are streams that
+	// last as long as they need. nil: no bound.
+	Streams *bridge.StreamLimiter
 }
 
 // DefaultSessionTimeout is how long an idle HTTP session lives.
@@ -81,6 +85,15 @@ func (s *Server) httpHandler(o HTTPOptions) http.Handler {
 	}
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
 		&sdk.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: quiet(s.log), MaxRequestBodyBytes: o.MaxRequestBytes})
+	if o.Streams != nil {
+		// Inside the token check: it names the caller.
+		h = o.Streams.LimitHTTP(h, func(r *http.Request) string {
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+				return ti.UserID
+			}
+			return ""
+		})
+	}
 	if len(o.Authenticators) > 0 {
 		// The SDK's middleware puts the caller in the request, so that a
 		// session answers only the caller that opened it.

@@ -66,6 +66,10 @@ func TestHTTPNeedsTheToken(t *testing.T) {
 // httpServer serves the MCP endpoint behind tokens, over a sandpod client
 // with no server (these tests call no tool).
 func httpServer(t *testing.T, tokens bridge.StaticTokens) *httptest.Server {
+	return httpServerWith(t, HTTPOptions{Authenticators: []bridge.Authenticator{tokens}, Namespace: "default"})
+}
+
+func httpServerWith(t *testing.T, o HTTPOptions) *httptest.Server {
 	c, err := sandpod.Dial(t.Context(), "127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +77,7 @@ func httpServer(t *testing.T, tokens bridge.StaticTokens) *httptest.Server {
 	t.Cleanup(func() { _ = c.Close() })
 	s := New(c, Options{})
 	t.Cleanup(s.Close)
-	srv := httptest.NewServer(s.httpHandler(HTTPOptions{Authenticators: []bridge.Authenticator{tokens}, Namespace: "default"}))
+	srv := httptest.NewServer(s.httpHandler(o))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -147,5 +151,31 @@ func TestHTTPWithoutTokensOnLoopbackOnly(t *testing.T) {
 	err = New(c, Options{}).ServeHTTP(t.Context(), lis, HTTPOptions{})
 	if err == nil || !strings.Contains(err.Error(), "--token-file") {
 		t.Errorf("err = %v, want a refusal naming --token-file", err)
+	}
+}
+
+// A caller's requests in flight count against --max-streams-per-caller,
+// named by its token's caller: over it 429, another token still served.
+func TestHTTPStreamsPerCaller(t *testing.T) {
+	limits := bridge.NewStreamLimiter(1, "sandpod mcp")
+	tokens := bridge.StaticTokens{{Secret: "alice"}, {Secret: "bob"}}
+	srv := httpServerWith(t, HTTPOptions{Authenticators: []bridge.Authenticator{tokens}, Namespace: "default", Streams: limits})
+
+	held, err := limits.Acquire("token #1") // alice's one stream, as a session's open GET
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := post(t, srv.URL, initialize, map[string]string{"Authorization": "Bearer alice"}); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("alice over her limit: %d, want 429", resp.StatusCode)
+	}
+	if resp := post(t, srv.URL, initialize, map[string]string{"Authorization": "Bearer bob"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("bob: %d, want 200", resp.StatusCode)
+	}
+	held()
+	if resp := post(t, srv.URL, initialize, map[string]string{"Authorization": "Bearer alice"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("alice after her stream ended: %d, want 200", resp.StatusCode)
+	}
+	if n := limits.Open("token #2"); n != 0 {
+		t.Errorf("bob's ended requests still counted: %d", n)
 	}
 }

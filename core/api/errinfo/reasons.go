@@ -197,6 +197,10 @@ const (
 	ReasonSandboxDiskFull Why = "SANDBOX_DISK_FULL"
 	// ReasonSandboxProcessLimit: the sandbox's process limit is reached.
 	ReasonSandboxProcessLimit Why = "SANDBOX_PROCESS_LIMIT"
+	// ReasonStreamLimit: the caller (its token; callers without one
+	// together) already holds the server's most open streams
+	// (RESOURCE_EXHAUSTED; metadata limit).
+	ReasonStreamLimit Why = "STREAM_LIMIT"
 )
 
 // Reasons of who may call (UNAUTHENTICATED, PERMISSION_DENIED).

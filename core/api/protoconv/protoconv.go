@@ -26,6 +26,17 @@ func Phase(p v1alpha1.SandboxPhase) sandpodv1.Phase {
 	return sandpodv1.Phase_PHASE_PENDING
 }
 
+// PhaseFromProto is the API phase of a wire phase; an unspecified one is
+// Pending, as Phase reports a phase not yet computed.
+func PhaseFromProto(p sandpodv1.Phase) v1alpha1.SandboxPhase {
+	for k, w := range phases {
+		if w == p {
+			return k
+		}
+	}
+	return v1alpha1.SandboxPending
+}
+
 // Policy is the wire value of an effective shutdown policy.
 func Policy(p v1alpha1.ShutdownPolicy) sandpodv1.ShutdownPolicy {
 	switch p {

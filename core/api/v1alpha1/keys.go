@@ -15,6 +15,9 @@ const (
 	// LabelSnapshot names the SandboxSnapshot a sandbox (or pool member)
 	// was made from, and the SandboxSnapshot a VolumeSnapshot belongs to.
 	LabelSnapshot = "sandpod.dev/snapshot"
+	// LabelForkOf names the sandbox a fork's implicit snapshot was taken
+	// of (ForkSandbox from a sandbox), on both engines.
+	LabelForkOf = "sandpod.dev/fork-of"
 
 	// AnnotationIdleSuspended marks a sandbox the controller suspended for
 	// idleness (removed when it runs again).

@@ -102,7 +102,7 @@ const (
 type AgentAuth string
 
 // AgentAuthClientCertificate: the agent checks the bridge's client
-// certificate against the pinned bridge CA (core/agenttls).
+// certificate against the pinned bridge CA (core/agentconn).
 const AgentAuthClientCertificate AgentAuth = "ClientCertificate"
 
 // SandboxStatus is the observed state of a Sandbox.

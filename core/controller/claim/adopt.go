@@ -88,14 +88,7 @@ func ComputeStatus(c *v1alpha1.SandboxClaim, v claimView) v1alpha1.SandboxClaimS
 		st.Warm = v.Warm
 	}
 	set := func(t string, ok bool, reason, msg string) {
-		s := metav1.ConditionFalse
-		if ok {
-			s = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: t, Status: s, Reason: reason, Message: msg,
-			ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(v.Now),
-		})
+		lifecycle.SetCondition(&st.Conditions, t, ok, reason, msg, c.Generation, v.Now)
 	}
 	switch {
 	case v.Problem != "":

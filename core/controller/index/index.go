@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandpod/sandpod/core/api/fieldindex"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -18,8 +19,9 @@ const (
 	// PoolTemplate indexes warm pools by template name.
 	PoolTemplate = "sandpod.index.template"
 	// SandboxSnapshot indexes sandboxes by the SandboxSnapshot they are
-	// made from (spec.snapshotRef.name): a snapshot's users.
-	SandboxSnapshot = "sandpod.index.snapshot"
+	// made from: a snapshot's users. The bridge reads it too, so it is
+	// defined in core/api/fieldindex.
+	SandboxSnapshot = fieldindex.SandboxSnapshot
 	// ClaimSnapshot indexes SandboxClaims by the SandboxSnapshot they
 	// claim from (spec.snapshotRef.name): the claims a snapshot wakes.
 	ClaimSnapshot = "sandpod.index.claimsnapshot"
@@ -48,7 +50,7 @@ func Register(ctx context.Context, ix Indexer) error {
 	}); err != nil {
 		return err
 	}
-	if err := ix.IndexField(ctx, &v1alpha1.Sandbox{}, SandboxSnapshot, SnapshotOfSandbox); err != nil {
+	if err := ix.IndexField(ctx, &v1alpha1.Sandbox{}, SandboxSnapshot, fieldindex.SnapshotOfSandbox); err != nil {
 		return err
 	}
 	if err := ix.IndexField(ctx, &v1alpha1.SandboxClaim{}, ClaimSnapshot, func(o client.Object) []string {
@@ -62,12 +64,4 @@ func Register(ctx context.Context, ix Indexer) error {
 	return ix.IndexField(ctx, &v1alpha1.SandboxWarmPool{}, PoolTemplate, func(o client.Object) []string {
 		return []string{o.(*v1alpha1.SandboxWarmPool).Spec.TemplateRef.Name}
 	})
-}
-
-// SnapshotOfSandbox is the SandboxSnapshot a sandbox is made from, if any.
-func SnapshotOfSandbox(o client.Object) []string {
-	if ref := o.(*v1alpha1.Sandbox).Spec.SnapshotRef; ref != nil {
-		return []string{ref.Name}
-	}
-	return nil
 }

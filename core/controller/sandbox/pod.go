@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -47,11 +47,11 @@ type PodConfig struct {
 	// RuntimeClass is the controller-wide RuntimeClass policy.
 	RuntimeClass RuntimeClassPolicy
 	// BridgeCAPin is the SHA-256 of the bridge CA's public key
-	// (agenttls.Pin), given to every agent: the agent admits callers with
+	// (agentconn.Pin), given to every agent: the agent admits callers with
 	// a client certificate of that CA. It is public: nothing in a sandbox
 	// pod is a credential.
 	BridgeCAPin string
-	// BridgeCAKey is the bridge CA's public key (agenttls.PublicKey; its
+	// BridgeCAKey is the bridge CA's public key (agentconn.PublicKey; its
 	// SHA-256 is BridgeCAPin): the agent seals its identity token to it.
 	// Public too.
 	BridgeCAKey string
@@ -91,7 +91,7 @@ func BuildPod(sb *v1alpha1.Sandbox, cfg PodConfig) (*corev1.Pod, error) {
 	if v1alpha1.AgentContainerIndex(spec, sb.Spec.AgentContainer) < 0 {
 		return nil, fmt.Errorf("agentContainer %q names no container of the podTemplate", sb.Spec.AgentContainer)
 	}
-	if _, err := agenttls.ParsePublicKey(cfg.BridgeCAKey, cfg.BridgeCAPin); !agenttls.ValidPin(cfg.BridgeCAPin) || err != nil {
+	if _, err := agentconn.ParsePublicKey(cfg.BridgeCAKey, cfg.BridgeCAPin); !agentconn.ValidPin(cfg.BridgeCAPin) || err != nil {
 		return nil, fmt.Errorf("the controller has no bridge CA pin and key") // a bug: Setup makes them
 	}
 	if err := cfg.RuntimeClass.Apply(spec); err != nil {

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/sandpod/sandpod/core/agenttls"
+	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 )
 
@@ -319,9 +319,9 @@ func TestBuildPodAgentContainer(t *testing.T) {
 
 // testPin and testKey are a bridge CA's pin and public key.
 var (
-	testCA, _ = agenttls.NewCA(time.Now())
-	testPin   = agenttls.Pin(testCA.Cert)
-	testKey   = agenttls.PublicKey(testCA.Cert)
+	testCA, _ = agentconn.NewCA(time.Now())
+	testPin   = agentconn.Pin(testCA.Cert)
+	testKey   = agentconn.PublicKey(testCA.Cert)
 )
 
 // A pod is stale when its agent trusts another bridge CA than the

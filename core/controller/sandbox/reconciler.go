@@ -1,6 +1,6 @@
 // Package sandbox reconciles Sandboxes: one durable pod with a stable
 // identity, its PVCs and headless Service. It makes no Secret: the agent
-// admits the bridge by its client certificate (core/agenttls).
+// admits the bridge by its client certificate (core/agentconn).
 package sandbox
 
 import (
@@ -87,12 +87,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// 1. Expiry: Delete removes the sandbox, Retain stops it.
 	// A lease its client stopped renewing (the bridge's annotation) ends
 	// the sandbox as its shutdown time would.
-	expiry, expiryWait := decideExpiry(now, sb)
-	leaseAct, leaseWait := decideLease(now, sb)
-	leaseExpired := expiry == lifecycle.ExpiryNone && leaseAct != lifecycle.ExpiryNone
-	if leaseExpired {
-		expiry = leaseAct
-	}
+	// Idleness comes after both (lifecycle.DecideDue, as the local engine).
+	due := lifecycle.DecideDue(now, deadlines(sb))
+	expiry, leaseExpired := due.Expiry, due.Lease
 	if expiry == lifecycle.ExpiryDelete {
 		if leaseExpired {
 			log.FromContext(ctx).Info("lease expired: deleting", "sandbox", req.NamespacedName)
@@ -102,7 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	// 2. Idle auto-suspend: a spec change, so the user sees and can undo it.
-	idleSuspended, idleWait, err := r.idleSuspend(ctx, sb, now, expiry)
+	idleSuspended, err := r.idleSuspend(ctx, sb, due.Idle == v1alpha1.IdleSuspend)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -181,7 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	ev.emit(r.Recorder)
-	wake := lifecycle.NextWakeup(expiryWait, idleWait, leaseWait, in.BackOff)
+	wake := lifecycle.NextWakeup(due.Wait, in.BackOff)
 	if in.RefusedReason == v1alpha1.ReasonNameConflict || in.RefusedReason == v1alpha1.ReasonSnapshotUnusable {
 		// The cache does not see the foreign object go away: look again.
 		wake = lifecycle.NextWakeup(wake, conflictRecheck)
@@ -216,56 +213,37 @@ func mode(sb *v1alpha1.Sandbox) v1alpha1.OperatingMode {
 	return sb.Spec.OperatingMode
 }
 
-func decideExpiry(now time.Time, sb *v1alpha1.Sandbox) (lifecycle.ExpiryAction, time.Duration) {
-	var shutdown *time.Time
-	if sb.Spec.Lifecycle.ShutdownTime != nil {
-		t := sb.Spec.Lifecycle.ShutdownTime.Time
-		shutdown = &t
-	}
-	return lifecycle.DecideExpiry(now, shutdown, lifecycle.EffectivePolicy(sb.Spec.Lifecycle.ShutdownPolicy, ""))
+// deadlines are the sandbox's shutdown time, lease and idle timeout. The
+// idle timeout applies to a running sandbox whose idle action is Suspend:
+// Pause is the bridge's to apply (bridge/kube/idlepause.go), as a pause
+// needs the sandbox's agent, which the controller does not talk to.
+func deadlines(sb *v1alpha1.Sandbox) lifecycle.Deadlines {
+	d := lifecycle.SandboxDeadlines(sb)
+	d.IdleApplies = d.IdleTimeout > 0 && mode(sb) == v1alpha1.OperatingModeRunning &&
+		d.IdleAction != v1alpha1.IdlePause && sb.Status.Phase == v1alpha1.SandboxRunning
+	return d
 }
 
-// decideLease reads the lease the bridge keeps in the sandbox's annotations
-// (sandpod.dev/lease-expires); a sandbox without one has no lease.
-func decideLease(now time.Time, sb *v1alpha1.Sandbox) (lifecycle.ExpiryAction, time.Duration) {
-	if _, ok := sb.Annotations[v1alpha1.AnnotationLease]; !ok {
-		return lifecycle.ExpiryNone, 0
-	}
-	t, err := time.Parse(time.RFC3339Nano, sb.Annotations[v1alpha1.AnnotationLeaseExpires])
-	if err != nil {
-		return lifecycle.ExpiryNone, 0
-	}
-	return lifecycle.LeaseExpiry(now, &t, lifecycle.EffectivePolicy(sb.Spec.Lifecycle.ShutdownPolicy, ""))
-}
-
-// idleSuspend sets operatingMode Suspended on a running sandbox idle past its
-// timeout, and otherwise says how long until it would be.
-func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, now time.Time, expiry lifecycle.ExpiryAction) (bool, time.Duration, error) {
+// idleSuspend sets operatingMode Suspended on a sandbox due for an idle
+// suspend (due), and drops the marks of an earlier idle (or completed)
+// suspend from a sandbox that runs again.
+func (r *Reconciler) idleSuspend(ctx context.Context, sb *v1alpha1.Sandbox, due bool) (bool, error) {
 	if mode(sb) == v1alpha1.OperatingModeRunning && (sb.Annotations[v1alpha1.AnnotationIdleSuspended] != "" || sb.Annotations[v1alpha1.AnnotationCompleted] != "") {
 		// Resumed after an idle (or completed) suspend: drop the marks.
 		patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationIdleSuspended + `":null,"` + v1alpha1.AnnotationCompleted + `":null}}}`)
 		if err := r.Client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			return false, 0, fmt.Errorf("clear idle mark: %w", err)
+			return false, fmt.Errorf("clear idle mark: %w", err)
 		}
 	}
-	// idleAction Pause is the bridge's to apply (bridge/kube/idlepause.go):
-	// a pause needs the sandbox's agent, which the controller does not talk
-	// to. The controller leaves such a sandbox running.
-	if sb.Spec.Lifecycle.IdleTimeout == nil || mode(sb) != v1alpha1.OperatingModeRunning ||
-		sb.Spec.Lifecycle.IdleAction == v1alpha1.IdlePause ||
-		expiry != lifecycle.ExpiryNone || sb.Status.Phase != v1alpha1.SandboxRunning {
-		return false, 0, nil
-	}
-	due, wait := lifecycle.IdleSuspendDue(now, lifecycle.LastActivity(sb), sb.Spec.Lifecycle.IdleTimeout.Duration)
 	if !due {
-		return false, wait, nil
+		return false, nil
 	}
 	// The bridge's port previews of the sandbox close in the same write.
 	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationIdleSuspended + `":"true","` + v1alpha1.AnnotationExposedPorts + `":null}},"spec":{"operatingMode":"Suspended"}}`)
 	if err := r.Client.Patch(ctx, sb, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return false, 0, fmt.Errorf("idle suspend: %w", err)
+		return false, fmt.Errorf("idle suspend: %w", err)
 	}
-	return true, 0, nil
+	return true, nil
 }
 
 // ensureChildren creates the PVCs and service when missing. Existing

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
@@ -107,14 +106,7 @@ func ComputeStatus(sb *v1alpha1.Sandbox, in statusInput) v1alpha1.SandboxStatus 
 	}
 
 	set := func(t string, ok bool, reason, msg string) {
-		s := metav1.ConditionFalse
-		if ok {
-			s = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: t, Status: s, Reason: reason, Message: msg,
-			ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(in.Now),
-		})
+		lifecycle.SetCondition(&st.Conditions, t, ok, reason, msg, gen, in.Now)
 	}
 
 	readyReason, readyMsg := v1alpha1.ReasonPodPending, ""

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
@@ -20,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/sandpod/sandpod/core/api/fieldindex"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
-	"github.com/sandpod/sandpod/core/controller/index"
 	"github.com/sandpod/sandpod/core/controller/sandbox"
 	"github.com/sandpod/sandpod/core/lifecycle"
 	"github.com/sandpod/sandpod/core/patch"
@@ -78,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, snap); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	users, err := Users(ctx, r.Client, snap.Namespace, snap.Name)
+	users, err := fieldindex.SnapshotUsers(ctx, r.Client, snap.Namespace, snap.Name)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -230,33 +229,8 @@ func (r *Reconciler) release(ctx context.Context, snap *v1alpha1.SandboxSnapshot
 	return client.IgnoreNotFound(r.Client.Patch(ctx, snap, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }
 
-// Users are the sandboxes made from the snapshot and the pools naming it
-// (lifecycle.SnapshotUsers), read from the cache.
-func Users(ctx context.Context, c client.Reader, ns, name string) ([]string, error) {
-	var sbs v1alpha1.SandboxList
-	if err := c.List(ctx, &sbs, client.InNamespace(ns), client.MatchingFields{index.SandboxSnapshot: name}); err != nil {
-		return nil, err
-	}
-	var pools v1alpha1.SandboxWarmPoolList
-	if err := c.List(ctx, &pools, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	sp := make([]*v1alpha1.Sandbox, len(sbs.Items))
-	for i := range sbs.Items {
-		sp[i] = &sbs.Items[i]
-	}
-	pp := make([]*v1alpha1.SandboxWarmPool, len(pools.Items))
-	for i := range pools.Items {
-		pp[i] = &pools.Items[i]
-	}
-	return lifecycle.SnapshotUsers(name, sp, pp), nil
-}
-
 func setReady(st *v1alpha1.SandboxSnapshotStatus, snap *v1alpha1.SandboxSnapshot, now time.Time, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionReady, Status: s, Reason: reason, Message: msg,
-		ObservedGeneration: snap.Generation, LastTransitionTime: metav1.NewTime(now),
-	})
+	lifecycle.SetCondition(&st.Conditions, v1alpha1.ConditionReady, s == metav1.ConditionTrue, reason, msg, snap.Generation, now)
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, snap *v1alpha1.SandboxSnapshot, st v1alpha1.SandboxSnapshotStatus) error {

@@ -12,7 +12,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,15 +55,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	st := *t.Status.DeepCopy()
 	st.ObservedGeneration = t.Generation
 	st.SpecHash = lifecycle.TemplateHash(t.Spec)
-	ready := metav1.Condition{
-		Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReconciled,
-		ObservedGeneration: t.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
-	}
+	ok, reason, msg := true, v1alpha1.ReasonReconciled, ""
 	if _, err := lifecycle.CheckEgress(t.Spec.NetworkPolicy); err != nil && ManagesNetworkPolicy(t) {
 		// The policy went out with no egress (fail closed); say why.
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, err.Error()+" (sandboxes of this template get no egress until it is fixed)"
+		ok, reason, msg = false, v1alpha1.ReasonInvalidSpec, err.Error()+" (sandboxes of this template get no egress until it is fixed)"
 	}
-	meta.SetStatusCondition(&st.Conditions, ready)
+	lifecycle.SetCondition(&st.Conditions, v1alpha1.ConditionReady, ok, reason, msg, t.Generation, r.Clock.Now())
 	if !equality.Semantic.DeepEqual(st, t.Status) {
 		orig := t.DeepCopy()
 		t.Status = st

@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -165,10 +164,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, pool *v1alpha1.SandboxWarm
 	}
 	st.Selector = Selector(pool.Name)
 	st.ObservedGeneration = pool.Generation
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionReady, Status: ready, Reason: reason, Message: msg,
-		ObservedGeneration: pool.Generation, LastTransitionTime: metav1.NewTime(now),
-	})
+	lifecycle.SetCondition(&st.Conditions, v1alpha1.ConditionReady, ready == metav1.ConditionTrue, reason, msg, pool.Generation, now)
 	metrics.PoolReady.WithLabelValues(pool.Namespace, pool.Name).Set(float64(st.ReadyReplicas))
 	metrics.PoolSize.WithLabelValues(pool.Namespace, pool.Name).Set(float64(st.Replicas))
 	metrics.PoolDesired.WithLabelValues(pool.Namespace, pool.Name).Set(float64(pool.Spec.Replicas))

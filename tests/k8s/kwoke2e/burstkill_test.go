@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/hack/kube/harness"
 	pb "github.com/sandpod/sandpod/proto/sandpod/v1"
-	"github.com/sandpod/sandpod/tests/k8s/harness"
 	"github.com/sandpod/sandpod/tests/testserver"
 )
 

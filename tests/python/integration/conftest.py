@@ -28,7 +28,7 @@ READY_TIMEOUT = 120.0  # generous: a loaded 2-core machine
 RACE_MARKER = "WARNING: DATA RACE"  # opens each report of a binary built with -race
 
 # The "python" template every test server shares (the Go tests and `make bench` too).
-PYTHON_TEMPLATE = (REPO / "tests" / "testserver" / "python-template.yaml").read_text()
+PYTHON_TEMPLATE = (REPO / "hack" / "fixtures" / "python-template.yaml").read_text()
 
 
 def python_pool(replicas: int) -> str:

@@ -153,3 +153,32 @@ def test_every_sync_twin_is_generated():
                 i for i, line in enumerate(lines) if line.startswith(unasync.REGION_GENERATED)
             )
             assert inspect.getsourcelines(sync)[1] > marker + 1, (sync, path)
+
+
+@pytest.mark.parametrize("async_module", ["_async_io", "_async_ops"])
+def test_hand_written_twins_have_the_same_names(async_module):
+    # The generated client calls the sync twin under the name hack/unasync.py maps the
+    # asyncio one to: every name it calls is there, and every sync name has its asyncio
+    # twin (the asyncio side may have more: open_channel, for its lazy channel).
+    import ast
+    import importlib
+
+    sync_module = unasync.NAMES[async_module]
+
+    def defined(module):
+        mod = importlib.import_module(f"sandpod.{module}")
+        kinds = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+        body = ast.parse(Path(mod.__file__).read_text()).body
+        return {n.name for n in body if isinstance(n, kinds) and not n.name.startswith("_")}
+
+    synced = defined(sync_module)
+    assert synced <= {unasync.NAMES.get(name, name) for name in defined(async_module)}
+    alias = "_io" if async_module.endswith("_io") else "_ops"
+    called = {
+        node.attr
+        for node in ast.walk(ast.parse((PKG / "_client.py").read_text()))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == alias
+    }
+    assert called and called <= synced
