@@ -58,6 +58,10 @@ type Config struct {
 	// DefaultIDRegistry.
 	IDRegistry string
 	Logger     *slog.Logger
+	// Clock is the time the engine decides by (shutdown times, leases,
+	// idle and restart back-offs, quotas); nil means time.Now. Waits on
+	// real events (a process's exit, a lock) keep the real clock.
+	Clock func() time.Time
 }
 
 // Engine is the local backend.
@@ -104,6 +108,14 @@ type Engine struct {
 	wg     sync.WaitGroup
 }
 
+// now is the engine's clock (Config.Clock).
+func (e *Engine) now() time.Time {
+	if e.cfg.Clock != nil {
+		return e.cfg.Clock()
+	}
+	return time.Now()
+}
+
 type pool struct {
 	namespace, name, template string
 	replicas                  int32
@@ -121,7 +133,7 @@ type pool struct {
 
 // New opens the state and recovers every sandbox from it: running ones are
 // found again (or restarted), suspended ones stay suspended.
-func New(ctx context.Context, cfg Config) (*Engine, error) {
+func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -188,12 +200,15 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			st.close() // one way out for every failure below
+		}
+	}()
 	if err := os.MkdirAll(filepath.Join(abs, "sandboxes"), 0o711); err != nil {
-		st.close()
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
 	if err := searchable(filepath.Join(abs, "sandboxes")); err != nil {
-		st.close()
 		return nil, err
 	}
 	if len(rep.Orphans) > 0 {
@@ -226,18 +241,15 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.orphans[d] = true
 	}
 	if err := ownedPrivateDir(e.sockets); err != nil {
-		st.close()
 		return nil, err
 	}
 	if err := os.MkdirAll(e.runc.root, 0o700); err != nil {
-		st.close()
 		return nil, err
 	}
 	for i := range cfg.Definitions.Templates {
 		t := &cfg.Definitions.Templates[i]
 		rs, err := resolveTemplate(t)
 		if err != nil {
-			st.close()
 			return nil, err
 		}
 		e.templates[t.Namespace+"/"+t.Name] = rs
@@ -247,7 +259,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	recs, reqs, overrides, err := st.loadAll()
 	if err != nil {
-		st.close()
 		return nil, fmt.Errorf("load state: %w", err)
 	}
 	e.requests = reqs
@@ -262,7 +273,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.pools[key] = &pool{namespace: p.Namespace, name: p.Name, template: p.Spec.TemplateRef.Name, replicas: n, snapshot: p.Spec.Snapshot, deficit: true}
 	}
 	if err := e.recoverSnapshots(); err != nil {
-		st.close()
 		return nil, fmt.Errorf("snapshots: %w", err)
 	}
 	if !cg.usable() {
@@ -274,7 +284,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		"agentRestart", fmt.Sprintf("%s, back-off %s..%s, reset after %s", cfg.AgentRestart.Policy, cfg.AgentRestart.InitialBackoff.Duration, cfg.AgentRestart.MaxBackoff.Duration, cfg.AgentRestart.ResetAfter.Duration),
 		"isolation", "runc "+runcBin+": user namespace on a host id range of its own, pid, mount, network, uts, ipc and cgroup namespaces, own root file system, seccomp, no_new_privs")
 	e.recover(ctx, recs)
-	e.leaseGrace(time.Now())
+	e.leaseGrace(e.now())
 	return e, nil
 }
 
@@ -355,7 +365,7 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	e.sweepSockets()
 	e.sweepBundles()
 	e.sweepContainers()
-	if n := sweepPastaDirs(os.TempDir(), time.Now()); n > 0 {
+	if n := sweepPastaDirs(os.TempDir(), e.now()); n > 0 {
 		e.log.Info("removed pasta directories left by an earlier exit", "count", n)
 	}
 	go func() {
@@ -418,7 +428,7 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 		}
 		e.mu.Lock()
 		sb.workload = lifecycle.WorkloadReady
-		sb.lastAnswer = time.Now()
+		sb.lastAnswer = e.now()
 		e.mu.Unlock()
 		e.watchExit(sb, sb.proc)
 	case sb.proc != nil:

@@ -309,8 +309,8 @@ func (e *Engine) finishInPlace(ctx context.Context, sb *sandbox, p *process, kil
 	if gerr := <-gone; gerr != nil && err == nil {
 		err = gerr
 	}
-	now := time.Now()
-	e.log.Info("restore in place: agent back", "sandbox", sb.key(), "took", now.Sub(t0).Round(time.Microsecond))
+	now := e.now()
+	e.log.Info("restore in place: agent back", "sandbox", sb.key(), "took", time.Since(t0).Round(time.Microsecond))
 	e.mu.Lock()
 	if sb.proc != p {
 		e.mu.Unlock()

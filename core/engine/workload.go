@@ -78,7 +78,7 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 	sb.cancelStart = nil
 	if err != nil {
 		if restart && err != errGone {
-			e.agentDownLocked(sb, time.Now(), "restart failed: "+err.Error(), true)
+			e.agentDownLocked(sb, e.now(), "restart failed: "+err.Error(), true)
 		} else {
 			sb.workload = lifecycle.WorkloadFailed
 			sb.rec.Message = "start failed: " + err.Error() + " (see " + e.logPath(&rec) + ")"
@@ -89,7 +89,7 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 		e.poke()
 		return err
 	}
-	now := time.Now()
+	now := e.now()
 	sb.proc = p
 	sb.workload = lifecycle.WorkloadReady
 	sb.healthFails, sb.lastAnswer, sb.killedFor = 0, now, ""
@@ -367,7 +367,7 @@ func (e *Engine) watchExit(sb *sandbox, p *process) {
 func (e *Engine) agentDown(sb *sandbox, how string) {
 	e.mu.Lock()
 	sb.proc = nil
-	e.agentDownLocked(sb, time.Now(), how, false)
+	e.agentDownLocked(sb, e.now(), how, false)
 	e.mu.Unlock()
 	e.publish(sb)
 	e.poke()
@@ -541,6 +541,6 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 		delete(e.requests, reqKey)
 	}
 	e.mu.Unlock()
-	e.hub.publish(event{typ: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_DELETED, sb: e.snapshot(sb)})
+	e.hub.publish(event{typ: Deleted, sb: e.snapshot(sb)})
 	return nil
 }
