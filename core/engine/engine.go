@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/engine/cgroups"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -69,7 +70,7 @@ type Engine struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *store
-	cg      cgroupLayout // cgroupNone with Config.NoLimits
+	cg      cgroups.Layout // none with Config.NoLimits
 	runc    runc
 	ids     *idRegistry
 	sockets string
@@ -174,9 +175,9 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	}
 	// Before anything is touched: an engine that cannot apply the limits
 	// its templates promise does not start (without --no-limits).
-	var cg cgroupLayout
+	var cg cgroups.Layout
 	if !cfg.NoLimits {
-		if cg, err = detectCgroups(hostCgroupRoot); err != nil {
+		if cg, err = cgroups.Detect(cgroups.HostRoot); err != nil {
 			return nil, err
 		}
 	}
@@ -220,7 +221,7 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		log:         cfg.Logger,
 		store:       st,
 		cg:          cg,
-		runc:        runc{bin: runcBin, root: filepath.Join(abs, "runc"), noCgroups: !cg.usable(), cgroups: hostCgroups(hostCgroupRoot)},
+		runc:        runc{bin: runcBin, root: filepath.Join(abs, "runc"), noCgroups: !cg.Usable(), cgroups: cgroups.Host(cgroups.HostRoot)},
 		ids:         ids,
 		moveRange:   map[string]bool{},
 		sockets:     socketDir(abs),
@@ -275,7 +276,7 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err := e.recoverSnapshots(); err != nil {
 		return nil, fmt.Errorf("snapshots: %w", err)
 	}
-	if !cg.usable() {
+	if !cg.Usable() {
 		e.log.Warn("running WITHOUT sandbox limits (--no-limits): sandboxes get no memory, pids or cpu limit, " +
 			"a runaway one can take the whole machine, and pause is refused; drop --no-limits to have serve apply them")
 	}
@@ -314,7 +315,7 @@ func (e *Engine) Close() error {
 		e.cancel()
 	}
 	e.wg.Wait()
-	if !awaitPendingCgroupRemovals(closeCgroupWait) {
+	if !cgroups.AwaitPendingRemovals(closeCgroupWait) {
 		e.log.Warn("cgroups of deleted sandboxes still busy at exit; the next engine start removes them", "waited", closeCgroupWait)
 	}
 	return e.store.close()
@@ -332,9 +333,9 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 		sb := makeSandbox(r)
 		e.sandboxes[r.key()] = sb
 		cg := e.containerCgroup(r.Container)
-		if f, ok := cg.freezerFiles(); ok {
-			if _, err := os.Stat(f.write); err != nil {
-				cg = containerCgroup{} // started by a serve with --no-limits: runc's, if any
+		if f, ok := cg.Freezer(); ok {
+			if _, err := os.Stat(f.Write); err != nil {
+				cg = cgroups.Container{} // started by a serve with --no-limits: runc's, if any
 			}
 		}
 		if p := adoptProcess(e.runc, r.Container, cg, r.PID, r.PIDStart); p != nil {
@@ -342,8 +343,8 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 			sb.workload = lifecycle.WorkloadStarting
 			// Started by an engine without the socket cap: the sockets it
 			// opens from now on are charged (sockmem_linux.go).
-			if e.cg.usable() {
-				if err := e.cg.limitSocketMemory(r.Container, socketMemoryLimit(r.Spec.MemoryBytes, hostTCPMemMax())); err != nil {
+			if e.cg.Usable() {
+				if err := e.cg.LimitSocketMemory(r.Container, cgroups.SocketMemoryLimit(r.Spec.MemoryBytes, cgroups.HostTCPMemMax())); err != nil {
 					e.log.Warn("adopted sandbox's socket buffers left uncapped", "sandbox", r.key(), "err", err)
 				}
 			}
@@ -369,7 +370,7 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 		e.log.Info("removed pasta directories left by an earlier exit", "count", n)
 	}
 	go func() {
-		if n := e.runc.cgroups.sweepStrayCgroups(strayCgroupDelay); n > 0 {
+		if n := e.runc.cgroups.SweepStray(cgroups.StrayDelay); n > 0 {
 			e.log.Info("removed empty cgroups left by an earlier exit", "count", n)
 		}
 	}()

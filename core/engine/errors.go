@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
+	"github.com/sandpod/sandpod/core/engine/cgroups"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -119,3 +120,7 @@ func (e *RefusalError) Error() string { return e.Why }
 
 // Is matches ErrConflict.
 func (e *RefusalError) Is(target error) bool { return target == ErrConflict }
+
+// LimitsError is New's refusal of a host where it cannot apply the limits
+// its templates promise (cgroups.Detect; --no-limits runs without them).
+type LimitsError = cgroups.LimitsError

@@ -190,7 +190,7 @@ func (e *Engine) act(ctx context.Context, a action) {
 		e.log.Info("idle timeout: suspending", "sandbox", a.sb.key())
 		_, _ = e.Suspend(a.sb.rec.Namespace, a.sb.rec.Name)
 	case "pause":
-		if !e.cg.usable() {
+		if !e.cg.Usable() {
 			e.log.Info("idle timeout: suspending (pause needs the cgroup freezer, and serve runs with --no-limits)", "sandbox", a.sb.key())
 			_, _ = e.Suspend(a.sb.rec.Namespace, a.sb.rec.Name)
 			return

@@ -17,7 +17,7 @@ func (e *Engine) Pause(ns, name string) (Sandbox, error) {
 	if err != nil {
 		return Sandbox{}, err
 	}
-	if !e.cg.usable() {
+	if !e.cg.Usable() {
 		return Sandbox{}, failf(ErrConflict, errinfo.ReasonFreezeFailed,
 			"pause %q: pausing needs the cgroup freezer, and this server runs with --no-limits (no cgroups); suspend it instead, or restart serve without --no-limits", name)
 	}

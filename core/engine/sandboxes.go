@@ -625,7 +625,7 @@ func (e *Engine) Templates(ns string) []Template {
 		if e.disks.enforced() {
 			t.DiskBytes, t.DiskInodes = rs.DiskBytes, rs.DiskInodes
 		}
-		if !e.cg.usable() {
+		if !e.cg.Usable() {
 			// What is applied, not what the template asks: nothing
 			// (--no-limits; 0 is unlimited).
 			t.MemoryBytes, t.CPUMillis, t.PidsLimit = 0, 0, 0

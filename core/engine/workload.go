@@ -153,7 +153,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		layered = sb.rec.Seeded && sb.rec.Layered
 		e.mu.Unlock()
 	}
-	if layered && isOverlayMount(wd) && e.cg.usable() {
+	if layered && isOverlayMount(wd) && e.cg.Usable() {
 		swapBase = e.swapBase(rec)
 		if err := prepareSwapBase(swapBase); err != nil {
 			return nil, fmt.Errorf("workspace mount point: %w", err)
@@ -179,7 +179,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		c.AgentArgs = append([]string{"--"}, rec.Spec.Command...)
 	}
 	id := newContainerID(rec)
-	c.CgroupsPath = e.cg.cgroupsPath(id)
+	c.CgroupsPath = e.cg.CgroupsPath(id)
 	return startProcess(launch{
 		ctx:       ctx,
 		runc:      e.runc,
