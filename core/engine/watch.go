@@ -71,7 +71,9 @@ func (e *Engine) Watch(ctx context.Context, namespace string, sel labels.Selecto
 	if sendInitial {
 		initial = e.List(namespace, sel, includePool)
 	}
-	out := make(chan Event, 16)
+	// Unbuffered: the caller's own buffer (bridge/local's) is the only one
+	// after the hub's, so a watcher is dropped as far behind as before.
+	out := make(chan Event)
 	go func() {
 		defer close(out)
 		defer e.hub.unsubscribe(sub)
