@@ -25,7 +25,7 @@ type Backend struct{ e *engine.Engine }
 // New returns the Backend of e.
 func New(e *engine.Engine) *Backend { return &Backend{e: e} }
 
-// sandboxRequest is what a create or claim asks, in the engine's terms.
+// sandboxRequest is what CreateSandboxRequest and ClaimSandboxRequest share.
 type sandboxRequest interface {
 	GetNamespace() string
 	GetTemplate() string
