@@ -36,6 +36,12 @@ import (
 // With a request id, a retry returns what the first attempt got: an adopted
 // member carries the id (found through the cache's index), a cold sandbox is
 // named after it.
+//
+// The local engine's Claim (core/engine/sandboxes.go) has the same outline
+// (request id, source, quota, warm take, cold); it differs where the stores
+// do: it runs each step under one mutex with one store write, so it needs no
+// request lock, take slots, quota release or uncertain claims, and counts
+// the quota only once it has a member to take.
 func (b *Backend) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (got *sandpodv1.Sandbox, warm bool, err error) {
 	tr := b.traceClaim(ctx)
 	defer func() { tr.done(ctx, b.log, warm, err) }()

@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/sandpod/sandpod/bridge"
+	"github.com/sandpod/sandpod/bridge/local"
 	"github.com/sandpod/sandpod/core/engine"
 )
 
 //go:embed default-templates.yaml
 var defaultTemplates []byte
 
-var _ bridge.Backend = (*engine.Engine)(nil)
+var _ bridge.Backend = (*local.Backend)(nil)
 
 func init() {
 	register("serve", "run the bridge on the embedded local engine (no cluster needed)", runServe)
@@ -97,7 +98,7 @@ func serve(ctx context.Context, log *slog.Logger, o serveOptions) error {
 	}
 	eng.Start()
 
-	b := bridge.New(eng)
+	b := bridge.New(local.New(eng))
 	log.Info("sandpod serving", "state", o.stateDir, "templates", len(defs.Templates), "pools", len(defs.Pools))
 	err = serveGRPC(ctx, log, b, bo, o.server)
 	b.Close()

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
+	"github.com/sandpod/sandpod/core/engine/cgroups"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -62,6 +63,10 @@ type Config struct {
 	// DefaultIDRegistry.
 	IDRegistry string
 	Logger     *slog.Logger
+	// Clock is the time the engine decides by (shutdown times, leases,
+	// idle and restart back-offs, quotas); nil means time.Now. Waits on
+	// real events (a process's exit, a lock) keep the real clock.
+	Clock func() time.Time
 }
 
 // Engine is the local backend.
@@ -69,7 +74,7 @@ type Engine struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *store
-	cg      cgroupLayout // cgroupNone with Config.NoLimits
+	cg      cgroups.Layout // none with Config.NoLimits
 	runc    runc
 	ids     *idRegistry
 	sockets string
@@ -108,6 +113,14 @@ type Engine struct {
 	wg     sync.WaitGroup
 }
 
+// now is the engine's clock (Config.Clock).
+func (e *Engine) now() time.Time {
+	if e.cfg.Clock != nil {
+		return e.cfg.Clock()
+	}
+	return time.Now()
+}
+
 type pool struct {
 	namespace, name, template string
 	replicas                  int32
@@ -125,7 +138,7 @@ type pool struct {
 
 // New opens the state and recovers every sandbox from it: running ones are
 // found again (or restarted), suspended ones stay suspended.
-func New(ctx context.Context, cfg Config) (*Engine, error) {
+func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -173,9 +186,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	// Before anything is touched: an engine that cannot apply the limits
 	// its templates promise does not start (without --no-limits).
-	var cg cgroupLayout
+	var cg cgroups.Layout
 	if !cfg.NoLimits {
-		if cg, err = detectCgroups(hostCgroupRoot); err != nil {
+		if cg, err = cgroups.Detect(cgroups.HostRoot); err != nil {
 			return nil, err
 		}
 	}
@@ -199,12 +212,15 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			st.close() // one way out for every failure below
+		}
+	}()
 	if err := os.MkdirAll(filepath.Join(abs, "sandboxes"), 0o711); err != nil {
-		st.close()
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
 	if err := searchable(filepath.Join(abs, "sandboxes")); err != nil {
-		st.close()
 		return nil, err
 	}
 	if len(rep.Orphans) > 0 {
@@ -216,7 +232,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		log:         cfg.Logger,
 		store:       st,
 		cg:          cg,
-		runc:        runc{bin: runcBin, root: filepath.Join(abs, "runc"), noCgroups: !cg.usable(), cgroups: hostCgroups(hostCgroupRoot)},
+		runc:        runc{bin: runcBin, root: filepath.Join(abs, "runc"), noCgroups: !cg.Usable(), cgroups: cgroups.Host(cgroups.HostRoot)},
 		ids:         ids,
 		moveRange:   map[string]bool{},
 		sockets:     socketDir(abs),
@@ -237,18 +253,15 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.orphans[d] = true
 	}
 	if err := ownedPrivateDir(e.sockets); err != nil {
-		st.close()
 		return nil, err
 	}
 	if err := os.MkdirAll(e.runc.root, 0o700); err != nil {
-		st.close()
 		return nil, err
 	}
 	for i := range cfg.Definitions.Templates {
 		t := &cfg.Definitions.Templates[i]
 		rs, err := resolveTemplate(t)
 		if err != nil {
-			st.close()
 			return nil, err
 		}
 		e.templates[t.Namespace+"/"+t.Name] = rs
@@ -258,7 +271,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	recs, reqs, overrides, err := st.loadAll()
 	if err != nil {
-		st.close()
 		return nil, fmt.Errorf("load state: %w", err)
 	}
 	e.requests = reqs
@@ -273,10 +285,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.pools[key] = &pool{namespace: p.Namespace, name: p.Name, template: p.Spec.TemplateRef.Name, replicas: n, snapshot: p.Spec.Snapshot, deficit: true}
 	}
 	if err := e.recoverSnapshots(); err != nil {
-		st.close()
 		return nil, fmt.Errorf("snapshots: %w", err)
 	}
-	if !cg.usable() {
+	if !cg.Usable() {
 		e.log.Warn("running WITHOUT sandbox limits (--no-limits): sandboxes get no memory, pids or cpu limit, " +
 			"a runaway one can take the whole machine, and pause is refused; drop --no-limits to have serve apply them")
 	}
@@ -285,7 +296,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		"agentRestart", fmt.Sprintf("%s, back-off %s..%s, reset after %s", cfg.AgentRestart.Policy, cfg.AgentRestart.InitialBackoff.Duration, cfg.AgentRestart.MaxBackoff.Duration, cfg.AgentRestart.ResetAfter.Duration),
 		"isolation", "runc "+runcBin+": user namespace on a host id range of its own, pid, mount, network, uts, ipc and cgroup namespaces, own root file system, seccomp, no_new_privs")
 	e.recover(ctx, recs)
-	e.leaseGrace(time.Now())
+	e.leaseGrace(e.now())
 	return e, nil
 }
 
@@ -315,7 +326,7 @@ func (e *Engine) Close() error {
 		e.cancel()
 	}
 	e.wg.Wait()
-	if !awaitPendingCgroupRemovals(closeCgroupWait) {
+	if !cgroups.AwaitPendingRemovals(closeCgroupWait) {
 		e.log.Warn("cgroups of deleted sandboxes still busy at exit; the next engine start removes them", "waited", closeCgroupWait)
 	}
 	return e.store.close()
@@ -333,9 +344,9 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 		sb := makeSandbox(r)
 		e.sandboxes[r.key()] = sb
 		cg := e.containerCgroup(r.Container)
-		if f, ok := cg.freezerFiles(); ok {
-			if _, err := os.Stat(f.write); err != nil {
-				cg = containerCgroup{} // started by a serve with --no-limits: runc's, if any
+		if f, ok := cg.Freezer(); ok {
+			if _, err := os.Stat(f.Write); err != nil {
+				cg = cgroups.Container{} // started by a serve with --no-limits: runc's, if any
 			}
 		}
 		if p := adoptProcess(e.runc, r.Container, cg, r.PID, r.PIDStart); p != nil {
@@ -343,8 +354,8 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 			sb.workload = lifecycle.WorkloadStarting
 			// Started by an engine without the socket cap: the sockets it
 			// opens from now on are charged (sockmem_linux.go).
-			if e.cg.usable() {
-				if err := e.cg.limitSocketMemory(r.Container, socketMemoryLimit(r.Spec.MemoryBytes, hostTCPMemMax())); err != nil {
+			if e.cg.Usable() {
+				if err := e.cg.LimitSocketMemory(r.Container, cgroups.SocketMemoryLimit(r.Spec.MemoryBytes, cgroups.HostTCPMemMax())); err != nil {
 					e.log.Warn("adopted sandbox's socket buffers left uncapped", "sandbox", r.key(), "err", err)
 				}
 			}
@@ -366,11 +377,11 @@ func (e *Engine) recover(ctx context.Context, recs []record) {
 	e.sweepSockets()
 	e.sweepBundles()
 	e.sweepContainers()
-	if n := sweepPastaDirs(os.TempDir(), time.Now()); n > 0 {
+	if n := sweepPastaDirs(os.TempDir(), e.now()); n > 0 {
 		e.log.Info("removed pasta directories left by an earlier exit", "count", n)
 	}
 	go func() {
-		if n := e.runc.cgroups.sweepStrayCgroups(strayCgroupDelay); n > 0 {
+		if n := e.runc.cgroups.SweepStray(cgroups.StrayDelay); n > 0 {
 			e.log.Info("removed empty cgroups left by an earlier exit", "count", n)
 		}
 	}()
@@ -429,7 +440,7 @@ func (e *Engine) recoverOne(ctx context.Context, sb *sandbox) {
 		}
 		e.mu.Lock()
 		sb.workload = lifecycle.WorkloadReady
-		sb.lastAnswer = time.Now()
+		sb.lastAnswer = e.now()
 		e.mu.Unlock()
 		e.watchExit(sb, sb.proc)
 	case sb.proc != nil:

@@ -9,34 +9,42 @@ import (
 	"strconv"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/sandpod/sandpod/core/api/errinfo"
-	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
-	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
 func unavailable(what string, err error) error {
-	return errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "%s: %v", what, err)
+	return failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "%s: %v", what, err)
 }
 
-// SnapshotSandbox copies a sandbox's workspace into a new snapshot. The
+// ErrMemorySnapshot refuses a snapshot of processes' memory: the local
+// engine snapshots files only.
+var ErrMemorySnapshot error = fail(ErrUnsupported, errinfo.ReasonMemorySnapshotUnsupported, nil, "the local engine snapshots files only (the workspace), not the memory of processes: leave include_memory unset")
+
+// SnapshotRequest asks for a snapshot of a sandbox's workspace.
+type SnapshotRequest struct {
+	Namespace, Sandbox, Name string
+	Labels                   map[string]string
+	RequestID                string
+	IncludeMemory            bool
+}
+
+// TakeSnapshot copies a sandbox's workspace into a new snapshot. The
 // sandbox keeps running: a file it writes during the copy may be caught
 // half-written (suspend it first for a quiet copy).
-func (e *Engine) SnapshotSandbox(_ context.Context, req *sandpodv1.SnapshotSandboxRequest) (*sandpodv1.Snapshot, error) {
-	if req.GetIncludeMemory() {
-		return nil, errinfo.New(codes.Unimplemented, errinfo.ReasonMemorySnapshotUnsupported, nil, "the local engine snapshots files only (the workspace), not the memory of processes: leave include_memory unset")
+func (e *Engine) TakeSnapshot(r SnapshotRequest) (SnapshotInfo, error) {
+	if r.IncludeMemory {
+		return SnapshotInfo{}, ErrMemorySnapshot
 	}
-	ns := nsOr(req.GetNamespace())
-	s, err := e.takeSnapshot(ns, req.GetSandbox(), req.GetName(), req.GetLabels(), req.GetRequestId(), "snapshot")
+	ns := nsOr(r.Namespace)
+	s, err := e.takeSnapshot(ns, r.Sandbox, r.Name, r.Labels, r.RequestID, "snapshot")
 	if err != nil {
-		return nil, err
+		return SnapshotInfo{}, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.snapProtoLocked(s), nil
+	return e.snapViewLocked(s), nil
 }
 
 // takeSnapshot makes a snapshot of a sandbox (or returns the one an
@@ -50,22 +58,22 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 		if ent, ok := e.requests[reqKey]; ok {
 			defer e.mu.Unlock()
 			if ent.Op != op {
-				return nil, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonRequestIDReused, "request_id %q was already used by a %s request", requestID, ent.Op)
+				return nil, failf(ErrInvalid, errinfo.ReasonRequestIDReused, "request_id %q was already used by a %s request", requestID, ent.Op)
 			}
 			if s := e.snaps[ns+"/"+ent.Sandbox]; s != nil && s.UID == ent.UID {
 				return s, nil
 			}
-			return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonSnapshotNotFound, "request_id %q made snapshot %q, which has since been deleted", requestID, ent.Sandbox)
+			return nil, failf(ErrNotFound, errinfo.ReasonSnapshotNotFound, "request_id %q made snapshot %q, which has since been deleted", requestID, ent.Sandbox)
 		}
 	}
 	sb := e.sandboxes[ns+"/"+source]
 	if sb == nil || sb.rec.Deleting {
 		e.mu.Unlock()
-		return nil, errinfo.SandboxNotFound(ns, source)
+		return nil, sandboxNotFound(ns, source)
 	}
 	if sb.rec.Pool != "" && !sb.rec.Claimed {
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonUnclaimedPoolMember, "sandbox %q is an unclaimed warm pool member: claim it first", source)
+		return nil, failf(ErrConflict, errinfo.ReasonUnclaimedPoolMember, "sandbox %q is an unclaimed warm pool member: claim it first", source)
 	}
 	count := 0
 	for _, s := range e.snaps {
@@ -75,13 +83,13 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 	}
 	if count >= e.limits.MaxPerNamespace {
 		e.mu.Unlock()
-		return nil, errinfo.SnapshotQuota(ns, fmt.Sprintf("namespace %q holds %d snapshots, the local engine's limit (LocalEngineConfig snapshots.maxPerNamespace): delete some first", ns, count))
+		return nil, fail(ErrExhausted, errinfo.ReasonSnapshotQuota, map[string]string{"namespace": ns}, fmt.Sprintf("namespace %q holds %d snapshots, the local engine's limit (LocalEngineConfig snapshots.maxPerNamespace): delete some first", ns, count))
 	}
 	if name == "" {
 		name = e.generateSnapName(ns, source)
 	} else if _, taken := e.snaps[ns+"/"+name]; taken {
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.AlreadyExists, errinfo.ReasonSnapshotExists, "snapshot %q already exists in namespace %q", name, ns)
+		return nil, failf(ErrExists, errinfo.ReasonSnapshotExists, "snapshot %q already exists in namespace %q", name, ns)
 	}
 	rec := sb.rec
 	e.mu.Unlock()
@@ -89,26 +97,26 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 	// The workspace of a sandbox layered on a snapshot is its overlay,
 	// mounted again here if a reboot took it away.
 	if err := e.mountIfLayered(&rec); err != nil {
-		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "workspace of %q: %v", source, err)
+		return nil, failf(ErrInternal, errinfo.ReasonSnapshotCopyFailed, "workspace of %q: %v", source, err)
 	}
 	uid, _ := rec.Spec.runAs()
-	s := &snapRecord{Namespace: ns, Name: name, UID: newUID(), Labels: copyMap(lbls), Source: source, Template: rec.Spec.Template, RunAsUID: uid, Created: time.Now()}
+	s := &snapRecord{Namespace: ns, Name: name, UID: newUID(), Labels: copyMap(lbls), Source: source, Template: rec.Spec.Template, RunAsUID: uid, Created: e.now()}
 	parent := filepath.Join(e.cfg.StateDir, "snapshots", ns)
 	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "snapshot directory: %v", err)
+		return nil, failf(ErrInternal, errinfo.ReasonSnapshotCopyFailed, "snapshot directory: %v", err)
 	}
 	tmp := filepath.Join(parent, ".tmp-"+s.UID)
 	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "snapshot directory: %v", err)
+		return nil, failf(ErrInternal, errinfo.ReasonSnapshotCopyFailed, "snapshot directory: %v", err)
 	}
 	start := time.Now()
 	st, err := e.copyWorkspace(&rec, filepath.Join(tmp, "files"))
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		if errors.Is(err, errCopyLimit) {
-			return nil, errinfo.SnapshotQuota(ns, fmt.Sprintf("the workspace of %q is over a snapshot limit (%v; LocalEngineConfig snapshots.maxBytes is %d)", source, err, e.limits.MaxBytes))
+			return nil, fail(ErrExhausted, errinfo.ReasonSnapshotQuota, map[string]string{"namespace": ns}, fmt.Sprintf("the workspace of %q is over a snapshot limit (%v; LocalEngineConfig snapshots.maxBytes is %d)", source, err, e.limits.MaxBytes))
 		}
-		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "copy the workspace of %q: %v", source, err)
+		return nil, failf(ErrInternal, errinfo.ReasonSnapshotCopyFailed, "copy the workspace of %q: %v", source, err)
 	}
 	s.Bytes, s.Entries, s.Skipped, s.Took = st.Bytes, st.Entries, st.Skipped, time.Since(start).Round(time.Millisecond).String()
 	s.TakenBy = "copy"
@@ -117,7 +125,7 @@ func (e *Engine) takeSnapshot(ns, source, name string, lbls map[string]string, r
 	}
 	if err := os.Rename(tmp, snapDir(e.cfg.StateDir, ns, name)); err != nil {
 		_ = os.RemoveAll(tmp)
-		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "snapshot directory: %v", err)
+		return nil, failf(ErrInternal, errinfo.ReasonSnapshotCopyFailed, "snapshot directory: %v", err)
 	}
 	var ent *requestEntry
 	if requestID != "" {
@@ -169,34 +177,46 @@ func (e *Engine) generateSnapName(ns, source string) string {
 	}
 }
 
-// ForkSandbox makes count sandboxes from a snapshot, or from a sandbox
+// ForkRequest asks for Count sandboxes from a snapshot, or from a sandbox
+// through an implicit snapshot of it.
+type ForkRequest struct {
+	Namespace, Sandbox, Snapshot, Template string
+	Count                                  int
+	Labels, Env                            map[string]string
+	TTL                                    time.Duration
+	ShutdownPolicy                         v1alpha1.ShutdownPolicy
+	RequestID                              string
+	NoWait                                 bool
+}
+
+// Fork makes count sandboxes from a snapshot, or from a sandbox
 // through an implicit snapshot of it. Sandbox i of a request id is recorded
 // under "<id>#<i>", so a retry finds every one it made and makes none more.
-func (e *Engine) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxRequest) ([]*sandpodv1.Sandbox, *sandpodv1.Snapshot, error) {
-	ns := nsOr(req.GetNamespace())
-	rid := req.GetRequestId()
-	snapName := req.GetSnapshot()
-	if req.GetSandbox() != "" {
+func (e *Engine) Fork(ctx context.Context, req ForkRequest) ([]Sandbox, SnapshotInfo, error) {
+	ns := nsOr(req.Namespace)
+	rid := req.RequestID
+	snapName := req.Snapshot
+	if req.Sandbox != "" {
 		srid := ""
 		if rid != "" {
 			srid = rid + "#snapshot"
 		}
-		s, err := e.takeSnapshot(ns, req.GetSandbox(), "", map[string]string{v1alpha1.LabelForkOf: req.GetSandbox()}, srid, "fork-snapshot")
+		s, err := e.takeSnapshot(ns, req.Sandbox, "", map[string]string{v1alpha1.LabelForkOf: req.Sandbox}, srid, "fork-snapshot")
 		if err != nil {
-			return nil, nil, err
+			return nil, SnapshotInfo{}, err
 		}
 		snapName = s.Name
 	}
 	p := newParams{
-		namespace: ns, template: req.GetTemplate(), labels: req.GetLabels(), env: req.GetEnv(),
-		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), op: "fork", snapshot: snapName,
+		namespace: ns, template: req.Template, labels: req.Labels, env: req.Env,
+		ttl: req.TTL, policy: req.ShutdownPolicy, op: "fork", snapshot: snapName,
 	}
 	// Ready members of a warm pool made from the snapshot first (as a
 	// claim takes them), then new sandboxes for the rest. Sandbox i keeps
 	// its request id either way, so a retry finds each one again.
-	n := int(req.GetCount())
+	n := req.Count
 	if err := e.admitFork(p, n, rid); err != nil {
-		return nil, nil, err
+		return nil, SnapshotInfo{}, err
 	}
 	sbs := make([]*sandbox, n)
 	var cold []int
@@ -207,7 +227,7 @@ func (e *Engine) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxRequ
 		}
 		sb, _, ok, err := e.adoptWarm(q)
 		if err != nil {
-			return nil, nil, err
+			return nil, SnapshotInfo{}, err
 		}
 		if ok {
 			sbs[i] = sb
@@ -217,7 +237,7 @@ func (e *Engine) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxRequ
 	}
 	made, fresh, err := e.newForks(p, cold, rid)
 	if err != nil {
-		return nil, nil, err
+		return nil, SnapshotInfo{}, err
 	}
 	for j, i := range cold {
 		sbs[i] = made[j]
@@ -225,19 +245,19 @@ func (e *Engine) ForkSandbox(ctx context.Context, req *sandpodv1.ForkSandboxRequ
 	for _, sb := range fresh {
 		e.startAsync(sb)
 	}
-	out := make([]*sandpodv1.Sandbox, len(sbs))
+	out := make([]Sandbox, len(sbs))
 	for i, sb := range sbs {
-		if req.GetNoWait() {
+		if req.NoWait {
 			out[i] = e.snapshot(sb)
 			continue
 		}
 		if out[i], err = e.waitReady(ctx, sb); err != nil {
-			return nil, nil, err
+			return nil, SnapshotInfo{}, err
 		}
 	}
-	snap, err := e.GetSnapshot(ctx, ns, snapName)
+	snap, err := e.Snapshot(ns, snapName)
 	if err != nil {
-		return nil, nil, err
+		return nil, SnapshotInfo{}, err
 	}
 	return out, snap, nil
 }
@@ -296,7 +316,7 @@ func (e *Engine) newForks(p newParams, idx []int, rid string) (all, fresh []*san
 		e.requests[k] = v
 	}
 	for _, sb := range fresh {
-		go e.hub.publish(event{typ: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_ADDED, sb: sb.toProto()})
+		go e.hub.publish(event{typ: Added, sb: sb.view()})
 	}
 	return slots, fresh, nil
 }
@@ -306,10 +326,10 @@ func (e *Engine) newForks(p newParams, idx []int, rid string) (all, fresh []*san
 func (e *Engine) snapForLocked(p *newParams) (*snapRecord, error) {
 	s := e.snaps[p.namespace+"/"+p.snapshot]
 	if s == nil {
-		return nil, errinfo.SnapshotNotFound(p.namespace, p.snapshot)
+		return nil, snapshotNotFound(p.namespace, p.snapshot)
 	}
 	if s.Message != "" {
-		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSnapshotNotReady, "snapshot %q cannot be used: %s", s.Name, s.Message)
+		return nil, failf(ErrConflict, errinfo.ReasonSnapshotNotReady, "snapshot %q cannot be used: %s", s.Name, s.Message)
 	}
 	if p.template == "" {
 		p.template = s.Template
@@ -317,35 +337,35 @@ func (e *Engine) snapForLocked(p *newParams) (*snapRecord, error) {
 	return s, nil
 }
 
-// RestoreSandbox puts a sandbox's workspace back to a snapshot. Its
+// Restore puts a sandbox's workspace back to a snapshot. Its
 // processes are stopped and, unless it is suspended, it starts again on
 // the snapshot's files; name, identity, labels, env and shutdown time stay.
-func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandboxRequest) (*sandpodv1.Sandbox, error) {
-	ns := nsOr(req.GetNamespace())
-	sb, err := e.lookupFor(ns, req.GetName(), lifecycle.CallSuspend) // what may stop it may restore it
+func (e *Engine) Restore(ctx context.Context, ns, name, snapshot string, noWait bool) (Sandbox, error) {
+	ns = nsOr(ns)
+	sb, err := e.lookupFor(ns, name, lifecycle.CallSuspend) // what may stop it may restore it
 	if err != nil {
-		return nil, err
+		return Sandbox{}, err
 	}
 	e.snapMu.Lock()
 	e.mu.Lock()
-	s := e.snaps[ns+"/"+req.GetSnapshot()]
+	s := e.snaps[ns+"/"+snapshot]
 	switch {
 	case s == nil:
 		e.mu.Unlock()
 		e.snapMu.Unlock()
-		return nil, errinfo.SnapshotNotFound(ns, req.GetSnapshot())
+		return Sandbox{}, snapshotNotFound(ns, snapshot)
 	case s.Message != "":
 		e.mu.Unlock()
 		e.snapMu.Unlock()
-		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSnapshotNotReady, "snapshot %q cannot be used: %s", s.Name, s.Message)
+		return Sandbox{}, failf(ErrConflict, errinfo.ReasonSnapshotNotReady, "snapshot %q cannot be used: %s", s.Name, s.Message)
 	case sb.busy:
 		e.mu.Unlock()
 		e.snapMu.Unlock()
-		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotReady, "sandbox %q is starting or stopping; retry in a moment", req.GetName())
+		return Sandbox{}, failf(ErrUnavailable, errinfo.ReasonSandboxNotReady, "sandbox %q is starting or stopping; retry in a moment", name)
 	case sb.rec.Expired:
 		e.mu.Unlock()
 		e.snapMu.Unlock()
-		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired; extend it first", req.GetName())
+		return Sandbox{}, failf(ErrConflict, errinfo.ReasonSandboxExpired, "sandbox %q has expired; extend it first", name)
 	}
 	sb.busy = true // no start while its files change
 	next := sb.rec
@@ -394,11 +414,11 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 	e.mu.Unlock()
 	if err != nil {
 		e.poke()
-		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonSnapshotCopyFailed, "restore %q to %q: %v", req.GetName(), req.GetSnapshot(), err)
+		return Sandbox{}, failf(ErrInternal, errinfo.ReasonSnapshotCopyFailed, "restore %q to %q: %v", name, snapshot, err)
 	}
 	e.log.Info("sandbox restored", "sandbox", sb.key(), "snapshot", s.Name, "in_place", inPlace, "stop", stopped.Round(time.Microsecond), "files", seeded.Round(time.Microsecond))
 	if inPlace {
-		if req.GetNoWait() {
+		if noWait {
 			go e.finishInPlace(context.WithoutCancel(ctx), sb, inPlaceProc, inPlacePIDs)
 			return e.snapshot(sb), nil
 		}
@@ -410,7 +430,7 @@ func (e *Engine) RestoreSandbox(ctx context.Context, req *sandpodv1.RestoreSandb
 		return e.snapshot(sb), nil
 	}
 	e.startAsync(sb)
-	if req.GetNoWait() {
+	if noWait {
 		return e.snapshot(sb), nil
 	}
 	return e.waitReady(ctx, sb)

@@ -1,10 +1,7 @@
 package engine
 
 import (
-	"context"
 	"time"
-
-	"google.golang.org/grpc/codes"
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/lifecycle"
@@ -30,7 +27,7 @@ func setLease(r *record, lease time.Duration, now time.Time) {
 
 // RenewLease moves a sandbox's lease; the store is written only when
 // lifecycle.RenewLease says so (less than two thirds of it left).
-func (e *Engine) RenewLease(_ context.Context, ns, name string) (time.Time, error) {
+func (e *Engine) RenewLease(ns, name string) (time.Time, error) {
 	sb, err := e.lookupFor(ns, name, lifecycle.CallExtend)
 	if err != nil {
 		return time.Time{}, err
@@ -38,16 +35,16 @@ func (e *Engine) RenewLease(_ context.Context, ns, name string) (time.Time, erro
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if sb.rec.Lease <= 0 || sb.rec.LeaseExpires == nil {
-		return time.Time{}, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonNoLease, "sandbox %q has no lease (create or claim it with one, or give its template a defaultLease)", name)
+		return time.Time{}, failf(ErrConflict, errinfo.ReasonNoLease, "sandbox %q has no lease (create or claim it with one, or give its template a defaultLease)", name)
 	}
-	next, write := lifecycle.RenewLease(time.Now(), sb.rec.LeaseExpires, sb.rec.Lease)
+	next, write := lifecycle.RenewLease(e.now(), sb.rec.LeaseExpires, sb.rec.Lease)
 	if !write {
 		return next, nil
 	}
 	rec := sb.rec
 	rec.LeaseExpires = &next
 	if err := e.store.put(&rec, "", nil); err != nil {
-		return time.Time{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save lease: %v", err)
+		return time.Time{}, failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "save lease: %v", err)
 	}
 	sb.rec = rec
 	return next, nil

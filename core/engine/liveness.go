@@ -110,7 +110,7 @@ func (e *Engine) checkAgents(ctx context.Context, conns map[*process]*grpc.Clien
 
 // probed records a health check's result and kills a hung agent.
 func (e *Engine) probed(pr probe, err error) {
-	now := time.Now()
+	now := e.now()
 	e.mu.Lock()
 	sb := pr.sb
 	if sb.proc != pr.p || sb.killedFor != "" || sb.rec.Mode == v1alpha1.OperatingModePaused {

@@ -49,7 +49,7 @@ type action struct {
 }
 
 func (e *Engine) reconcile(ctx context.Context) time.Duration {
-	now := time.Now()
+	now := e.now()
 	var actions []action
 	var waits []time.Duration
 
@@ -174,15 +174,15 @@ func (e *Engine) act(ctx context.Context, a action) {
 		e.restartAgent(a.sb)
 	case "suspend":
 		e.log.Info("idle timeout: suspending", "sandbox", a.sb.key())
-		_, _ = e.SuspendSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name)
+		_, _ = e.Suspend(a.sb.rec.Namespace, a.sb.rec.Name)
 	case "pause":
-		if !e.cg.usable() {
+		if !e.cg.Usable() {
 			e.log.Info("idle timeout: suspending (pause needs the cgroup freezer, and serve runs with --no-limits)", "sandbox", a.sb.key())
-			_, _ = e.SuspendSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name)
+			_, _ = e.Suspend(a.sb.rec.Namespace, a.sb.rec.Name)
 			return
 		}
 		e.log.Info("idle timeout: pausing", "sandbox", a.sb.key())
-		if _, err := e.PauseSandbox(ctx, a.sb.rec.Namespace, a.sb.rec.Name); err != nil {
+		if _, err := e.Pause(a.sb.rec.Namespace, a.sb.rec.Name); err != nil {
 			e.log.Warn("idle pause", "sandbox", a.sb.key(), "err", err)
 		}
 	case "create":
@@ -207,7 +207,7 @@ func (e *Engine) createMember(p *pool) {
 		b := e.poolBackoff[key]
 		if err != nil && err != errGone {
 			b.failures++
-			b.until = time.Now().Add(min(time.Second<<min(b.failures-1, 8), 5*time.Minute))
+			b.until = e.now().Add(min(time.Second<<min(b.failures-1, 8), 5*time.Minute))
 			e.log.Warn("warm pool: member failed to start; backing off", "pool", key, "failures", b.failures, "until", b.until)
 		} else {
 			b = backoff{}

@@ -38,7 +38,7 @@ import (
 // it through /proc) and hands it over.
 //
 // pasta is charged to the sandbox: it joins the container's memory, pids
-// and cpu cgroups (cgroups, see cgroupLayout.accountingProcs) before it starts, so a
+// and cpu cgroups (cgroups, see cgroups.Layout.AccountingProcs) before it starts, so a
 // sandbox that floods its network spends its own CPU and memory limits,
 // not the host's.
 func attachNetwork(pid int, idBase uint32, cgroups []string, lifeline, log *os.File) error {

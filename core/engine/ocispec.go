@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandpod/sandpod/core/engine/cgroups"
 )
 
 // WorkspaceDir is where a local sandbox sees its work directory: the working
@@ -49,7 +51,7 @@ type containerSpec struct {
 	// AgentArgs follow the binary: `agent` and its flags.
 	AgentArgs []string
 	// CgroupsPath is the container's cgroup, made and limited by the
-	// engine before runc runs it (cgroupLayout); empty with --no-limits.
+	// engine before runc runs it (cgroups.Layout); empty with --no-limits.
 	CgroupsPath string
 }
 
@@ -140,8 +142,8 @@ func ociSpec(c containerSpec) *specs.Spec {
 }
 
 // limitsOf are the cgroup limits of a sandbox's run spec.
-func limitsOf(rs runSpec) cgroupLimits {
-	return cgroupLimits{MemoryBytes: rs.MemoryBytes, CPUMillis: rs.CPUMillis, PidsLimit: rs.PidsLimit}
+func limitsOf(rs runSpec) cgroups.Limits {
+	return cgroups.Limits{MemoryBytes: rs.MemoryBytes, CPUMillis: rs.CPUMillis, PidsLimit: rs.PidsLimit}
 }
 
 // errnoPerm is the answer to a refused system call.

@@ -50,7 +50,7 @@ func TestOCISpecContainsTheSandbox(t *testing.T) {
 	if mounts["/proc"].Type != "proc" || mounts["/tmp"].Type != "tmpfs" {
 		t.Errorf("own /proc and /tmp: %v %v", mounts["/proc"], mounts["/tmp"])
 	}
-	// The engine writes the limits into the cgroup it made (cgroupLayout);
+	// The engine writes the limits into the cgroup it made (cgroups.Layout);
 	// runc only moves the container into it, and writes none of its own.
 	if l.CgroupsPath != "/sandpod/sb-0123456789abcdef-01234567" || l.Resources != nil {
 		t.Errorf("cgroups path %q, resources %+v: want the engine's cgroup and no limits of runc's", l.CgroupsPath, l.Resources)

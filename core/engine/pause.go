@@ -1,28 +1,24 @@
 package engine
 
 import (
-	"context"
 	"time"
-
-	"google.golang.org/grpc/codes"
 
 	"github.com/sandpod/sandpod/core/api/errinfo"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
-	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
-// PauseSandbox freezes a running sandbox's processes with their memory
+// Pause freezes a running sandbox's processes with their memory
 // (the cgroup freezer, freeze_linux.go). The record says Paused before the
 // freeze, so an engine that dies in between freezes it on its next start
 // (recoverFrozen): the record is the truth, the freezer follows it.
-func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sandbox, error) {
+func (e *Engine) Pause(ns, name string) (Sandbox, error) {
 	sb, err := e.lookupFor(ns, name, lifecycle.CallPause)
 	if err != nil {
-		return nil, err
+		return Sandbox{}, err
 	}
-	if !e.cg.usable() {
-		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonFreezeFailed,
+	if !e.cg.Usable() {
+		return Sandbox{}, failf(ErrConflict, errinfo.ReasonFreezeFailed,
 			"pause %q: pausing needs the cgroup freezer, and this server runs with --no-limits (no cgroups); suspend it instead, or restart serve without --no-limits", name)
 	}
 	e.mu.Lock()
@@ -36,7 +32,7 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 	switch dec {
 	case lifecycle.PauseRefuse:
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.FailedPrecondition, reason, "%s", why)
+		return Sandbox{}, failf(ErrConflict, reason, "%s", why)
 	case lifecycle.PauseNothing:
 		e.mu.Unlock()
 		return e.snapshot(sb), nil
@@ -48,7 +44,7 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 	next.Message = "paused: processes frozen with their memory; resume thaws them"
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
+		return Sandbox{}, failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	e.mu.Unlock()
@@ -64,48 +60,48 @@ func (e *Engine) PauseSandbox(_ context.Context, ns, name string) (*sandpodv1.Sa
 		e.mu.Unlock()
 		e.publish(sb)
 		if err == errGone {
-			return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxInTransition, "sandbox %q was stopped while it was being paused", name)
+			return Sandbox{}, failf(ErrConflict, errinfo.ReasonSandboxInTransition, "sandbox %q was stopped while it was being paused", name)
 		}
 		e.log.Error("pause", "sandbox", sb.key(), "err", err)
-		return nil, errinfo.Newf(codes.Internal, errinfo.ReasonFreezeFailed, "pause %q: %v", name, err)
+		return Sandbox{}, failf(ErrInternal, errinfo.ReasonFreezeFailed, "pause %q: %v", name, err)
 	}
 	e.publish(sb)
 	return e.snapshot(sb), nil
 }
 
-// resumePaused thaws a paused sandbox (ResumeSandbox of one whose mode is
+// resumePaused thaws a paused sandbox (Resume of one whose mode is
 // Paused). ok is false when it is not paused (any more): the caller then
 // resumes it the usual way.
-func (e *Engine) resumePaused(sb *sandbox) (out *sandpodv1.Sandbox, ok bool, err error) {
+func (e *Engine) resumePaused(sb *sandbox) (out Sandbox, ok bool, err error) {
 	e.mu.Lock()
 	if sb.rec.Mode != v1alpha1.OperatingModePaused {
 		e.mu.Unlock()
-		return nil, false, nil
+		return Sandbox{}, false, nil
 	}
 	p := sb.proc
 	next := sb.rec
 	next.Mode = v1alpha1.OperatingModeRunning
 	next.Message = ""
-	next.LastActivity = time.Now()
+	next.LastActivity = e.now()
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
-		return nil, true, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
+		return Sandbox{}, true, failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	// Its agent was silent while frozen: its health checks start afresh.
-	sb.healthFails, sb.lastAnswer = 0, time.Now()
+	sb.healthFails, sb.lastAnswer = 0, e.now()
 	e.mu.Unlock()
 	if p == nil {
 		// The frozen tree is gone (the agent died while paused and is
 		// being restarted): the usual resume waits for the new one.
-		return nil, false, nil
+		return Sandbox{}, false, nil
 	}
 	if err := p.thaw(); err != nil && err != errGone {
 		e.log.Error("thaw", "sandbox", next.key(), "err", err)
 		// Kill what cannot be thawed: the restart policy brings up a new
 		// agent, rather than leaving a sandbox that says Running and is not.
 		go func() { _ = p.kill(10 * time.Second) }()
-		return nil, true, errinfo.Newf(codes.Internal, errinfo.ReasonFreezeFailed, "resume %q: %v (its processes are being restarted)", next.Name, err)
+		return Sandbox{}, true, failf(ErrInternal, errinfo.ReasonFreezeFailed, "resume %q: %v (its processes are being restarted)", next.Name, err)
 	}
 	e.publish(sb)
 	return e.snapshot(sb), true, nil

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandpod/sandpod/core/engine/cgroups"
 )
 
 // process is the init of a running sandbox: PID 1 of its PID namespace.
@@ -45,7 +47,7 @@ type process struct {
 	// then goes through runc). freezeMu orders freeze, thaw and kill;
 	// frozen is what the last of them left; killing is set once kill began
 	// (nothing freezes it again then).
-	cgroup   containerCgroup
+	cgroup   cgroups.Container
 	freezeMu sync.Mutex
 	frozen   bool
 	killing  bool
@@ -84,9 +86,9 @@ type launch struct {
 	// cgroups is where the engine makes the container's cgroup and
 	// writes limits into before runc runs it; cgroup is that cgroup as
 	// the process uses it (see Engine.containerCgroup).
-	cgroups cgroupLayout
-	limits  cgroupLimits
-	cgroup  containerCgroup
+	cgroups cgroups.Layout
+	limits  cgroups.Limits
+	cgroup  cgroups.Container
 	// userns is the sandbox's user namespace, being made (userns_linux.go).
 	userns *pendingUserNS
 	// swapBase, when set, is where the container's /workspace is bound
@@ -175,7 +177,7 @@ func startProcess(l launch) (*process, error) {
 		}
 		return nil, fmt.Errorf("write runc bundle: %w", err)
 	}
-	if err := l.cgroups.prepareContainerCgroups(l.id, l.limits); err != nil {
+	if err := l.cgroups.PrepareContainer(l.id, l.limits); err != nil {
 		if respawnW != nil {
 			respawnW.Close()
 		}
@@ -204,8 +206,8 @@ func startProcess(l launch) (*process, error) {
 	}
 	// Before anything of the sandbox runs (and pasta): its sockets' queues
 	// are charged to it (sockmem_linux.go).
-	if l.cgroups.usable() {
-		if err := l.cgroups.limitSocketMemory(l.id, socketMemoryLimit(l.limits.MemoryBytes, hostTCPMemMax())); err != nil {
+	if l.cgroups.Usable() {
+		if err := l.cgroups.LimitSocketMemory(l.id, cgroups.SocketMemoryLimit(l.limits.MemoryBytes, cgroups.HostTCPMemMax())); err != nil {
 			return fail(err)
 		}
 	}
@@ -234,7 +236,7 @@ func startProcess(l launch) (*process, error) {
 		go func() {
 			defer log.Close()
 			defer life.Close()
-			p.network <- attachNetwork(pid, l.container.IDBase, l.cgroups.accountingProcs(l.id), life, log)
+			p.network <- attachNetwork(pid, l.container.IDBase, l.cgroups.AccountingProcs(l.id), life, log)
 		}()
 	}
 	return p, nil
@@ -257,7 +259,7 @@ func (p *process) networkReady(ctx context.Context) error {
 
 // adoptProcess finds a sandbox init started by an earlier engine, if it is
 // still the same process (same PID and start time).
-func adoptProcess(rt runc, id string, cgroup containerCgroup, pid int, start uint64) *process {
+func adoptProcess(rt runc, id string, cgroup cgroups.Container, pid int, start uint64) *process {
 	if pid <= 0 {
 		return nil
 	}

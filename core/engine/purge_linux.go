@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/sandpod/sandpod/core/engine/cgroups"
 )
 
 // Purge stops every sandbox process tree of a state directory and removes
@@ -20,7 +22,7 @@ func Purge(stateDir string) (int, error) {
 		return 0, err
 	}
 	killed := 0
-	rt := runc{root: filepath.Join(abs, "runc"), cgroups: hostCgroups(hostCgroupRoot)}
+	rt := runc{root: filepath.Join(abs, "runc"), cgroups: cgroups.Host(cgroups.HostRoot)}
 	rt.bin, _ = findRunc("", mustExecutable())
 	// Read-only, and a damaged store is no reason to leave sandboxes
 	// running: what records it still yields are used, runc's own state
@@ -31,7 +33,7 @@ func Purge(stateDir string) (int, error) {
 		return 0, err
 	}
 	for _, r := range f.records {
-		if p := adoptProcess(rt, r.Container, containerCgroup{}, r.PID, r.PIDStart); p != nil {
+		if p := adoptProcess(rt, r.Container, cgroups.Container{}, r.PID, r.PIDStart); p != nil {
 			if p.kill(10*time.Second) == nil {
 				killed++
 			}
@@ -51,8 +53,8 @@ func Purge(stateDir string) (int, error) {
 	}
 	// runc gives up on cgroups whose killed processes have not all exited
 	// yet; purge is about to exit, so it waits for them here.
-	if left := rt.cgroups.awaitCgroupsRemoved(ids); len(left) > 0 {
-		return killed, fmt.Errorf("cgroups still busy after %s: %s", cgroupRetry, strings.Join(left, ", "))
+	if left := rt.cgroups.AwaitRemoved(ids); len(left) > 0 {
+		return killed, fmt.Errorf("cgroups still busy after %s: %s", cgroups.Retry, strings.Join(left, ", "))
 	}
 	_ = os.RemoveAll(socketDir(abs))
 	// Workspaces layered on snapshots are overlay mounts: unmounted, so

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
@@ -63,7 +62,7 @@ func (e *Engine) admitLocked(ns, template string, count int, record bool) error 
 	if len(rules) == 0 || count <= 0 {
 		return nil
 	}
-	now := time.Now()
+	now := e.now()
 	e.claimLog[ns] = lifecycle.PruneClaims(now, e.claimLog[ns])
 	use := lifecycle.QuotaUse{Claims: e.claimLog[ns]}
 	for _, sb := range e.sandboxes {
@@ -72,7 +71,7 @@ func (e *Engine) admitLocked(ns, template string, count int, record bool) error 
 		}
 	}
 	if no := lifecycle.CheckQuota(now, rules, use, lifecycle.QuotaAsk{Template: template, Count: count}); no != nil {
-		return no.Err(ns, template)
+		return &QuotaError{Namespace: ns, Template: template, Refusal: no}
 	}
 	if record {
 		for range count {

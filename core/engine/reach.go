@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/lifecycle"
 )
 
@@ -21,7 +20,7 @@ func (s *sandbox) callTarget() lifecycle.CallTarget {
 func (s *sandbox) reach(call lifecycle.SandboxCall) error {
 	t := s.callTarget()
 	if ok, why := lifecycle.MayReach(call, t); !ok {
-		return protoconv.Refusal(t, why)
+		return &RefusalError{Target: t, Why: why}
 	}
 	return nil
 }

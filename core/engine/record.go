@@ -2,16 +2,10 @@ package engine
 
 import (
 	"context"
-	"sort"
 	"time"
 
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
-	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
-	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
 // DefaultNamespace is used when a request or definition names none.
@@ -127,62 +121,6 @@ func (s *sandbox) observed() lifecycle.Observed {
 }
 
 func (s *sandbox) phase() v1alpha1.SandboxPhase { return lifecycle.Phase(s.observed()) }
-
-// toProto renders the sandbox for the API.
-func (s *sandbox) toProto() *sandpodv1.Sandbox {
-	r := &s.rec
-	phase := s.phase()
-	out := &sandpodv1.Sandbox{
-		Name:             r.Name,
-		Namespace:        r.Namespace,
-		Uid:              r.UID,
-		Template:         r.Spec.Template,
-		Pool:             r.Pool,
-		Labels:           copyMap(r.Labels),
-		Phase:            protoconv.Phase(phase),
-		Message:          r.message(),
-		CreateTime:       timestamppb.New(r.Created),
-		ShutdownPolicy:   protoconv.Policy(lifecycle.EffectivePolicy(r.ShutdownPolicy, "")),
-		LastActivityTime: timestamppb.New(r.LastActivity),
-		Claimed:          r.Claimed,
-		Conditions:       conditions(phase, r),
-		AgentRestarts:    r.AgentRestarts,
-		Snapshot:         r.Snapshot,
-	}
-	if r.ShutdownTime != nil {
-		out.ShutdownTime = timestamppb.New(*r.ShutdownTime)
-	}
-	if r.Lease > 0 && r.LeaseExpires != nil {
-		out.Lease, out.LeaseExpireTime = durationpb.New(r.Lease), timestamppb.New(*r.LeaseExpires)
-	}
-	if d := r.Spec.IdleTimeout.Duration; d > 0 {
-		out.IdleTimeout = durationpb.New(d)
-	}
-	for k := range r.Env {
-		out.EnvKeys = append(out.EnvKeys, k)
-	}
-	sort.Strings(out.EnvKeys)
-	return out
-}
-
-func conditions(phase v1alpha1.SandboxPhase, r *record) []*sandpodv1.Condition {
-	cond := func(t string, on bool, reason string) *sandpodv1.Condition {
-		st := "False"
-		if on {
-			st = "True"
-		}
-		return &sandpodv1.Condition{Type: t, Status: st, Reason: reason}
-	}
-	ready := cond(v1alpha1.ConditionReady, phase == v1alpha1.SandboxRunning, string(phase))
-	ready.Message = r.message()
-	return []*sandpodv1.Condition{
-		ready,
-		cond(v1alpha1.ConditionSuspended, phase == v1alpha1.SandboxSuspended, string(phase)),
-		cond(v1alpha1.ConditionPaused, phase == v1alpha1.SandboxPaused, string(phase)),
-		cond(v1alpha1.ConditionExpired, r.Expired, string(phase)),
-		cond(v1alpha1.ConditionFinished, r.Expired || phase == v1alpha1.SandboxFailed, string(phase)),
-	}
-}
 
 func copyMap(m map[string]string) map[string]string {
 	if len(m) == 0 {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandpod/sandpod/core/engine/cgroups"
 )
 
 // runc drives the OCI runtime that isolates local sandboxes: runc, the
@@ -25,7 +27,7 @@ type runc struct {
 	noCgroups bool
 	// cgroups is where removals look for what runc left of a container's
 	// cgroups (the host's layout, whether this engine applies limits or not).
-	cgroups cgroupLayout
+	cgroups cgroups.Layout
 }
 
 // findRunc locates runc: the flag, $SANDPOD_RUNC, beside the engine's own
@@ -118,7 +120,7 @@ func (r runc) start(ctx context.Context, id, bundle string, extra []*os.File, lo
 // delete first: the engine has usually killed the init already, and
 // --force costs 100 ms even then.
 func (r runc) remove(id string) error {
-	defer r.cgroups.removeCgroups(id)
+	defer r.cgroups.Remove(id)
 	if _, err := os.Stat(filepath.Join(r.root, id)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

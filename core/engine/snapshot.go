@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,11 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/sandpod/sandpod/core/api/errinfo"
-	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
 // Snapshots of the local engine: a copy of a sandbox's workspace under
@@ -90,50 +85,35 @@ func (e *Engine) usersLocked(ns, name string) []string {
 	return out
 }
 
-func (e *Engine) snapProtoLocked(s *snapRecord) *sandpodv1.Snapshot {
-	out := &sandpodv1.Snapshot{
-		Name: s.Name, Namespace: s.Namespace, Uid: s.UID, Labels: copyMap(s.Labels),
-		Phase: sandpodv1.SnapshotPhase_SNAPSHOT_PHASE_READY, SourceSandbox: s.Source, Template: s.Template,
-		SizeBytes: s.Bytes, FileCount: s.Entries, Contents: sandpodv1.SnapshotContents_SNAPSHOT_CONTENTS_FILES,
-		Volumes: []string{"workspace"}, Storage: e.forkMethod, CreateTime: timestamppb.New(s.Created),
-		UsedBy: e.usersLocked(s.Namespace, s.Name), Skipped: s.Skipped,
-		Message: fmt.Sprintf("files of the workspace only (no memory, no processes, no network state); taken by %s in %s; sandboxes are made from it by %s (%s)", s.TakenBy, s.Took, e.forkMethod, e.forkOwners),
-	}
-	if s.Message != "" {
-		out.Phase, out.Message = sandpodv1.SnapshotPhase_SNAPSHOT_PHASE_FAILED, s.Message
-	}
-	return out
-}
-
-// GetSnapshot returns one snapshot.
-func (e *Engine) GetSnapshot(_ context.Context, ns, name string) (*sandpodv1.Snapshot, error) {
+// Snapshot returns one snapshot.
+func (e *Engine) Snapshot(ns, name string) (SnapshotInfo, error) {
 	ns = nsOr(ns)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.snaps[ns+"/"+name]
 	if s == nil {
-		return nil, errinfo.SnapshotNotFound(ns, name)
+		return SnapshotInfo{}, snapshotNotFound(ns, name)
 	}
-	return e.snapProtoLocked(s), nil
+	return e.snapViewLocked(s), nil
 }
 
-// ListSnapshots returns the matching snapshots of a namespace by name.
-func (e *Engine) ListSnapshots(_ context.Context, ns string, sel labels.Selector) ([]*sandpodv1.Snapshot, error) {
+// Snapshots returns the matching snapshots of a namespace by name.
+func (e *Engine) Snapshots(ns string, sel labels.Selector) []SnapshotInfo {
 	ns = nsOr(ns)
 	e.mu.Lock()
-	var out []*sandpodv1.Snapshot
+	var out []SnapshotInfo
 	for _, s := range e.snaps {
 		if s.Namespace == ns && (sel == nil || sel.Matches(labels.Set(s.Labels))) {
-			out = append(out, e.snapProtoLocked(s))
+			out = append(out, e.snapViewLocked(s))
 		}
 	}
 	e.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
 // DeleteSnapshot removes a snapshot nothing uses, with its files.
-func (e *Engine) DeleteSnapshot(_ context.Context, ns, name string) error {
+func (e *Engine) DeleteSnapshot(ns, name string) error {
 	ns = nsOr(ns)
 	e.snapMu.Lock()
 	defer e.snapMu.Unlock()
@@ -141,11 +121,11 @@ func (e *Engine) DeleteSnapshot(_ context.Context, ns, name string) error {
 	s := e.snaps[ns+"/"+name]
 	if s == nil {
 		e.mu.Unlock()
-		return errinfo.SnapshotNotFound(ns, name)
+		return snapshotNotFound(ns, name)
 	}
 	if users := e.usersLocked(ns, name); len(users) > 0 {
 		e.mu.Unlock()
-		return errinfo.SnapshotInUse(ns, name, users)
+		return &InUseError{Namespace: ns, Name: name, Users: users}
 	}
 	if err := e.store.update(func(tx *bolt.Tx) error {
 		if bk := tx.Bucket(bucketSnapshots); bk != nil {

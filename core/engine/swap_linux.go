@@ -139,12 +139,12 @@ func (p *process) killAllButInit() ([]int, error) {
 	if p.killing || p.frozen {
 		return nil, errNoSwap
 	}
-	f, ok := p.cgroup.freezerFiles()
+	f, ok := p.cgroup.Freezer()
 	if !ok {
 		return nil, errNoSwap
 	}
-	if err := f.set(f.frozenIn, f.frozenOut); err != nil {
-		_ = f.set(f.thawedIn, f.thawedOut)
+	if err := f.Set(f.FrozenIn, f.FrozenOut); err != nil {
+		_ = f.Set(f.ThawedIn, f.ThawedOut)
 		return nil, fmt.Errorf("freeze: %w", err)
 	}
 	others, err := p.others()
@@ -155,7 +155,7 @@ func (p *process) killAllButInit() ([]int, error) {
 			}
 		}
 	}
-	if terr := f.set(f.thawedIn, f.thawedOut); terr != nil && err == nil {
+	if terr := f.Set(f.ThawedIn, f.ThawedOut); terr != nil && err == nil {
 		err = fmt.Errorf("thaw: %w", terr)
 	}
 	return others, err
@@ -190,7 +190,7 @@ func (p *process) awaitGone(killed []int, limit time.Duration) error {
 
 // others lists the host PIDs of p's container other than its init.
 func (p *process) others() ([]int, error) {
-	b, err := os.ReadFile(p.cgroup.procs)
+	b, err := os.ReadFile(p.cgroup.Procs)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (e *Engine) swappableLocked(sb *sandbox) (*process, string) {
 	frozen := p != nil && p.frozen
 	freezer := false
 	if p != nil {
-		_, freezer = p.cgroup.freezerFiles()
+		_, freezer = p.cgroup.Freezer()
 	}
 	uid, _ := sb.rec.Spec.runAs()
 	why := swapRefusal(started, frozen, freezer, e.forkMethod == forkOverlay,
@@ -309,8 +309,8 @@ func (e *Engine) finishInPlace(ctx context.Context, sb *sandbox, p *process, kil
 	if gerr := <-gone; gerr != nil && err == nil {
 		err = gerr
 	}
-	now := time.Now()
-	e.log.Info("restore in place: agent back", "sandbox", sb.key(), "took", now.Sub(t0).Round(time.Microsecond))
+	now := e.now()
+	e.log.Info("restore in place: agent back", "sandbox", sb.key(), "took", time.Since(t0).Round(time.Microsecond))
 	e.mu.Lock()
 	if sb.proc != p {
 		e.mu.Unlock()

@@ -5,13 +5,11 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/labels"
-
-	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
 type event struct {
-	typ sandpodv1.WatchSandboxesResponse_EventType
-	sb  *sandpodv1.Sandbox
+	typ EventType
+	sb  Sandbox
 }
 
 // hub fans sandbox changes out to watchers and to callers waiting for a
@@ -53,38 +51,42 @@ func (h *hub) publish(ev event) {
 	}
 }
 
-func (e *Engine) snapshot(sb *sandbox) *sandpodv1.Sandbox {
+func (e *Engine) snapshot(sb *sandbox) Sandbox {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return sb.toProto()
+	return sb.view()
 }
 
 func (e *Engine) publish(sb *sandbox) {
-	e.hub.publish(event{typ: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_MODIFIED, sb: e.snapshot(sb)})
+	e.hub.publish(event{typ: Modified, sb: e.snapshot(sb)})
 }
 
-// WatchSandboxes streams changes of matching sandboxes until ctx ends.
-func (e *Engine) WatchSandboxes(ctx context.Context, namespace string, sel labels.Selector, includePool, sendInitial bool) (<-chan *sandpodv1.WatchSandboxesResponse, error) {
+// Watch sends the changes of matching sandboxes (after the matching ones
+// as Added events when sendInitial) until ctx ends; the channel closes
+// then, or sooner when the watcher falls behind (hub.publish).
+func (e *Engine) Watch(ctx context.Context, namespace string, sel labels.Selector, includePool, sendInitial bool) <-chan Event {
 	namespace = nsOr(namespace)
 	sub := e.hub.subscribe()
-	var initial []*sandpodv1.Sandbox
+	var initial []Sandbox
 	if sendInitial {
-		initial, _ = e.ListSandboxes(ctx, namespace, sel, includePool)
+		initial = e.List(namespace, sel, includePool)
 	}
-	out := make(chan *sandpodv1.WatchSandboxesResponse, 16)
+	// Unbuffered: the caller's own buffer (bridge/local's) is the only one
+	// after the hub's, so a watcher is dropped as far behind as before.
+	out := make(chan Event)
 	go func() {
 		defer close(out)
 		defer e.hub.unsubscribe(sub)
-		send := func(r *sandpodv1.WatchSandboxesResponse) bool {
+		send := func(ev Event) bool {
 			select {
-			case out <- r:
+			case out <- ev:
 				return true
 			case <-ctx.Done():
 				return false
 			}
 		}
 		for _, sb := range initial {
-			if !send(&sandpodv1.WatchSandboxesResponse{Type: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_ADDED, Sandbox: sb}) {
+			if !send(Event{Type: Added, Sandbox: sb}) {
 				return
 			}
 		}
@@ -96,24 +98,24 @@ func (e *Engine) WatchSandboxes(ctx context.Context, namespace string, sel label
 				if !ok {
 					return
 				}
-				if !matches(ev.sb, namespace, sel, includePool) {
+				if !matches(&ev.sb, namespace, sel, includePool) {
 					continue
 				}
-				if !send(&sandpodv1.WatchSandboxesResponse{Type: ev.typ, Sandbox: ev.sb}) {
+				if !send(Event{Type: ev.typ, Sandbox: ev.sb}) {
 					return
 				}
 			}
 		}
 	}()
-	return out, nil
+	return out
 }
 
-func matches(sb *sandpodv1.Sandbox, namespace string, sel labels.Selector, includePool bool) bool {
-	if sb.GetNamespace() != namespace {
+func matches(sb *Sandbox, namespace string, sel labels.Selector, includePool bool) bool {
+	if sb.Namespace != namespace {
 		return false
 	}
-	if !includePool && !sb.GetClaimed() {
+	if !includePool && !sb.Claimed {
 		return false
 	}
-	return sel == nil || sel.Matches(labels.Set(sb.GetLabels()))
+	return sel == nil || sel.Matches(labels.Set(sb.Labels))
 }

@@ -78,7 +78,7 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 	sb.cancelStart = nil
 	if err != nil {
 		if restart && err != errGone {
-			e.agentDownLocked(sb, time.Now(), "restart failed: "+err.Error(), true)
+			e.agentDownLocked(sb, e.now(), "restart failed: "+err.Error(), true)
 		} else {
 			sb.workload = lifecycle.WorkloadFailed
 			sb.rec.Message = "start failed: " + err.Error() + " (see " + e.logPath(&rec) + ")"
@@ -89,7 +89,7 @@ func (e *Engine) start(ctx context.Context, sb *sandbox, restart bool) error {
 		e.poke()
 		return err
 	}
-	now := time.Now()
+	now := e.now()
 	sb.proc = p
 	sb.workload = lifecycle.WorkloadReady
 	sb.healthFails, sb.lastAnswer, sb.killedFor = 0, now, ""
@@ -153,7 +153,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		layered = sb.rec.Seeded && sb.rec.Layered
 		e.mu.Unlock()
 	}
-	if layered && isOverlayMount(wd) && e.cg.usable() {
+	if layered && isOverlayMount(wd) && e.cg.Usable() {
 		swapBase = e.swapBase(rec)
 		if err := prepareSwapBase(swapBase); err != nil {
 			return nil, fmt.Errorf("workspace mount point: %w", err)
@@ -179,7 +179,7 @@ func (e *Engine) launch(ctx context.Context, rec *record) (*process, error) {
 		c.AgentArgs = append([]string{"--"}, rec.Spec.Command...)
 	}
 	id := newContainerID(rec)
-	c.CgroupsPath = e.cg.cgroupsPath(id)
+	c.CgroupsPath = e.cg.CgroupsPath(id)
 	return startProcess(launch{
 		ctx:       ctx,
 		runc:      e.runc,
@@ -367,7 +367,7 @@ func (e *Engine) watchExit(sb *sandbox, p *process) {
 func (e *Engine) agentDown(sb *sandbox, how string) {
 	e.mu.Lock()
 	sb.proc = nil
-	e.agentDownLocked(sb, time.Now(), how, false)
+	e.agentDownLocked(sb, e.now(), how, false)
 	e.mu.Unlock()
 	e.publish(sb)
 	e.poke()
@@ -545,6 +545,6 @@ func (e *Engine) finishDelete(sb *sandbox) error {
 		delete(e.requests, reqKey)
 	}
 	e.mu.Unlock()
-	e.hub.publish(event{typ: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_DELETED, sb: e.snapshot(sb)})
+	e.hub.publish(event{typ: Deleted, sb: e.snapshot(sb)})
 	return nil
 }

@@ -1,4 +1,4 @@
-package engine
+package cgroups
 
 import (
 	"errors"
@@ -19,17 +19,17 @@ import (
 // of them (its open-file limit allows 10,000) reach the ceiling, past which
 // every TCP connection of the host, serve's API included, stalls. pasta's
 // sockets on the host are charged the same way: it joins the container's
-// memory cgroup before it opens any (cgroupLayout.accountingProcs).
+// memory cgroup before it opens any (Layout.accountingProcs).
 
 // defaultSocketMemory caps the socket buffers of a sandbox without a memory
 // limit (the default python template has none).
 const defaultSocketMemory = 256 << 20
 
-// socketMemoryLimit is the most a sandbox's socket queues may hold: its
+// SocketMemoryLimit is the most a sandbox's socket queues may hold: its
 // memory limit (memLimit, 0 for none: defaultSocketMemory), never more than
 // an eighth of the host's TCP ceiling (hostMax bytes, 0 when unknown), so
 // that it takes several sandboxes at their caps to reach it.
-func socketMemoryLimit(memLimit, hostMax int64) int64 {
+func SocketMemoryLimit(memLimit, hostMax int64) int64 {
 	limit := int64(defaultSocketMemory)
 	if memLimit > 0 {
 		limit = memLimit
@@ -54,8 +54,8 @@ func parseTCPMem(s string, pageSize int) int64 {
 	return pages * int64(pageSize)
 }
 
-// hostTCPMemMax is the host's TCP ceiling in bytes, 0 when unknown.
-func hostTCPMemMax() int64 {
+// HostTCPMemMax is the host's TCP ceiling in bytes, 0 when unknown.
+func HostTCPMemMax() int64 {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_mem")
 	if err != nil {
 		return 0
@@ -69,9 +69,9 @@ func hostTCPMemMax() int64 {
 // cgroup that charges it. Nothing to do on cgroup v2 or a kernel without the
 // file; a write that fails fails the start rather than run the sandbox
 // without the cap.
-func (l cgroupLayout) limitSocketMemory(id string, limit int64) error {
+func (l Layout) LimitSocketMemory(id string, limit int64) error {
 	f := l.socketMemoryFile(id)
-	if f == "" || !containerIDPattern.MatchString(id) {
+	if f == "" || !ContainerIDPattern.MatchString(id) {
 		return nil
 	}
 	if _, err := os.Stat(f); errors.Is(err, os.ErrNotExist) {

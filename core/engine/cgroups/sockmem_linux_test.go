@@ -1,4 +1,4 @@
-package engine
+package cgroups
 
 import "testing"
 
@@ -16,8 +16,8 @@ func TestSocketMemoryLimit(t *testing.T) {
 		"negative values are no limit":    {mem: -1, hostMax: -1, want: defaultSocketMemory},
 		"a tiny host ceiling still caps":  {mem: 128 * mi, hostMax: 8 * mi, want: 1 * mi},
 	} {
-		if got := socketMemoryLimit(tc.mem, tc.hostMax); got != tc.want {
-			t.Errorf("%s: socketMemoryLimit(%d, %d) = %d, want %d", name, tc.mem, tc.hostMax, got, tc.want)
+		if got := SocketMemoryLimit(tc.mem, tc.hostMax); got != tc.want {
+			t.Errorf("%s: SocketMemoryLimit(%d, %d) = %d, want %d", name, tc.mem, tc.hostMax, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package cgroups
 
 import (
 	"reflect"
@@ -9,13 +9,13 @@ import (
 const testID = "sb-0123456789abcdef-01234567"
 
 func TestLimitWritesPerLayout(t *testing.T) {
-	full := cgroupLimits{MemoryBytes: 256 << 20, CPUMillis: 500, PidsLimit: 4096}
-	v1 := cgroupLayout{root: "/cg", mode: cgroupV1}
-	v1sw := cgroupLayout{root: "/cg", mode: cgroupV1, memsw: true}
-	v2 := cgroupLayout{root: "/cg", mode: cgroupV2}
+	full := Limits{MemoryBytes: 256 << 20, CPUMillis: 500, PidsLimit: 4096}
+	v1 := Layout{root: "/cg", mode: cgroupV1}
+	v1sw := Layout{root: "/cg", mode: cgroupV1, memsw: true}
+	v2 := Layout{root: "/cg", mode: cgroupV2}
 	for name, tc := range map[string]struct {
-		l    cgroupLayout
-		lim  cgroupLimits
+		l    Layout
+		lim  Limits
 		want []cgroupWrite
 	}{
 		"v1, every limit": {v1, full, []cgroupWrite{
@@ -24,7 +24,7 @@ func TestLimitWritesPerLayout(t *testing.T) {
 			{"/cg/cpu/sandpod/" + testID + "/cpu.cfs_period_us", "100000"},
 			{"/cg/cpu/sandpod/" + testID + "/cpu.cfs_quota_us", "50000"},
 		}},
-		"v1 with swap accounting: swap capped at the memory limit, after it": {v1sw, cgroupLimits{MemoryBytes: 1 << 30}, []cgroupWrite{
+		"v1 with swap accounting: swap capped at the memory limit, after it": {v1sw, Limits{MemoryBytes: 1 << 30}, []cgroupWrite{
 			{"/cg/memory/sandpod/" + testID + "/memory.limit_in_bytes", "1073741824"},
 			{"/cg/memory/sandpod/" + testID + "/memory.memsw.limit_in_bytes", "1073741824"},
 		}},
@@ -34,14 +34,14 @@ func TestLimitWritesPerLayout(t *testing.T) {
 			{"/cg/sandpod/" + testID + "/pids.max", "4096"},
 			{"/cg/sandpod/" + testID + "/cpu.max", "50000 100000"},
 		}},
-		"v2, two cores": {v2, cgroupLimits{CPUMillis: 2000}, []cgroupWrite{
+		"v2, two cores": {v2, Limits{CPUMillis: 2000}, []cgroupWrite{
 			{"/cg/sandpod/" + testID + "/cpu.max", "200000 100000"},
 		}},
-		"v2, a sliver of a core": {v2, cgroupLimits{CPUMillis: 15}, []cgroupWrite{
+		"v2, a sliver of a core": {v2, Limits{CPUMillis: 15}, []cgroupWrite{
 			{"/cg/sandpod/" + testID + "/cpu.max", "1500 100000"},
 		}},
-		"no limit asked: nothing written (a new cgroup is unlimited)": {v2, cgroupLimits{}, nil},
-		"--no-limits: nothing written":                                {cgroupLayout{}, full, nil},
+		"no limit asked: nothing written (a new cgroup is unlimited)": {v2, Limits{}, nil},
+		"--no-limits: nothing written":                                {Layout{}, full, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := tc.l.limitWrites(testID, tc.lim); !reflect.DeepEqual(got, tc.want) {
@@ -57,7 +57,7 @@ func TestCgroupPathsPerLayout(t *testing.T) {
 		Dirs        []string
 		Delegation  []cgroupWrite
 		Delete      []cgroupWrite
-		Freeze      freezerFiles
+		Freeze      FreezerFiles
 		Procs       string
 		Accounting  []string
 		SocketFile  string
@@ -66,21 +66,21 @@ func TestCgroupPathsPerLayout(t *testing.T) {
 	v1 := func(ctl string) string { return strings.Replace(d1, "%s", ctl, 1) }
 	d2 := "/cg/sandpod/" + testID
 	for name, tc := range map[string]struct {
-		l    cgroupLayout
+		l    Layout
 		want paths
 	}{
-		"v1": {cgroupLayout{root: "/cg", mode: cgroupV1}, paths{
+		"v1": {Layout{root: "/cg", mode: cgroupV1}, paths{
 			CgroupsPath: "/sandpod/" + testID,
 			Dirs:        []string{v1("memory"), v1("pids"), v1("cpu"), v1("freezer")},
 			Delete:      []cgroupWrite{{v1("freezer") + "/freezer.state", "THAWED"}},
-			Freeze: freezerFiles{write: v1("freezer") + "/freezer.state", read: v1("freezer") + "/freezer.state",
-				frozenIn: "FROZEN", thawedIn: "THAWED", frozenOut: "FROZEN", thawedOut: "THAWED"},
+			Freeze: FreezerFiles{Write: v1("freezer") + "/freezer.state", Read: v1("freezer") + "/freezer.state",
+				FrozenIn: "FROZEN", ThawedIn: "THAWED", FrozenOut: "FROZEN", ThawedOut: "THAWED"},
 			Procs: v1("freezer") + "/cgroup.procs",
 			Accounting: []string{v1("memory") + "/cgroup.procs", v1("pids") + "/cgroup.procs",
 				v1("cpu") + "/cgroup.procs", v1("cpuacct") + "/cgroup.procs"},
 			SocketFile: v1("memory") + "/memory.kmem.tcp.limit_in_bytes",
 		}},
-		"v2": {cgroupLayout{root: "/cg", mode: cgroupV2}, paths{
+		"v2": {Layout{root: "/cg", mode: cgroupV2}, paths{
 			CgroupsPath: "/sandpod/" + testID,
 			Dirs:        []string{d2},
 			Delegation: []cgroupWrite{
@@ -88,24 +88,24 @@ func TestCgroupPathsPerLayout(t *testing.T) {
 				{"/cg/sandpod/cgroup.subtree_control", "+memory"}, {"/cg/sandpod/cgroup.subtree_control", "+pids"}, {"/cg/sandpod/cgroup.subtree_control", "+cpu"},
 			},
 			Delete: []cgroupWrite{{d2 + "/cgroup.kill", "1"}},
-			Freeze: freezerFiles{write: d2 + "/cgroup.freeze", read: d2 + "/cgroup.events",
-				frozenIn: "1", thawedIn: "0", frozenOut: "frozen 1", thawedOut: "frozen 0"},
+			Freeze: FreezerFiles{Write: d2 + "/cgroup.freeze", Read: d2 + "/cgroup.events",
+				FrozenIn: "1", ThawedIn: "0", FrozenOut: "frozen 1", ThawedOut: "frozen 0"},
 			Procs: d2 + "/cgroup.procs",
 		}},
-		"--no-limits: runc decides, the engine touches no cgroup": {cgroupLayout{}, paths{}},
+		"--no-limits: runc decides, the engine touches no cgroup": {Layout{}, paths{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := tc.l.container(testID)
+			c := tc.l.Container(testID)
 			got := paths{
-				CgroupsPath: tc.l.cgroupsPath(testID), Dirs: tc.l.containerDirs(testID), Delegation: tc.l.delegationWrites(),
-				Delete: tc.l.deleteWrites(testID), Freeze: c.freezer, Procs: c.procs,
-				Accounting: tc.l.accountingProcs(testID), SocketFile: tc.l.socketMemoryFile(testID),
+				CgroupsPath: tc.l.CgroupsPath(testID), Dirs: tc.l.containerDirs(testID), Delegation: tc.l.delegationWrites(),
+				Delete: tc.l.deleteWrites(testID), Freeze: c.freezer, Procs: c.Procs,
+				Accounting: tc.l.AccountingProcs(testID), SocketFile: tc.l.socketMemoryFile(testID),
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
-			if _, ok := c.freezerFiles(); ok != tc.l.usable() {
-				t.Errorf("freezer %v, usable %v", ok, tc.l.usable())
+			if _, ok := c.Freezer(); ok != tc.l.Usable() {
+				t.Errorf("freezer %v, usable %v", ok, tc.l.Usable())
 			}
 		})
 	}

@@ -3,23 +3,18 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/sandpod/sandpod/core/agentconn"
 	"github.com/sandpod/sandpod/core/api/errinfo"
-	"github.com/sandpod/sandpod/core/api/protoconv"
 	"github.com/sandpod/sandpod/core/api/v1alpha1"
 	"github.com/sandpod/sandpod/core/lifecycle"
-	sandpodv1 "github.com/sandpod/sandpod/proto/sandpod/v1"
 )
 
 func nsOr(ns string) string {
@@ -29,53 +24,71 @@ func nsOr(ns string) string {
 	return ns
 }
 
-// CreateSandbox starts a sandbox cold from a template.
-func (e *Engine) CreateSandbox(ctx context.Context, req *sandpodv1.CreateSandboxRequest) (*sandpodv1.Sandbox, error) {
-	ns := nsOr(req.GetNamespace())
-	p := newParams{
-		namespace: ns, template: req.GetTemplate(), name: req.GetName(), labels: req.GetLabels(), env: req.GetEnv(),
-		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "create",
-		snapshot: req.GetSnapshot(), restart: req.RestartOnFailure, lease: leaseOf(req.GetLease()),
+// Request is a create's, claim's or fork's ask.
+type Request struct {
+	Namespace, Template, Name string
+	Labels, Env               map[string]string
+	TTL                       time.Duration
+	ShutdownTime              *time.Time
+	ShutdownPolicy            v1alpha1.ShutdownPolicy
+	RequestID                 string
+	// Snapshot: the workspace starts from it (fork.go).
+	Snapshot string
+	// RestartOnFailure: nil when unset.
+	RestartOnFailure *bool
+	// Lease: nil for the template's default.
+	Lease *time.Duration
+}
+
+func (r Request) params(op string) newParams {
+	return newParams{
+		namespace: nsOr(r.Namespace), template: r.Template, name: r.Name, labels: r.Labels, env: r.Env,
+		ttl: r.TTL, shutdown: r.ShutdownTime, policy: r.ShutdownPolicy, requestID: r.RequestID, op: op,
+		snapshot: r.Snapshot, restart: r.RestartOnFailure, lease: r.Lease,
 	}
-	if req.GetShutdownTime() != nil {
-		t := req.GetShutdownTime().AsTime()
-		p.shutdown = &t
-	}
-	sb, existed, err := e.newSandbox(p)
+}
+
+// Create starts a sandbox cold from a template, and waits until it runs
+// unless noWait.
+func (e *Engine) Create(ctx context.Context, r Request, noWait bool) (Sandbox, error) {
+	sb, existed, err := e.newSandbox(r.params("create"))
 	if err != nil {
-		return nil, err
+		return Sandbox{}, err
 	}
 	if !existed {
 		e.startAsync(sb)
 	}
-	if req.GetNoWait() {
+	if noWait {
 		return e.snapshot(sb), nil
 	}
 	return e.waitReady(ctx, sb)
 }
 
-// ClaimSandbox adopts a ready warm pool member of the template, or starts a
-// sandbox cold when none is ready.
-func (e *Engine) ClaimSandbox(ctx context.Context, req *sandpodv1.ClaimSandboxRequest) (*sandpodv1.Sandbox, bool, error) {
-	ns := nsOr(req.GetNamespace())
-	p := newParams{
-		namespace: ns, template: req.GetTemplate(), labels: req.GetLabels(), env: req.GetEnv(),
-		ttl: req.GetTtl().AsDuration(), policy: protoconv.PolicyFromProto(req.GetShutdownPolicy()), requestID: req.GetRequestId(), op: "claim",
-		snapshot: req.GetSnapshot(), restart: req.RestartOnFailure, lease: leaseOf(req.GetLease()),
-	}
-	if req.GetShutdownTime() != nil {
-		t := req.GetShutdownTime().AsTime()
-		p.shutdown = &t
-	}
+// Claim adopts a ready warm pool member of the template, or starts a
+// sandbox cold when none is ready, and waits until it runs. warm says
+// which.
+//
+// The outline is bridge/kube's ClaimSandbox's: request id, source
+// (snapshot, template), quota, warm take, cold start. It is not shared
+// code because the two differ where their stores do: here each step runs
+// under e.mu with one store write, so adoptWarm looks for a ready member
+// before the quota and counts the claim only when it takes one (nothing
+// to undo), and newSandbox checks request id, source and quota again in
+// its own lock section; bridge/kube reads a cache and writes to the API
+// server, so it locks the request id, admits before the take and releases
+// the quota when the take or the create fails, and looks up a claim whose
+// answer was lost (uncertainClaim).
+func (e *Engine) Claim(ctx context.Context, r Request) (Sandbox, bool, error) {
+	p := r.params("claim")
 	if sb, warm, ok, err := e.adoptWarm(p); err != nil {
-		return nil, false, err
+		return Sandbox{}, false, err
 	} else if ok {
 		got, err := e.waitReady(ctx, sb)
 		return got, warm, err
 	}
 	sb, existed, err := e.newSandbox(p)
 	if err != nil {
-		return nil, false, err
+		return Sandbox{}, false, err
 	}
 	if !existed {
 		e.startAsync(sb)
@@ -100,15 +113,6 @@ type newParams struct {
 	lease *time.Duration
 }
 
-// leaseOf is a request's lease, nil when unset.
-func leaseOf(d *durationpb.Duration) *time.Duration {
-	if d == nil {
-		return nil
-	}
-	v := d.AsDuration()
-	return &v
-}
-
 // quotaCounted: requests of these ops count against SandboxQuotas here (a
 // fork checks all its sandboxes at once, fork.go; pool members never count).
 func quotaCounted(op string) bool { return op == "claim" || op == "create" }
@@ -130,10 +134,10 @@ func (e *Engine) byRequest(p newParams) (*sandbox, bool, error) {
 		return nil, false, nil
 	}
 	if ent.Op != p.op {
-		return nil, true, errinfo.Newf(codes.InvalidArgument, errinfo.ReasonRequestIDReused, "request_id %q was already used by a %s request", p.requestID, ent.Op)
+		return nil, true, failf(ErrInvalid, errinfo.ReasonRequestIDReused, "request_id %q was already used by a %s request", p.requestID, ent.Op)
 	}
 	if sb.rec.Deleting {
-		return nil, true, errinfo.Newf(codes.NotFound, errinfo.ReasonRequestIDSandboxDeleted,
+		return nil, true, failf(ErrNotFound, errinfo.ReasonRequestIDSandboxDeleted,
 			"request_id %q made sandbox %q, which is being deleted; once it is gone the id makes a new one", p.requestID, ent.Sandbox)
 	}
 	return sb, true, nil
@@ -190,7 +194,7 @@ func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) 
 		}
 	}
 	sb = e.sandboxes[p.namespace+"/"+cands[0]]
-	now := time.Now()
+	now := e.now()
 	next := sb.rec
 	next.Claimed = true
 	next.Labels = mergeMaps(next.Labels, p.labels)
@@ -208,7 +212,7 @@ func (e *Engine) adoptWarm(p newParams) (sb *sandbox, warm, ok bool, err error) 
 		ent = &requestEntry{Op: p.op, Sandbox: next.Name, UID: next.UID}
 	}
 	if err := e.store.put(&next, p.namespace+"/"+p.requestID, ent); err != nil {
-		return nil, false, false, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save claim: %v", err)
+		return nil, false, false, failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "save claim: %v", err)
 	}
 	sb.rec = next
 	if ent != nil {
@@ -250,9 +254,9 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 	if name == "" {
 		name = e.generateName(p.namespace, p.template)
 	} else if _, exists := e.sandboxes[p.namespace+"/"+name]; exists {
-		return nil, false, errinfo.Newf(codes.AlreadyExists, errinfo.ReasonSandboxExists, "sandbox %q already exists in namespace %q", name, p.namespace)
+		return nil, false, failf(ErrExists, errinfo.ReasonSandboxExists, "sandbox %q already exists in namespace %q", name, p.namespace)
 	} else if e.orphans[p.namespace+"/"+name] {
-		return nil, false, errinfo.Newf(codes.AlreadyExists, errinfo.ReasonSandboxExists, "sandbox %q: its directory %s exists without a record (the state was restored from an older backup); to use the name again, move it aside and restart serve",
+		return nil, false, failf(ErrExists, errinfo.ReasonSandboxExists, "sandbox %q: its directory %s exists without a record (the state was restored from an older backup); to use the name again, move it aside and restart serve",
 			name, filepath.Join(e.cfg.StateDir, "sandboxes", p.namespace, name))
 	}
 	rec := e.newRecordLocked(p, spec, name)
@@ -262,20 +266,20 @@ func (e *Engine) newSandbox(p newParams) (*sandbox, bool, error) {
 		ent = &requestEntry{Op: p.op, Sandbox: name, UID: rec.UID}
 	}
 	if err := e.store.put(&rec, p.namespace+"/"+p.requestID, ent); err != nil {
-		return nil, false, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save sandbox: %v", err)
+		return nil, false, failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "save sandbox: %v", err)
 	}
 	sb := makeSandbox(rec)
 	e.sandboxes[rec.key()] = sb
 	if ent != nil {
 		e.requests[p.namespace+"/"+p.requestID] = *ent
 	}
-	go e.hub.publish(event{typ: sandpodv1.WatchSandboxesResponse_EVENT_TYPE_ADDED, sb: sb.toProto()})
+	go e.hub.publish(event{typ: Added, sb: sb.view()})
 	return sb, false, nil
 }
 
 // newRecordLocked is the record of a new sandbox named name.
 func (e *Engine) newRecordLocked(p newParams, spec runSpec, name string) record {
-	now := time.Now()
+	now := e.now()
 	rec := record{
 		Namespace: p.namespace, Name: name, UID: newUID(), Pool: p.pool, Claimed: p.pool == "",
 		Labels: copyMap(p.labels), Env: copyMap(p.env), Spec: spec, Secret: newSecret(), RequestID: p.requestID,
@@ -295,7 +299,7 @@ func (e *Engine) newRecordLocked(p newParams, spec runSpec, name string) record 
 }
 
 func (e *Engine) noTemplate(ns, name string) error {
-	return errinfo.Newf(codes.NotFound, errinfo.ReasonTemplateNotFound, "template %q not found in namespace %q (ListTemplates shows what is defined)", name, ns)
+	return failf(ErrNotFound, errinfo.ReasonTemplateNotFound, "template %q not found in namespace %q (ListTemplates shows what is defined)", name, ns)
 }
 
 const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
@@ -329,7 +333,7 @@ func (e *Engine) startAsync(sb *sandbox) {
 }
 
 // waitReady waits until sb runs, fails or goes away.
-func (e *Engine) waitReady(ctx context.Context, sb *sandbox) (*sandpodv1.Sandbox, error) {
+func (e *Engine) waitReady(ctx context.Context, sb *sandbox) (Sandbox, error) {
 	if d, ok := ctx.Deadline(); ok {
 		// Answer before the caller's deadline, so it gets this answer
 		// rather than gRPC's bare one.
@@ -341,24 +345,24 @@ func (e *Engine) waitReady(ctx context.Context, sb *sandbox) (*sandpodv1.Sandbox
 	defer e.hub.unsubscribe(sub)
 	for {
 		e.mu.Lock()
-		cur := sb.toProto()
+		cur := sb.view()
 		// A sandbox being deleted is gone too: its phase on the way out
 		// must not read as a start that ended.
 		gone := e.sandboxes[sb.key()] != sb || sb.rec.Deleting
 		e.mu.Unlock()
 		switch {
 		case gone:
-			return nil, errinfo.SandboxGone(cur.GetNamespace(), cur.GetName(), fmt.Sprintf("sandbox %q was deleted while starting", cur.GetName()))
-		case cur.GetPhase() == sandpodv1.Phase_PHASE_RUNNING:
+			return Sandbox{}, &NotFoundError{Namespace: cur.Namespace, Name: cur.Name, Msg: fmt.Sprintf("sandbox %q was deleted while starting", cur.Name)}
+		case cur.Phase == v1alpha1.SandboxRunning:
 			return cur, nil
-		case cur.GetPhase() == sandpodv1.Phase_PHASE_FAILED:
-			return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxStartFailed, "sandbox %q failed to start: %s", cur.GetName(), cur.GetMessage())
-		case cur.GetPhase() != sandpodv1.Phase_PHASE_PENDING:
+		case cur.Phase == v1alpha1.SandboxFailed:
+			return Sandbox{}, failf(ErrUnavailable, errinfo.ReasonSandboxStartFailed, "sandbox %q failed to start: %s", cur.Name, cur.Message)
+		case cur.Phase != v1alpha1.SandboxPending:
 			return cur, nil // suspended or expired meanwhile: report as is
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errinfo.Newf(codes.DeadlineExceeded, errinfo.ReasonSandboxNotReady, "sandbox %q is still starting (it was not deleted: get it by name, or retry with the same request_id)", cur.GetName())
+			return Sandbox{}, failf(ErrDeadline, errinfo.ReasonSandboxNotReady, "sandbox %q is still starting (it was not deleted: get it by name, or retry with the same request_id)", cur.Name)
 		case _, ok := <-sub:
 			if !ok { // fell behind; resubscribe
 				sub = e.hub.subscribe()
@@ -372,56 +376,56 @@ func (e *Engine) lookup(ns, name string) (*sandbox, error) {
 	defer e.mu.Unlock()
 	sb := e.sandboxes[nsOr(ns)+"/"+name]
 	if sb == nil || sb.rec.Deleting {
-		return nil, errinfo.SandboxNotFound(nsOr(ns), name)
+		return nil, sandboxNotFound(nsOr(ns), name)
 	}
 	return sb, nil
 }
 
-// GetSandbox returns one sandbox.
-func (e *Engine) GetSandbox(_ context.Context, ns, name string) (*sandpodv1.Sandbox, error) {
+// Get returns one sandbox.
+func (e *Engine) Get(ns, name string) (Sandbox, error) {
 	sb, err := e.lookup(ns, name)
 	if err != nil {
-		return nil, err
+		return Sandbox{}, err
 	}
 	return e.snapshot(sb), nil
 }
 
-// ListSandboxes returns matching sandboxes sorted by name.
-func (e *Engine) ListSandboxes(_ context.Context, ns string, sel labels.Selector, includePool bool) ([]*sandpodv1.Sandbox, error) {
+// List returns matching sandboxes sorted by name.
+func (e *Engine) List(ns string, sel labels.Selector, includePool bool) []Sandbox {
 	ns = nsOr(ns)
 	e.mu.Lock()
-	var out []*sandpodv1.Sandbox
+	var out []Sandbox
 	for _, sb := range e.sandboxes {
 		if sb.rec.Deleting {
 			continue
 		}
-		if p := sb.toProto(); matches(p, ns, sel, includePool) {
+		if p := sb.view(); matches(&p, ns, sel, includePool) {
 			out = append(out, p)
 		}
 	}
 	e.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
-// SuspendSandbox stops the sandbox's processes; its files and name stay.
+// Suspend stops the sandbox's processes; its files and name stay.
 // Suspend, resume and extend refuse an unclaimed pool member.
-func (e *Engine) SuspendSandbox(ctx context.Context, ns, name string) (*sandpodv1.Sandbox, error) {
+func (e *Engine) Suspend(ns, name string) (Sandbox, error) {
 	sb, err := e.lookupFor(ns, name, lifecycle.CallSuspend)
 	if err != nil {
-		return nil, err
+		return Sandbox{}, err
 	}
 	e.mu.Lock()
 	if sb.rec.Expired {
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired; it is already stopped", name)
+		return Sandbox{}, failf(ErrConflict, errinfo.ReasonSandboxExpired, "sandbox %q has expired; it is already stopped", name)
 	}
 	next := sb.rec
 	next.Mode = v1alpha1.OperatingModeSuspended
 	next.Message = "suspended"
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
+		return Sandbox{}, failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	e.mu.Unlock()
@@ -430,12 +434,12 @@ func (e *Engine) SuspendSandbox(ctx context.Context, ns, name string) (*sandpodv
 	return e.snapshot(sb), nil
 }
 
-// ResumeSandbox starts a suspended (or failed) sandbox again, or thaws a
+// Resume starts a suspended (or failed) sandbox again, or thaws a
 // paused one (pause.go).
-func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) (*sandpodv1.Sandbox, error) {
+func (e *Engine) Resume(ctx context.Context, ns, name string, wait bool) (Sandbox, error) {
 	sb, err := e.lookupFor(ns, name, lifecycle.CallResume)
 	if err != nil {
-		return nil, err
+		return Sandbox{}, err
 	}
 	if out, ok, err := e.resumePaused(sb); ok {
 		return out, err
@@ -443,17 +447,17 @@ func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) 
 	e.mu.Lock()
 	if sb.rec.Expired {
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.FailedPrecondition, errinfo.ReasonSandboxExpired, "sandbox %q has expired; extend its shutdown time first", name)
+		return Sandbox{}, failf(ErrConflict, errinfo.ReasonSandboxExpired, "sandbox %q has expired; extend its shutdown time first", name)
 	}
 	next := sb.rec
 	next.Mode = v1alpha1.OperatingModeRunning
 	next.Message = ""
-	next.LastActivity = time.Now()
+	next.LastActivity = e.now()
 	next.RestartDue = time.Time{} // started now, by request
 	next.RestartStreak, next.StartFailures = 0, 0
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
+		return Sandbox{}, failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	if sb.workload == lifecycle.WorkloadFailed {
@@ -467,12 +471,12 @@ func (e *Engine) ResumeSandbox(ctx context.Context, ns, name string, wait bool) 
 	return e.waitReady(ctx, sb)
 }
 
-// ExtendSandbox moves the shutdown time. An expired sandbox becomes
+// Extend moves the shutdown time. An expired sandbox becomes
 // suspended, ready to resume.
-func (e *Engine) ExtendSandbox(_ context.Context, ns, name string, shutdown time.Time) (*sandpodv1.Sandbox, error) {
+func (e *Engine) Extend(ns, name string, shutdown time.Time) (Sandbox, error) {
 	sb, err := e.lookupFor(ns, name, lifecycle.CallExtend)
 	if err != nil {
-		return nil, err
+		return Sandbox{}, err
 	}
 	e.mu.Lock()
 	next := sb.rec
@@ -483,7 +487,7 @@ func (e *Engine) ExtendSandbox(_ context.Context, ns, name string, shutdown time
 	}
 	if err := e.store.put(&next, "", nil); err != nil {
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
+		return Sandbox{}, failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	e.mu.Unlock()
@@ -492,9 +496,9 @@ func (e *Engine) ExtendSandbox(_ context.Context, ns, name string, shutdown time
 	return e.snapshot(sb), nil
 }
 
-// DeleteSandbox stops a sandbox and removes it with its files. An
+// Delete stops a sandbox and removes it with its files. An
 // unclaimed pool member may be deleted too: its pool makes a new one.
-func (e *Engine) DeleteSandbox(_ context.Context, ns, name string) error {
+func (e *Engine) Delete(ns, name string) error {
 	sb, err := e.lookupFor(ns, name, lifecycle.CallDelete)
 	if err != nil {
 		return err
@@ -503,7 +507,7 @@ func (e *Engine) DeleteSandbox(_ context.Context, ns, name string) error {
 		return err
 	}
 	if err := e.finishDelete(sb); err != nil {
-		return errinfo.Newf(codes.Internal, errinfo.ReasonSandboxDeleteFailed, "delete %q: %v", name, err)
+		return failf(ErrInternal, errinfo.ReasonSandboxDeleteFailed, "delete %q: %v", name, err)
 	}
 	e.mu.Lock()
 	member := sb.callTarget().Pool != ""
@@ -520,7 +524,7 @@ func (e *Engine) markDeleting(sb *sandbox) error {
 	next := sb.rec
 	next.Deleting = true
 	if err := e.store.put(&next, "", nil); err != nil {
-		return errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
+		return failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	sb.rec = next
 	return nil
@@ -532,10 +536,10 @@ func (e *Engine) markDeleting(sb *sandbox) error {
 // reason SANDBOX_PAUSED).
 // Exec and file calls come through here: an unclaimed pool member is
 // refused (lifecycle.MayReach), so nothing is planted for its next claimer.
-func (e *Engine) Agent(ctx context.Context, ns, name string) (agentconn.Endpoint, error) {
+func (e *Engine) Agent(ctx context.Context, ns, name string) (Endpoint, error) {
 	sb, err := e.lookupFor(ns, name, lifecycle.CallAgent)
 	if err != nil {
-		return agentconn.Endpoint{}, err
+		return Endpoint{}, err
 	}
 	e.mu.Lock()
 	phase := sb.phase()
@@ -546,135 +550,135 @@ func (e *Engine) Agent(ctx context.Context, ns, name string) (agentconn.Endpoint
 	switch phase {
 	case v1alpha1.SandboxPaused:
 		if !autoResume {
-			return agentconn.Endpoint{}, protoconv.AgentRefusal(nsOr(ns), name, phase, "")
+			return Endpoint{}, &PhaseError{Namespace: nsOr(ns), Name: name, Phase: phase}
 		}
-		if _, err := e.ResumeSandbox(ctx, ns, name, true); err != nil {
-			return agentconn.Endpoint{}, err
+		if _, err := e.Resume(ctx, ns, name, true); err != nil {
+			return Endpoint{}, err
 		}
 	case v1alpha1.SandboxSuspended:
 		if !autoResume {
-			return agentconn.Endpoint{}, protoconv.AgentRefusal(nsOr(ns), name, phase, "")
+			return Endpoint{}, &PhaseError{Namespace: nsOr(ns), Name: name, Phase: phase}
 		}
-		if _, err := e.ResumeSandbox(ctx, ns, name, true); err != nil {
-			return agentconn.Endpoint{}, err
+		if _, err := e.Resume(ctx, ns, name, true); err != nil {
+			return Endpoint{}, err
 		}
 	case v1alpha1.SandboxExpired, v1alpha1.SandboxFailed:
-		return agentconn.Endpoint{}, protoconv.AgentRefusal(nsOr(ns), name, phase, msg+" (resume restarts it)")
+		return Endpoint{}, &PhaseError{Namespace: nsOr(ns), Name: name, Phase: phase, Detail: msg + " (resume restarts it)"}
 	case v1alpha1.SandboxPending:
 		if dl, ok := ctx.Deadline(); ok && !restartDue.IsZero() && restartDue.After(dl) {
 			// Its agent is down and backing off past this call: say so now
 			// rather than at the deadline.
-			return agentconn.Endpoint{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q: its agent is not running (%s); the engine restarts it at %s, after this call's deadline: retry then",
+			return Endpoint{}, failf(ErrUnavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q: its agent is not running (%s); the engine restarts it at %s, after this call's deadline: retry then",
 				name, msg, restartDue.UTC().Format(time.RFC3339))
 		}
 		if _, err := e.waitReady(ctx, sb); err != nil {
-			if status.Code(err) == codes.DeadlineExceeded {
-				msg := e.snapshot(sb).GetMessage()
+			if errors.Is(err, ErrDeadline) {
+				msg := e.snapshot(sb).Message
 				if msg == "" {
 					msg = "starting"
 				}
-				return agentconn.Endpoint{}, errinfo.Newf(codes.DeadlineExceeded, errinfo.ReasonSandboxNotReady, "sandbox %q was not running by the call's deadline (%s)", name, msg)
+				return Endpoint{}, failf(ErrDeadline, errinfo.ReasonSandboxNotReady, "sandbox %q was not running by the call's deadline (%s)", name, msg)
 			}
-			return agentconn.Endpoint{}, err
+			return Endpoint{}, err
 		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if sb.proc == nil {
-		return agentconn.Endpoint{}, errinfo.Newf(codes.Unavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q is not running right now; retry", name)
+		return Endpoint{}, failf(ErrUnavailable, errinfo.ReasonSandboxNotRunning, "sandbox %q is not running right now; retry", name)
 	}
 	sb.active++
-	sb.rec.LastActivity = time.Now()
-	return agentconn.Endpoint{
+	sb.rec.LastActivity = e.now()
+	return Endpoint{
 		Target: "unix://" + e.socketPath(&sb.rec),
 		Secret: sb.rec.Secret,
 		Env:    copyMap(sb.rec.Env),
 		Done: func() {
 			e.mu.Lock()
 			sb.active--
-			sb.rec.LastActivity = time.Now()
+			sb.rec.LastActivity = e.now()
 			e.mu.Unlock()
 		},
 	}, nil
 }
 
-// ListTemplates returns the templates of a namespace.
-func (e *Engine) ListTemplates(_ context.Context, ns string) ([]*sandpodv1.Template, error) {
+// Templates returns the templates of a namespace by name, with the limits
+// the engine applies.
+func (e *Engine) Templates(ns string) []Template {
 	ns = nsOr(ns)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []*sandpodv1.Template
+	var out []Template
 	for key, rs := range e.templates {
 		if !strings.HasPrefix(key, ns+"/") {
 			continue
 		}
-		t := &sandpodv1.Template{
-			Name: rs.Template, Namespace: ns, Image: rs.Image, RuntimeClassName: rs.RuntimeClass,
-			ShutdownPolicy: protoconv.Policy(lifecycle.EffectivePolicy(rs.ShutdownPolicy, "")), AutoResume: rs.AutoResume,
-			IdleAction:      protoconv.IdleAction(rs.IdleAction),
-			NetworkIsolated: rs.NetIsolated, MemoryLimitBytes: rs.MemoryBytes, CpuLimitMillis: rs.CPUMillis, PidsLimit: rs.PidsLimit,
+		t := Template{
+			Name: rs.Template, Namespace: ns, Image: rs.Image, RuntimeClass: rs.RuntimeClass,
+			ShutdownPolicy: lifecycle.EffectivePolicy(rs.ShutdownPolicy, ""), AutoResume: rs.AutoResume,
+			IdleAction:      rs.IdleAction,
+			NetworkIsolated: rs.NetIsolated, MemoryBytes: rs.MemoryBytes, CPUMillis: rs.CPUMillis, PidsLimit: rs.PidsLimit,
+			IdleTimeout: rs.IdleTimeout.Duration, DefaultTTL: rs.DefaultTTL.Duration,
 		}
 		if e.disks.enforced() {
-			t.DiskLimitBytes, t.InodeLimit = rs.DiskBytes, rs.DiskInodes
+			t.DiskBytes, t.DiskInodes = rs.DiskBytes, rs.DiskInodes
 		}
-		if rs.IdleTimeout.Duration > 0 {
-			t.IdleTimeout = durationpb.New(rs.IdleTimeout.Duration)
-		}
-		if rs.DefaultTTL.Duration > 0 {
-			t.DefaultTtl = durationpb.New(rs.DefaultTTL.Duration)
-		}
-		if !e.cg.usable() {
+		if !e.cg.Usable() {
 			// What is applied, not what the template asks: nothing
 			// (--no-limits; 0 is unlimited).
-			t.MemoryLimitBytes, t.CpuLimitMillis, t.PidsLimit = 0, 0, 0
+			t.MemoryBytes, t.CPUMillis, t.PidsLimit = 0, 0, 0
 		}
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
-// ListWarmPools returns the pools of a namespace.
-func (e *Engine) ListWarmPools(_ context.Context, ns string) ([]*sandpodv1.WarmPool, error) {
+// Pools returns the warm pools of a namespace by name.
+func (e *Engine) Pools(ns string) []PoolStatus {
 	ns = nsOr(ns)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []*sandpodv1.WarmPool
+	var out []PoolStatus
 	for _, p := range e.pools {
 		if p.namespace == ns {
 			out = append(out, e.poolStatus(p))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
-// GetWarmPool returns one pool with its ready and pending counts.
-func (e *Engine) GetWarmPool(_ context.Context, ns, name string) (*sandpodv1.WarmPool, error) {
+func noPool(ns, name string) error {
+	return failf(ErrNotFound, errinfo.ReasonPoolNotFound, "warm pool %q not found in namespace %q", name, ns)
+}
+
+// Pool returns one pool with its ready and pending counts.
+func (e *Engine) Pool(ns, name string) (PoolStatus, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p := e.pools[nsOr(ns)+"/"+name]
 	if p == nil {
-		return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonPoolNotFound, "warm pool %q not found in namespace %q", name, nsOr(ns))
+		return PoolStatus{}, noPool(nsOr(ns), name)
 	}
 	return e.poolStatus(p), nil
 }
 
-// ScaleWarmPool sets a pool's size; it survives a restart.
-func (e *Engine) ScaleWarmPool(ctx context.Context, ns, name string, replicas int32) (*sandpodv1.WarmPool, error) {
+// ScalePool sets a pool's size; it survives a restart.
+func (e *Engine) ScalePool(ns, name string, replicas int32) (PoolStatus, error) {
 	if replicas > MaxPoolReplicas {
-		return nil, errinfo.Newf(codes.ResourceExhausted, errinfo.ReasonPoolLimitExceeded, "replicas %d is above the local engine's limit of %d", replicas, MaxPoolReplicas)
+		return PoolStatus{}, failf(ErrExhausted, errinfo.ReasonPoolLimitExceeded, "replicas %d is above the local engine's limit of %d", replicas, MaxPoolReplicas)
 	}
 	key := nsOr(ns) + "/" + name
 	e.mu.Lock()
 	p := e.pools[key]
 	if p == nil {
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.NotFound, errinfo.ReasonPoolNotFound, "warm pool %q not found in namespace %q", name, nsOr(ns))
+		return PoolStatus{}, noPool(nsOr(ns), name)
 	}
 	if err := e.store.putPoolReplicas(key, replicas); err != nil {
 		e.mu.Unlock()
-		return nil, errinfo.Newf(codes.Unavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
+		return PoolStatus{}, failf(ErrUnavailable, errinfo.ReasonStoreUnavailable, "save: %v", err)
 	}
 	p.replicas = replicas
 	// An explicit scale refills at once: no claim to wait for, and a
@@ -687,8 +691,8 @@ func (e *Engine) ScaleWarmPool(ctx context.Context, ns, name string, replicas in
 }
 
 // poolStatus counts a pool's members. Callers hold e.mu.
-func (e *Engine) poolStatus(p *pool) *sandpodv1.WarmPool {
-	out := &sandpodv1.WarmPool{Name: p.name, Namespace: p.namespace, Template: p.template, Replicas: p.replicas}
+func (e *Engine) poolStatus(p *pool) PoolStatus {
+	out := PoolStatus{Name: p.name, Namespace: p.namespace, Template: p.template, Replicas: p.replicas}
 	for _, sb := range e.sandboxes {
 		r := &sb.rec
 		if r.Namespace != p.namespace || r.Pool != p.name || r.Claimed || r.Deleting {
@@ -697,9 +701,9 @@ func (e *Engine) poolStatus(p *pool) *sandpodv1.WarmPool {
 		// A member on its way out (failed, suspended) counts as neither.
 		switch m := poolMember(sb); {
 		case m.Ready:
-			out.ReadyReplicas++
+			out.Ready++
 		case !m.Failed:
-			out.PendingReplicas++
+			out.Pending++
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package engine
+package cgroups
 
 import (
 	"errors"
@@ -53,7 +53,7 @@ func TestCgroupV2WritesOnACgroupfsLayout(t *testing.T) {
 		c + "memory.max", c + "memory.swap.max", c + "pids.max", c + "cpu.max",
 		c + "cgroup.freeze", c + "cgroup.kill", c + "cgroup.procs"}
 	root := fakeCgroupfs(t, files...)
-	l := cgroupLayout{root: root, mode: cgroupV2}
+	l := Layout{root: root, mode: cgroupV2}
 	if err := applyCgroupWrites(l.delegationWrites()); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestCgroupV2WritesOnACgroupfsLayout(t *testing.T) {
 	if got := readFiles(t, root, "cgroup.subtree_control", "sandpod/cgroup.subtree_control"); got["cgroup.subtree_control"] != "+cpu" || got["sandpod/cgroup.subtree_control"] != "+cpu" {
 		t.Errorf("delegation: %v", got)
 	}
-	if err := l.prepareContainerCgroups(testID, cgroupLimits{MemoryBytes: 256 << 20, CPUMillis: 500, PidsLimit: 4096}); err != nil {
+	if err := l.PrepareContainer(testID, Limits{MemoryBytes: 256 << 20, CPUMillis: 500, PidsLimit: 4096}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{c + "memory.max": "268435456", c + "memory.swap.max": "0", c + "pids.max": "4096", c + "cpu.max": "50000 100000"}
@@ -70,11 +70,11 @@ func TestCgroupV2WritesOnACgroupfsLayout(t *testing.T) {
 	}
 	// Freezing writes cgroup.freeze and waits for cgroup.events to say so
 	// (the kernel's part, played here).
-	p := &process{cgroup: l.container(testID)}
+	f, _ := l.Container(testID).Freezer()
 	if err := os.WriteFile(filepath.Join(root, c+"cgroup.events"), []byte("populated 1\nfrozen 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.freeze(); err != nil {
+	if err := f.Set(f.FrozenIn, f.FrozenOut); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFiles(t, root, c+"cgroup.freeze"); got[c+"cgroup.freeze"] != "1" {
@@ -83,7 +83,7 @@ func TestCgroupV2WritesOnACgroupfsLayout(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, c+"cgroup.events"), []byte("populated 1\nfrozen 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.thaw(); err != nil {
+	if err := f.Set(f.ThawedIn, f.ThawedOut); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFiles(t, root, c+"cgroup.freeze"); got[c+"cgroup.freeze"] != "0" {
@@ -103,8 +103,8 @@ func TestCgroupV1WritesOnACgroupfsLayout(t *testing.T) {
 		dir("pids") + "pids.max", dir("cpu") + "cpu.cfs_period_us", dir("cpu") + "cpu.cfs_quota_us",
 		dir("freezer") + "freezer.state", dir("freezer") + "cgroup.procs"}
 	root := fakeCgroupfs(t, files...)
-	l := cgroupLayout{root: root, mode: cgroupV1, memsw: true}
-	if err := l.prepareContainerCgroups(testID, cgroupLimits{MemoryBytes: 256 << 20, CPUMillis: 1500, PidsLimit: 64}); err != nil {
+	l := Layout{root: root, mode: cgroupV1, memsw: true}
+	if err := l.PrepareContainer(testID, Limits{MemoryBytes: 256 << 20, CPUMillis: 1500, PidsLimit: 64}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
@@ -173,8 +173,8 @@ func TestProbeV1NamesAMissingHierarchy(t *testing.T) {
 // and what the start made of the container's cgroups goes again.
 func TestCgroupWritesNeedTheKernelsFiles(t *testing.T) {
 	root := fakeCgroupfs(t, "sandpod/cgroup.subtree_control")
-	l := cgroupLayout{root: root, mode: cgroupV2}
-	err := l.prepareContainerCgroups(testID, cgroupLimits{PidsLimit: 10})
+	l := Layout{root: root, mode: cgroupV2}
+	err := l.PrepareContainer(testID, Limits{PidsLimit: 10})
 	if err == nil || !strings.Contains(err.Error(), "pids.max") {
 		t.Fatalf("want the missing pids.max named, got %v", err)
 	}
@@ -232,7 +232,7 @@ func cgroupV2Checks(t *testing.T, root string) {
 
 	// Detection follows the file system, and refuses, naming what is
 	// missing, where the controllers are not there.
-	l, err := detectCgroups(root)
+	l, err := Detect(root)
 	switch {
 	case limited && err != nil:
 		t.Fatalf("a cgroup2 with %s refused: %v", controllers, err)
@@ -244,18 +244,18 @@ func cgroupV2Checks(t *testing.T, root string) {
 			!strings.Contains(err.Error(), "controller") || !strings.Contains(err.Error(), "--no-limits") {
 			t.Fatalf("a cgroup2 without memory, pids or cpu: %v", err)
 		}
-		l = cgroupLayout{root: root, mode: cgroupV2}
+		l = Layout{root: root, mode: cgroupV2}
 	}
 
-	id := "sb-" + newUID()[:16] + "-" + newUID()[:8]
+	id := "sb-" + randomHex()[:16] + "-" + randomHex()[:8]
 	if err := os.MkdirAll(filepath.Join(root, cgroupParent), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	lim := cgroupLimits{}
+	lim := Limits{}
 	if limited {
-		lim = cgroupLimits{MemoryBytes: 256 << 20, CPUMillis: 500, PidsLimit: 64}
+		lim = Limits{MemoryBytes: 256 << 20, CPUMillis: 500, PidsLimit: 64}
 	}
-	if err := l.prepareContainerCgroups(id, lim); err != nil {
+	if err := l.PrepareContainer(id, lim); err != nil {
 		t.Fatal(err)
 	}
 	dir := l.dir("", id)
@@ -275,20 +275,23 @@ func cgroupV2Checks(t *testing.T, root string) {
 	exited := make(chan error, 1)
 	go func() { exited <- busy.Wait() }()
 	t.Cleanup(func() { _ = busy.Process.Kill() })
-	c := l.container(id)
-	if err := os.WriteFile(c.procs, []byte(strconv.Itoa(busy.Process.Pid)), 0); err != nil {
+	c := l.Container(id)
+	if err := os.WriteFile(c.Procs, []byte(strconv.Itoa(busy.Process.Pid)), 0); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cgroup: c, pid: -1}
-	if pids, err := p.others(); err != nil || len(pids) != 1 || pids[0] != busy.Process.Pid {
-		t.Fatalf("the cgroup's processes: %v %v, want [%d]", pids, err, busy.Process.Pid)
+	if b, err := os.ReadFile(c.Procs); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(busy.Process.Pid) {
+		t.Fatalf("the cgroup's processes: %q %v, want [%d]", b, err, busy.Process.Pid)
 	}
 
 	// Frozen: it runs no more (its CPU time stands still); thawed, it does.
-	if err := p.freeze(); err != nil {
+	f, ok := c.Freezer()
+	if !ok {
+		t.Fatal("no freezer files on cgroup v2")
+	}
+	if err := f.Set(f.FrozenIn, f.FrozenOut); err != nil {
 		t.Fatal(err)
 	}
-	if frozen, err := p.isFrozen(); err != nil || !frozen {
+	if frozen, err := f.Settled(f.FrozenOut); err != nil || !frozen {
 		t.Fatalf("frozen: %v %v", frozen, err)
 	}
 	a := cpuTicks(t, busy.Process.Pid)
@@ -296,7 +299,7 @@ func cgroupV2Checks(t *testing.T, root string) {
 	if b := cpuTicks(t, busy.Process.Pid); b != a {
 		t.Errorf("a frozen process ran: cpu ticks %d then %d", a, b)
 	}
-	if err := p.thaw(); err != nil {
+	if err := f.Set(f.ThawedIn, f.ThawedOut); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(60 * time.Second); cpuTicks(t, busy.Process.Pid) == a; time.Sleep(10 * time.Millisecond) {
@@ -307,10 +310,10 @@ func cgroupV2Checks(t *testing.T, root string) {
 
 	// Delete: cgroup.kill ends it (no signal of the test's), frozen or not,
 	// and the cgroup goes.
-	if err := p.freeze(); err != nil {
+	if err := f.Set(f.FrozenIn, f.FrozenOut); err != nil {
 		t.Fatal(err)
 	}
-	l.removeCgroups(id)
+	l.Remove(id)
 	select {
 	case err := <-exited:
 		var ee *exec.ExitError
@@ -320,7 +323,7 @@ func cgroupV2Checks(t *testing.T, root string) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("cgroup.kill did not end the container's process")
 	}
-	if !awaitPendingCgroupRemovals(cgroupRetry + 5*time.Second) {
+	if !AwaitPendingRemovals(Retry + 5*time.Second) {
 		t.Fatal("the removal still runs")
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {

@@ -1,4 +1,4 @@
-package engine
+package cgroups
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 	"time"
 )
 
-// containerIDPattern is the shape of the ids newContainerID makes; nothing
+// ContainerIDPattern is the shape of the ids newContainerID makes; nothing
 // else is ever joined to a cgroup path below.
-var containerIDPattern = regexp.MustCompile(`^sb-[0-9a-f]{16}(-[0-9a-f]{8})?$`)
+var ContainerIDPattern = regexp.MustCompile(`^sb-[0-9a-f]{16}(-[0-9a-f]{8})?$`)
 
-// cgroupRetry bounds how long removeCgroups waits for the killed processes
+// Retry bounds how long removeCgroups waits for the killed processes
 // of a container to leave its cgroups.
-const cgroupRetry = 30 * time.Second
+const Retry = 30 * time.Second
 
 // removeCgroups removes what runc left of a container's cgroups. runc
 // deletes its state even when it cannot remove the cgroups (their
@@ -26,8 +26,8 @@ const cgroupRetry = 30 * time.Second
 // processes are already killed (the init died and its PID namespace with
 // it): this only waits for them to go, then removes the directories, in the
 // background when that takes longer than a first try.
-func (l cgroupLayout) removeCgroups(id string) {
-	if !containerIDPattern.MatchString(id) {
+func (l Layout) Remove(id string) {
+	if !ContainerIDPattern.MatchString(id) {
 		return
 	}
 	dirs := l.existingDirs(id)
@@ -38,7 +38,7 @@ func (l cgroupLayout) removeCgroups(id string) {
 		cgroupRemovals.Add(1)
 		go func() {
 			defer cgroupRemovals.Done()
-			_ = retryRmdir(l, id, dirs, cgroupRetry)
+			_ = retryRmdir(l, id, dirs, Retry)
 		}()
 	}
 }
@@ -86,9 +86,9 @@ func (c *pendingCount) Idle() <-chan struct{} {
 	return c.idle
 }
 
-// awaitPendingCgroupRemovals waits up to limit for the background removals
+// AwaitPendingRemovals waits up to limit for the background removals
 // and reports whether they all finished.
-func awaitPendingCgroupRemovals(limit time.Duration) bool {
+func AwaitPendingRemovals(limit time.Duration) bool {
 	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {
@@ -99,17 +99,17 @@ func awaitPendingCgroupRemovals(limit time.Duration) bool {
 	}
 }
 
-// strayCgroupDelay is how long an empty container cgroup must stay empty
+// StrayDelay is how long an empty container cgroup must stay empty
 // before an engine's start removes it. runc makes a container's cgroups an
 // instant before it moves the init into them, and engines share sandpod/,
 // so an empty one may be another engine's container being born; one that
 // is still empty this much later is not. (A cgroup directory's mtime
 // cannot tell its age: kernfs sets it when the inode is first looked up.)
-const strayCgroupDelay = 10 * time.Second
+const StrayDelay = 10 * time.Second
 
 // sweepStrayCgroups removes the container cgroups that a process which
 // exited (or was killed) while their removal was pending left behind.
-func (l cgroupLayout) sweepStrayCgroups(delay time.Duration) int {
+func (l Layout) SweepStray(delay time.Duration) int {
 	dirs, _ := filepath.Glob(filepath.Join(l.root, "*", cgroupParent, "sb-*"))
 	v2, _ := filepath.Glob(filepath.Join(l.root, cgroupParent, "sb-*"))
 	return removeIfStillEmpty(append(dirs, v2...), delay)
@@ -122,7 +122,7 @@ func (l cgroupLayout) sweepStrayCgroups(delay time.Duration) int {
 func removeIfStillEmpty(dirs []string, delay time.Duration) int {
 	var empty []string
 	for _, d := range dirs {
-		if !containerIDPattern.MatchString(filepath.Base(d)) {
+		if !ContainerIDPattern.MatchString(filepath.Base(d)) {
 			continue
 		}
 		if procs, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil && len(procs) == 0 {
@@ -143,12 +143,12 @@ func removeIfStillEmpty(dirs []string, delay time.Duration) int {
 }
 
 // awaitCgroupsRemoved is removeCgroups for a process about to exit (purge):
-// it waits, up to cgroupRetry, and returns the directories still there.
-func (l cgroupLayout) awaitCgroupsRemoved(ids []string) []string {
+// it waits, up to Retry, and returns the directories still there.
+func (l Layout) AwaitRemoved(ids []string) []string {
 	var left []string
 	for _, id := range ids {
-		if containerIDPattern.MatchString(id) {
-			left = append(left, retryRmdir(l, id, l.existingDirs(id), cgroupRetry)...)
+		if ContainerIDPattern.MatchString(id) {
+			left = append(left, retryRmdir(l, id, l.existingDirs(id), Retry)...)
 		}
 	}
 	return left
@@ -156,7 +156,7 @@ func (l cgroupLayout) awaitCgroupsRemoved(ids []string) []string {
 
 // retryRmdir tries rmdirAll with a growing pause until nothing is left or
 // the time is up, and returns what is left.
-func retryRmdir(l cgroupLayout, id string, dirs []string, limit time.Duration) []string {
+func retryRmdir(l Layout, id string, dirs []string, limit time.Duration) []string {
 	deadline := time.Now().Add(limit)
 	for delay := 10 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		if len(dirs) == 0 {
@@ -172,7 +172,7 @@ func retryRmdir(l cgroupLayout, id string, dirs []string, limit time.Duration) [
 // existingDirs lists the cgroup directories of a container that exist:
 // one per v1 hierarchy (runc makes one in each, not only those the engine
 // writes), or the one of the v2 hierarchy.
-func (l cgroupLayout) existingDirs(id string) []string {
+func (l Layout) existingDirs(id string) []string {
 	if l.mode == cgroupV2 {
 		if fi, err := os.Stat(l.dir("", id)); err == nil && fi.IsDir() {
 			return []string{l.dir("", id)}
@@ -187,7 +187,7 @@ func (l cgroupLayout) existingDirs(id string) []string {
 // The container's delete writes go first (v1: thaw, as killed tasks
 // cannot exit frozen; v2: cgroup.kill); they are not waited for, the next
 // try is.
-func rmdirAll(l cgroupLayout, id string, dirs []string) []string {
+func rmdirAll(l Layout, id string, dirs []string) []string {
 	for _, w := range l.deleteWrites(id) {
 		_ = applyCgroupWrites([]cgroupWrite{w})
 	}

@@ -1,6 +1,8 @@
-package engine
+package cgroups
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,13 @@ import (
 	"testing"
 	"time"
 )
+
+// randomHex is 32 random hex digits, for container ids of tests.
+func randomHex() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 func TestContainerIDPattern(t *testing.T) {
 	for id, want := range map[string]bool{
@@ -19,7 +28,7 @@ func TestContainerIDPattern(t *testing.T) {
 		"sb-0123456789ABCDEF-01234567": false,
 		"x-0123456789abcdef-01234567":  false,
 	} {
-		if got := containerIDPattern.MatchString(id); got != want {
+		if got := ContainerIDPattern.MatchString(id); got != want {
 			t.Errorf("%q: %v, want %v", id, got, want)
 		}
 	}
@@ -29,12 +38,12 @@ func TestContainerIDPattern(t *testing.T) {
 // container is removed once the process is gone. Real kernel, the host's
 // layout (v1: the pids hierarchy; v2: the unified one).
 func TestRemoveCgroupsWaitsForTheLastProcess(t *testing.T) {
-	l := hostCgroups(hostCgroupRoot)
+	l := Host(HostRoot)
 	parent := filepath.Dir(l.dir("pids", "x"))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		t.Fatalf("the engine's cgroup parent on this host: %v", err)
 	}
-	id := "sb-" + newUID()[:16] + "-" + newUID()[:8]
+	id := "sb-" + randomHex()[:16] + "-" + randomHex()[:8]
 	dir := filepath.Join(parent, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -42,15 +51,15 @@ func TestRemoveCgroupsWaitsForTheLastProcess(t *testing.T) {
 	t.Cleanup(func() { _ = os.Remove(dir) })
 	sleeper := sleepIn(t, dir)
 
-	l.removeCgroups(id) // busy: left to the background retry
+	l.Remove(id) // busy: left to the background retry
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("the cgroup of a live process went: %v", err)
 	}
 	_ = sleeper.Process.Kill()
 	_ = sleeper.Wait()
 	// What Engine.Close waits for: the background removal, done.
-	if !awaitPendingCgroupRemovals(cgroupRetry + 5*time.Second) {
-		t.Fatalf("the background removal still runs %s after the last process exited", cgroupRetry)
+	if !AwaitPendingRemovals(Retry + 5*time.Second) {
+		t.Fatalf("the background removal still runs %s after the last process exited", Retry)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("%s still there after the background removal finished: %v", dir, err)
@@ -62,13 +71,13 @@ func TestRemoveCgroupsWaitsForTheLastProcess(t *testing.T) {
 // with a process in it, nor one that gets its first process meanwhile (a
 // container being born).
 func TestStrayCgroupsAreRemovedOnlyWhenStillEmpty(t *testing.T) {
-	l := hostCgroups(hostCgroupRoot)
+	l := Host(HostRoot)
 	parent := filepath.Dir(l.dir("pids", "x"))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		t.Fatalf("the engine's cgroup parent on this host: %v", err)
 	}
 	mk := func() string {
-		dir := filepath.Join(parent, "sb-"+newUID()[:16]+"-"+newUID()[:8])
+		dir := filepath.Join(parent, "sb-"+randomHex()[:16]+"-"+randomHex()[:8])
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -119,9 +128,9 @@ func TestPendingRemovalsTolerateAddsDuringWaits(t *testing.T) {
 	for time.Now().Before(deadline) {
 		cgroupRemovals.Add(1)
 		go func() { time.Sleep(time.Microsecond); cgroupRemovals.Done() }()
-		awaitPendingCgroupRemovals(time.Microsecond)
+		AwaitPendingRemovals(time.Microsecond)
 	}
-	if !awaitPendingCgroupRemovals(10 * time.Second) {
+	if !AwaitPendingRemovals(10 * time.Second) {
 		t.Fatal("still pending after every Done")
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package cgroups
 
 import (
 	"errors"
@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hostCgroupRoot is where this host mounts its cgroup file systems, and
+// HostRoot is where this host mounts its cgroup file systems, and
 // where runc looks for them.
-const hostCgroupRoot = "/sys/fs/cgroup"
+const HostRoot = "/sys/fs/cgroup"
 
 // LimitsError is serve's refusal to start without the limits it promises.
 type LimitsError struct{ msg string }
@@ -23,26 +23,26 @@ func (e *LimitsError) Error() string { return e.msg }
 // requiredV1 are the v1 hierarchies the engine writes itself.
 var requiredV1 = []string{"memory", "pids", "cpu", "freezer"}
 
-// detectCgroups finds the layout at root and checks that the engine can
+// Detect finds the layout at root and checks that the engine can
 // apply limits there: every hierarchy runc will put a container in must
 // take a new cgroup below sandpod/ (a probe is made and removed: a
 // sandpod/ that exists says nothing about a file system mounted read-only
 // since), and on v2 the controllers must reach it.
-func detectCgroups(root string) (cgroupLayout, error) {
+func Detect(root string) (Layout, error) {
 	var fs unix.Statfs_t
 	if err := unix.Statfs(root, &fs); err != nil {
-		return cgroupLayout{}, &LimitsError{limitsRefusal(root, cgroupV1, []cgroupProblem{{root, err.Error()}})}
+		return Layout{}, &LimitsError{limitsRefusal(root, cgroupV1, []cgroupProblem{{root, err.Error()}})}
 	}
 	if fs.Type == unix.CGROUP2_SUPER_MAGIC {
-		l := cgroupLayout{root: root, mode: cgroupV2}
+		l := Layout{root: root, mode: cgroupV2}
 		if p := probeV2(l); len(p) > 0 {
-			return cgroupLayout{}, &LimitsError{limitsRefusal(root, cgroupV2, p)}
+			return Layout{}, &LimitsError{limitsRefusal(root, cgroupV2, p)}
 		}
 		return l, nil
 	}
-	l := cgroupLayout{root: root, mode: cgroupV1}
+	l := Layout{root: root, mode: cgroupV1}
 	if p := probeV1(root, cgroupMounts(root)); len(p) > 0 {
-		return cgroupLayout{}, &LimitsError{limitsRefusal(root, cgroupV1, p)}
+		return Layout{}, &LimitsError{limitsRefusal(root, cgroupV1, p)}
 	}
 	_, err := os.Stat(filepath.Join(root, "memory", "memory.memsw.limit_in_bytes"))
 	l.memsw = err == nil
@@ -128,7 +128,7 @@ func containsString(list []string, s string) bool {
 // probeV2 checks the unified hierarchy: controllers available, delegated
 // to sandpod/, and a container's cgroup there with the files the engine
 // writes.
-func probeV2(l cgroupLayout) []cgroupProblem {
+func probeV2(l Layout) []cgroupProblem {
 	b, err := os.ReadFile(filepath.Join(l.root, "cgroup.controllers"))
 	if err != nil {
 		return []cgroupProblem{{l.root, err.Error()}}
@@ -198,8 +198,8 @@ func applyCgroupWrites(ws []cgroupWrite) error {
 
 // prepareContainerCgroups makes a container's cgroups and writes its
 // limits, before runc runs it in them. On failure nothing of it is left.
-func (l cgroupLayout) prepareContainerCgroups(id string, lim cgroupLimits) error {
-	if !l.usable() {
+func (l Layout) PrepareContainer(id string, lim Limits) error {
+	if !l.Usable() {
 		return nil
 	}
 	for _, d := range l.containerDirs(id) {
@@ -215,18 +215,18 @@ func (l cgroupLayout) prepareContainerCgroups(id string, lim cgroupLimits) error
 	return nil
 }
 
-// hostCgroups is the layout of the cgroups that containers of any engine
+// Host is the layout of the cgroups that containers of any engine
 // on this host may have left (whether this one applies limits or not):
 // what removals and sweeps look through.
-func hostCgroups(root string) cgroupLayout {
+func Host(root string) Layout {
 	var fs unix.Statfs_t
 	if unix.Statfs(root, &fs) == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC {
-		return cgroupLayout{root: root, mode: cgroupV2}
+		return Layout{root: root, mode: cgroupV2}
 	}
-	return cgroupLayout{root: root, mode: cgroupV1}
+	return Layout{root: root, mode: cgroupV1}
 }
 
 // removeNow removes the container's cgroups that can go at once.
-func (l cgroupLayout) removeNow(id string) {
+func (l Layout) removeNow(id string) {
 	_ = rmdirAll(l, id, l.containerDirs(id))
 }

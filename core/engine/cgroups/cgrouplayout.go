@@ -1,4 +1,8 @@
-package engine
+// Package cgroups is the local engine's use of the host's cgroups: which
+// layout the host has (v1, v2 or none), what to write for a container's
+// limits, freezer and removal (pure functions of the layout), and the
+// writes themselves. The engine owns when; this package owns where and what.
+package cgroups
 
 import (
 	"path/filepath"
@@ -17,8 +21,8 @@ import (
 //   - cgroup v2: one unified hierarchy, root/sandpod/<id>, the controllers
 //     delegated down to it through cgroup.subtree_control.
 
-// cgroupLayout is where and how the engine's cgroups live on this host.
-type cgroupLayout struct {
+// Layout is where and how the engine's cgroups live on this host.
+type Layout struct {
 	// root is where the cgroup file systems are mounted: /sys/fs/cgroup
 	// (runc looks there too); a test's own directory in unit tests.
 	root string
@@ -45,8 +49,8 @@ var limitedControllers = []string{"memory", "pids", "cpu"}
 // cgroupParent is the engine's cgroup, below which each container has one.
 const cgroupParent = "sandpod"
 
-// cgroupLimits are the limits of one sandbox (0: none of that kind).
-type cgroupLimits struct {
+// Limits are the limits of one sandbox (0: none of that kind).
+type Limits struct {
 	MemoryBytes int64
 	CPUMillis   int64
 	PidsLimit   int64
@@ -63,9 +67,9 @@ const cpuPeriodMicros = 100000
 
 // usable reports whether sandboxes get cgroups of the engine's, with
 // limits and a freezer.
-func (l cgroupLayout) usable() bool { return l.mode != cgroupNone }
+func (l Layout) Usable() bool { return l.mode != cgroupNone }
 
-func (l cgroupLayout) String() string {
+func (l Layout) String() string {
 	switch l.mode {
 	case cgroupV1:
 		return "cgroup v1: memory,pids,cpu,freezer"
@@ -77,8 +81,8 @@ func (l cgroupLayout) String() string {
 
 // cgroupsPath is the container's cgroup as runc's config.json names it
 // (relative to each hierarchy's root); "" when it has none of the engine's.
-func (l cgroupLayout) cgroupsPath(id string) string {
-	if !l.usable() {
+func (l Layout) CgroupsPath(id string) string {
+	if !l.Usable() {
 		return ""
 	}
 	return "/" + cgroupParent + "/" + id
@@ -86,7 +90,7 @@ func (l cgroupLayout) cgroupsPath(id string) string {
 
 // dir is the container's cgroup directory in hierarchy ctl (v1) or in the
 // unified hierarchy (v2, ctl ignored).
-func (l cgroupLayout) dir(ctl, id string) string {
+func (l Layout) dir(ctl, id string) string {
 	if l.mode == cgroupV2 {
 		return filepath.Join(l.root, cgroupParent, id)
 	}
@@ -96,7 +100,7 @@ func (l cgroupLayout) dir(ctl, id string) string {
 // containerDirs are the cgroups the engine makes for a container before
 // runc runs it: those it writes limits into and the freezer. runc makes
 // the container's cgroups in the other v1 hierarchies itself.
-func (l cgroupLayout) containerDirs(id string) []string {
+func (l Layout) containerDirs(id string) []string {
 	switch l.mode {
 	case cgroupV1:
 		return []string{l.dir("memory", id), l.dir("pids", id), l.dir("cpu", id), l.dir("freezer", id)}
@@ -109,7 +113,7 @@ func (l cgroupLayout) containerDirs(id string) []string {
 // delegationWrites hand the limited controllers down to the containers'
 // cgroups (v2 only: a controller reaches a cgroup only when every parent
 // enables it in cgroup.subtree_control).
-func (l cgroupLayout) delegationWrites() []cgroupWrite {
+func (l Layout) delegationWrites() []cgroupWrite {
 	if l.mode != cgroupV2 {
 		return nil
 	}
@@ -127,7 +131,7 @@ func (l cgroupLayout) delegationWrites() []cgroupWrite {
 // swapping (as in Kubernetes, where pods do not swap by default). On v1
 // the memory limit goes first: memory.memsw.limit_in_bytes may never be
 // below it.
-func (l cgroupLayout) limitWrites(id string, lim cgroupLimits) []cgroupWrite {
+func (l Layout) limitWrites(id string, lim Limits) []cgroupWrite {
 	var ws []cgroupWrite
 	add := func(ctl, file, value string) {
 		ws = append(ws, cgroupWrite{filepath.Join(l.dir(ctl, id), file), value})
@@ -166,57 +170,57 @@ func (l cgroupLayout) limitWrites(id string, lim cgroupLimits) []cgroupWrite {
 // cpuQuota is the CFS quota (µs per period) of a limit in millicores.
 func cpuQuota(millis int64) int64 { return millis * cpuPeriodMicros / 1000 }
 
-// freezerFiles are the file written and the file read with the values
+// FreezerFiles are the file written and the file read with the values
 // meaning frozen and thawed.
-type freezerFiles struct {
-	write, read          string
-	frozenIn, thawedIn   string // values written
-	frozenOut, thawedOut string // what read says once settled
+type FreezerFiles struct {
+	Write, Read          string
+	FrozenIn, ThawedIn   string // values written
+	FrozenOut, ThawedOut string // what Read says once settled
 }
 
-// containerCgroup is what the engine reads and writes of a running
+// Container is what the engine reads and writes of a running
 // container's cgroups: its freezer and the list of its processes (the
 // zero value: none).
-type containerCgroup struct {
-	freezer freezerFiles
-	procs   string
+type Container struct {
+	freezer FreezerFiles
+	Procs   string
 }
 
-func (l cgroupLayout) container(id string) containerCgroup {
+func (l Layout) Container(id string) Container {
 	f, ok := l.freezer(id)
 	if !ok {
-		return containerCgroup{}
+		return Container{}
 	}
-	return containerCgroup{freezer: f, procs: filepath.Join(filepath.Dir(f.write), "cgroup.procs")}
+	return Container{freezer: f, Procs: filepath.Join(filepath.Dir(f.Write), "cgroup.procs")}
 }
 
-func (c containerCgroup) freezerFiles() (freezerFiles, bool) {
-	return c.freezer, c.freezer.write != ""
+func (c Container) Freezer() (FreezerFiles, bool) {
+	return c.freezer, c.freezer.Write != ""
 }
 
 // freezer is the container's freezer: the file written and the file read
 // with the values meaning frozen and thawed.
-func (l cgroupLayout) freezer(id string) (freezerFiles, bool) {
+func (l Layout) freezer(id string) (FreezerFiles, bool) {
 	switch l.mode {
 	case cgroupV1:
 		f := filepath.Join(l.dir("freezer", id), "freezer.state")
-		return freezerFiles{write: f, read: f, frozenIn: "FROZEN", thawedIn: "THAWED", frozenOut: "FROZEN", thawedOut: "THAWED"}, true
+		return FreezerFiles{Write: f, Read: f, FrozenIn: "FROZEN", ThawedIn: "THAWED", FrozenOut: "FROZEN", ThawedOut: "THAWED"}, true
 	case cgroupV2:
 		d := l.dir("", id)
-		return freezerFiles{write: filepath.Join(d, "cgroup.freeze"), read: filepath.Join(d, "cgroup.events"),
-			frozenIn: "1", thawedIn: "0", frozenOut: "frozen 1", thawedOut: "frozen 0"}, true
+		return FreezerFiles{Write: filepath.Join(d, "cgroup.freeze"), Read: filepath.Join(d, "cgroup.events"),
+			FrozenIn: "1", ThawedIn: "0", FrozenOut: "frozen 1", ThawedOut: "frozen 0"}, true
 	}
-	return freezerFiles{}, false
+	return FreezerFiles{}, false
 }
 
 // deleteWrites come before the container's cgroups are removed: on v2
 // cgroup.kill ends whatever is left in it (frozen or not); on v1 the
 // freezer thaws, as killed tasks cannot exit frozen.
-func (l cgroupLayout) deleteWrites(id string) []cgroupWrite {
+func (l Layout) deleteWrites(id string) []cgroupWrite {
 	switch l.mode {
 	case cgroupV1:
 		f, _ := l.freezer(id)
-		return []cgroupWrite{{f.write, f.thawedIn}}
+		return []cgroupWrite{{f.Write, f.ThawedIn}}
 	case cgroupV2:
 		return []cgroupWrite{{filepath.Join(l.dir("", id), "cgroup.kill"), "1"}}
 	}
@@ -229,7 +233,7 @@ func (l cgroupLayout) deleteWrites(id string) []cgroupWrite {
 // what its traffic costs. Not the freezer (a pause or an in-place restore
 // would stop or kill the network) nor devices (pasta opens /dev/net/tun).
 // None on cgroup v2: its one hierarchy would bring the freezer along.
-func (l cgroupLayout) accountingProcs(id string) []string {
+func (l Layout) AccountingProcs(id string) []string {
 	if l.mode != cgroupV1 {
 		return nil
 	}
@@ -242,7 +246,7 @@ func (l cgroupLayout) accountingProcs(id string) []string {
 
 // socketMemoryFile is where the container's socket buffers are capped
 // (cgroup v1 only: v2 always charges them to the memory cgroup).
-func (l cgroupLayout) socketMemoryFile(id string) string {
+func (l Layout) socketMemoryFile(id string) string {
 	if l.mode != cgroupV1 {
 		return ""
 	}
