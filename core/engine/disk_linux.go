@@ -421,6 +421,12 @@ func loopDevicesOf(img string) []string {
 	return out
 }
 
+// purgeDetachWait bounds how long purge waits for the disks of the
+// sandboxes it has just killed: a loop device goes with the last process
+// that holds its file system, which a loaded machine may take a while to
+// end (purge is run by hand or by a test's cleanup, never on a claim's path).
+const purgeDetachWait = 60 * time.Second
+
 // awaitDisksDetached waits until the loop devices of every image of a
 // state directory are gone (purge: the next serve mounts them again).
 func awaitDisksDetached(stateDir string) error {
@@ -429,7 +435,7 @@ func awaitDisksDetached(stateDir string) error {
 		if filepath.Base(filepath.Dir(img)) == ".formatted" {
 			continue
 		}
-		if err := awaitDetached(img, detachWait); err != nil {
+		if err := awaitDetached(img, purgeDetachWait); err != nil {
 			return err
 		}
 	}

@@ -220,6 +220,10 @@ func (s *Server) waitHealthy(t testing.TB) {
 	defer cancel()
 	h := healthpb.NewHealthClient(s.conn)
 	for {
+		// A serve that takes long to start (a restart reattaching many
+		// sandboxes' disks) has left the channel backing off for tens of
+		// seconds: dial again now, not at the end of the back-off.
+		s.conn.ResetConnectBackoff()
 		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 		resp, err := h.Check(rctx, &healthpb.HealthCheckRequest{})
 		rcancel()
