@@ -68,10 +68,7 @@ func TestCheckHeader(t *testing.T) {
 	used := int(max(m0.hwm, m1.hwm)) * ps
 	with := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
 	breakMeta := func(b []byte, page int) []byte { b[page*ps+boltPageHeader+60] ^= 0xff; return b }
-	cases := map[string]struct {
-		file []byte
-		want string // "" means sound
-	}{
+	cases := map[string]headerCase{
 		"a sound store":           {good, ""},
 		"empty":                   {nil, "is empty (0 bytes)"},
 		"garbage":                 {bytes.Repeat([]byte("not bbolt "), 2000), "is not a bbolt database"},
@@ -88,17 +85,7 @@ func TestCheckHeader(t *testing.T) {
 		"meta pages zeroed":       {with(func(b []byte) []byte { clear(b[:2*ps]); return b }), "is not a bbolt database"},
 		"grown with zeros at end": {append(bytes.Clone(good), make([]byte, 3*ps)...), ""},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := checkHeader(bytes.NewReader(tc.file), int64(len(tc.file)))
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("checkHeader: %v, want sound", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("checkHeader: %v, want %q", err, tc.want)
-			}
-		})
-	}
+	runHeaderCases(t, cases)
 }
 
 func TestJudgeStore(t *testing.T) {
@@ -228,5 +215,27 @@ func TestShellQuote(t *testing.T) {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// headerCase is a store file and what checkHeader must say of it: a
+// substring of its error, or "" for sound.
+type headerCase struct {
+	file []byte
+	want string
+}
+
+func runHeaderCases(t *testing.T, cases map[string]headerCase) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := checkHeader(bytes.NewReader(tc.file), int64(len(tc.file)))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("checkHeader: %v, want sound", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("checkHeader: %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

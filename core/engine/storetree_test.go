@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
-	"strings"
 	"testing"
 )
 
@@ -38,10 +37,7 @@ func TestCheckTree(t *testing.T) {
 		t.Fatalf("the sandboxes bucket's root (page %d) is not a branch page", branch)
 	}
 	with := func(f func(b []byte)) []byte { b := bytes.Clone(good); f(b); return b }
-	cases := map[string]struct {
-		file []byte
-		want string // "" means sound
-	}{
+	cases := map[string]headerCase{
 		"a sound store":                   {good, ""},
 		"a branch's child is the branch":  {with(func(b []byte) { ne.PutUint64(elem(b, branch, 0)[8:], branch) }), "reaches page"},
 		"a child past the pages in use":   {with(func(b []byte) { ne.PutUint64(elem(b, branch, 0)[8:], m.hwm+5) }), "outside its pages in use"},
@@ -60,15 +56,5 @@ func TestCheckTree(t *testing.T) {
 			ne.PutUint64(page(b, m.freelist)[boltPageHeader:], 1<<40)
 		}), "free list"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := checkHeader(bytes.NewReader(tc.file), int64(len(tc.file)))
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("checkHeader: %v, want sound", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("checkHeader: %v, want %q", err, tc.want)
-			}
-		})
-	}
+	runHeaderCases(t, cases)
 }
